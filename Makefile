@@ -1,0 +1,46 @@
+# specbound: two commands do everything on a fresh machine.
+#   make reproduce  -> regenerate the paper figures and tables into paper_figs/out/
+#   make test       -> install everything and run the fast test tier
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+FIGS   := $(wildcard paper_figs/*.py)
+
+.PHONY: install test test-slow test-all lint reproduce reproduce-quick bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# pin the CPU build of torch first so no CUDA build is ever pulled
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[llm,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "not slow and not gpu" -n 2 tests
+
+test-slow: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "slow and not gpu" -n 2 tests
+
+test-all: test test-slow
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+reproduce: $(STAMP)
+	mkdir -p paper_figs/out
+	MPLBACKEND=Agg $(PY) -m paper_figs.run_all
+
+reproduce-quick: $(STAMP)
+	mkdir -p paper_figs/out
+	MPLBACKEND=Agg $(PY) -m paper_figs.run_all --quick
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.bench_sim
+
+clean:
+	rm -rf $(VENV) paper_figs/out .pytest_cache .hypothesis

@@ -1,0 +1,35 @@
+"""Helpers shared by the figure scripts: argument parsing, style, output paths."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import resources
+from pathlib import Path
+
+OUT_DIR = Path(__file__).resolve().parent / "out"
+
+
+def parse_args(description: str, argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--quick", action="store_true", help="small smoke-test version")
+    ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")
+    return ap.parse_args(argv)
+
+
+def setup_matplotlib():
+    """Agg backend and the packaged style; returns ``pyplot``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    style = resources.files("specbound").joinpath("specbound.mplstyle")
+    with resources.as_file(style) as path:
+        plt.style.use(str(path))
+    return plt
+
+
+def out_path(out_dir: Path, name: str) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir / name

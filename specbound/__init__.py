@@ -1,0 +1,22 @@
+"""specbound: acceptance theory, lossy verification and keyed speculative sampling.
+
+Three layers (see ``DESIGN.md``):
+
+- :mod:`specbound.theory` -- numbers from formulas (no randomness);
+- :mod:`specbound.sim` -- numbers from sampling (Numba kernels);
+- :mod:`specbound.llm` -- the same samplers driven by torch models (optional extra ``llm``).
+"""
+
+__version__ = "0.1.0"
+
+from specbound import theory  # noqa: E402  (theory is light; sim/llm are imported lazily)
+
+__all__ = ["theory", "sim", "llm", "__version__"]
+
+
+def __getattr__(name):
+    if name in ("sim", "llm"):
+        import importlib
+
+        return importlib.import_module(f"specbound.{name}")
+    raise AttributeError(f"module 'specbound' has no attribute {name!r}")

@@ -1,0 +1,164 @@
+"""Keyed randomness: a counter-based pseudo-random function (PRF).
+
+``(key, context, token id, arrival index) -> uniform in (0, 1)``, identical in Numba, NumPy
+and (in the ``llm`` layer) torch.
+
+Construction
+------------
+1. The key (``int``, ``str`` or ``bytes``) is encoded unambiguously with a type tag
+   (``b"i:" + decimal`` for ints, ``b"s:" + UTF-8`` for strings, ``b"b:" + raw`` for bytes;
+   never ``bytes(int)``) and digested with BLAKE2b (32 bytes, personalised).
+2. A context label is a 64-bit integer: BLAKE2b-64 of the key digest followed by the last
+   ``m`` context tokens as little-endian int64 (``m=None``: the whole prefix).  It is
+   computed once per context, in Python.
+3. The expansion label -> uniforms is SplitMix64's finaliser applied to two counter rounds,
+   ``s = mix(mix(label + G*(token+1)) + G*(arrival+1))`` with the golden-ratio increment ``G``;
+   the uniform is ``((s >> 11) + 0.5) / 2**53``, which lies strictly inside (0, 1).
+4. Exponential clocks are ``-log(u)``; the ``j``-th arrival time of token ``v``'s unit
+   Poisson process is the sum of the first ``j`` clocks (arrivals ``0..j-1``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+
+import numpy as np
+from numba import njit
+
+from specbound.sim._config import JIT
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_ONE = np.uint64(1)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+_PERSON = b"specbound-prf"
+
+
+def encode_key(key) -> bytes:
+    """Unambiguous byte encoding of a key (int, str or bytes)."""
+    if isinstance(key, bool | np.bool_):
+        raise ValueError("key: must be an int, str or bytes, got a bool")
+    if isinstance(key, numbers.Integral):
+        return b"i:" + str(int(key)).encode("ascii")
+    if isinstance(key, str):
+        return b"s:" + key.encode("utf-8")
+    if isinstance(key, bytes | bytearray | memoryview):
+        return b"b:" + bytes(key)
+    raise ValueError(f"key: must be an int, str or bytes, got {type(key).__name__}")
+
+
+def key_digest(key) -> bytes:
+    """32-byte BLAKE2b digest of the encoded key."""
+    return hashlib.blake2b(encode_key(key), digest_size=32, person=_PERSON).digest()
+
+
+def _window(context, m):
+    ctx = np.asarray(context if context is not None else [], dtype=np.int64).reshape(-1)
+    if m is not None:
+        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
+            raise ValueError(f"m: must be None or a non-negative integer, got {m!r}")
+        ctx = ctx[len(ctx) - m :] if m > 0 else ctx[:0]
+    return ctx
+
+
+def context_label(key, context, m=None) -> np.uint64:
+    """64-bit label of (key, last ``m`` tokens of ``context``)."""
+    digest = key if isinstance(key, bytes) and len(key) == 32 else key_digest(key)
+    ctx = _window(context, m)
+    h = hashlib.blake2b(digest, digest_size=8, person=_PERSON)
+    h.update(ctx.astype("<i8").tobytes())
+    return np.uint64(int.from_bytes(h.digest(), "little"))
+
+
+@njit(**JIT)
+def _mix(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(**JIT)
+def prf_uniform(label, token, arrival):
+    """Uniform in (0, 1) for (label, token, arrival); Numba-callable, pure."""
+    s = _mix(np.uint64(label) + _GOLDEN * (np.uint64(token) + _ONE))
+    s = _mix(s + _GOLDEN * (np.uint64(arrival) + _ONE))
+    return (np.float64(s >> _S11) + 0.5) * _INV53
+
+
+@njit(**JIT)
+def prf_exponential(label, token, arrival):
+    """Exp(1) clock: ``-log(prf_uniform(...))``."""
+    return -np.log(prf_uniform(label, token, arrival))
+
+
+@njit(**JIT)
+def _fill_uniforms(label, tokens, arrivals, out):
+    for i in range(tokens.shape[0]):
+        for j in range(arrivals):
+            out[i, j] = prf_uniform(label, tokens[i], j)
+
+
+def _mix_np(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+def prf_uniform_numpy(label, tokens, arrivals) -> np.ndarray:
+    """NumPy reference of :func:`prf_uniform`, broadcasting ``tokens`` against ``arrivals``."""
+    with np.errstate(over="ignore"):
+        lab = np.asarray(label, dtype=np.uint64)
+        tok = np.asarray(tokens, dtype=np.int64).astype(np.uint64)
+        arr = np.asarray(arrivals, dtype=np.int64).astype(np.uint64)
+        s = _mix_np(lab + _GOLDEN * (tok + _ONE))
+        s = _mix_np(s + _GOLDEN * (arr + _ONE))
+        return ((s >> _S11).astype(np.float64) + 0.5) * _INV53
+
+
+def keyed_uniforms(key, context, tokens, arrivals=1, *, m=None, backend="numba") -> np.ndarray:
+    """The keyed source's uniforms for ``tokens`` in ``context``.
+
+    Parameters
+    ----------
+    key : int, str or bytes
+        Secret key (encoded unambiguously, see module docstring).
+    context : sequence of int
+        Token ids before the position; only the last ``m`` are used (``m=None``: all).
+    tokens : sequence of int
+        Token ids whose clocks are wanted (non-negative).
+    arrivals : int
+        Number of arrivals per token (columns of the result).
+    backend : {"numba", "numpy"}
+        Both give bit-identical results.
+
+    Returns
+    -------
+    ndarray, shape (len(tokens), arrivals)
+        Uniforms strictly inside (0, 1).  ``-log`` of column ``j`` is the ``j``-th
+        inter-arrival time of the token's unit Poisson process.
+    """
+    if isinstance(arrivals, bool) or not isinstance(arrivals, numbers.Integral) or arrivals < 1:
+        raise ValueError(f"arrivals: must be an integer >= 1, got {arrivals!r}")
+    if backend not in ("numba", "numpy"):
+        raise ValueError(f"backend: must be 'numba' or 'numpy', got {backend!r}")
+    tok = np.asarray(tokens)
+    if tok.ndim > 1 or (tok.size and tok.dtype.kind not in "iu"):
+        raise ValueError("tokens: must be a 1-D sequence of integer token ids")
+    tok = tok.astype(np.int64).reshape(-1)
+    if np.any(tok < 0):
+        raise ValueError("tokens: token ids must be non-negative")
+    ctx = np.asarray(context if context is not None else [])
+    if ctx.size and ctx.dtype.kind not in "iu":
+        raise ValueError("context: must be a sequence of integer token ids")
+    label = context_label(key, ctx, m)
+    if backend == "numpy":
+        return prf_uniform_numpy(label, tok[:, None], np.arange(int(arrivals))[None, :])
+    out = np.empty((tok.shape[0], int(arrivals)), dtype=np.float64)
+    _fill_uniforms(label, tok, int(arrivals), out)
+    return out
