@@ -1,0 +1,175 @@
+"""Acceptance bounds and exact acceptance against the number of drafts B (seed 000 §5, App. B).
+
+For B = 1..16 and three (p, q) pairs the figure shows the PML bound (seed 000 Thm B.1), the
+PML-weak bound (Thm 5.1), the LML bound (Rowan et al. 2025 Eq. 3), the relaxed LML bound
+(Eq. 4) and the exact acceptance of MPFR with token clocks (MATH.md §2.2, equal to PML) and of
+GLS / list coupling (MATH.md §2.3, by quadrature).
+
+How the pairs are made (deterministic, no randomness beyond the fixed seed below):
+
+- target ``p``: Zipf law over n = 1000 tokens (n = 200 with ``--quick``),
+  p_k ∝ k^(−1.1), k = 1..n;
+- draft ``q_σ``: the target with Gaussian noise on its logits,
+  q_σ ∝ exp(log p + σ ε), with one fixed ε ~ N(0, I_n) (``numpy`` seed 2026) shared by the
+  three pairs, and σ ≥ 0 solved (Brent's method) so that TV(p, q_σ) hits the nominal value
+  0.1 ("near"), 0.3 ("medium") and 0.6 ("far").  The achieved TV is written in the CSV and
+  the panel titles.
+
+Outputs (in ``out_dir``): ``bounds_vs_drafts.png`` (three panels, one per pair) and
+``bounds_vs_drafts.csv`` with columns ``pair, tv, sigma, n, B, pml, pml_weak, lml,
+lml_relaxed, exact_mpfr, exact_gls`` (one row per pair and B).
+
+Run: ``python -m paper_figs.bounds_vs_drafts [--quick] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from paper_figs._common import out_path, parse_args, setup_matplotlib
+from specbound.theory import (
+    exact_acceptance,
+    lml_bound,
+    lml_relaxed_bound,
+    pml_bound,
+    pml_weak_bound,
+    tv_distance,
+)
+
+FIGURE = True
+NAME = "bounds_vs_drafts"
+
+ZIPF_EXPONENT = 1.1
+N_FULL = 1000
+N_QUICK = 200
+NOISE_SEED = 2026
+PAIRS = (("near", 0.1), ("medium", 0.3), ("far", 0.6))
+B_VALUES = tuple(range(1, 17))
+COLUMNS = [
+    "pair",
+    "tv",
+    "sigma",
+    "n",
+    "B",
+    "pml",
+    "pml_weak",
+    "lml",
+    "lml_relaxed",
+    "exact_mpfr",
+    "exact_gls",
+]
+
+
+def zipf_target(n: int, exponent: float = ZIPF_EXPONENT) -> np.ndarray:
+    """Zipf law p_k ∝ k^(−exponent) over n tokens."""
+    w = np.arange(1, n + 1, dtype=np.float64) ** (-exponent)
+    return w / w.sum()
+
+
+def noisy_draft(p: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarray:
+    """q ∝ exp(log p + σ ε) (p > 0 everywhere here)."""
+    logits = np.log(p) + sigma * eps
+    w = np.exp(logits - logits.max())
+    return w / w.sum()
+
+
+def make_pair(n: int, tv_target: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The Zipf target and the noisy draft whose TV to it is ``tv_target``; returns (p, q, σ)."""
+    p = zipf_target(n)
+    sigma = brentq(
+        lambda s: tv_distance(p, noisy_draft(p, eps, s)) - tv_target,
+        0.0,
+        50.0,
+        xtol=1e-12,
+        rtol=1e-12,
+    )
+    return p, noisy_draft(p, eps, sigma), float(sigma)
+
+
+def compute(quick: bool = False) -> pd.DataFrame:
+    """All bounds and exact values for the three pairs and B = 1..16 (one row per pair, B)."""
+    n = N_QUICK if quick else N_FULL
+    eps = np.random.default_rng(NOISE_SEED).standard_normal(n)
+    rows = []
+    for label, tv_target in PAIRS:
+        p, q, sigma = make_pair(n, tv_target, eps)
+        tv = tv_distance(p, q)
+        for B in B_VALUES:
+            rows.append(
+                {
+                    "pair": label,
+                    "tv": tv,
+                    "sigma": sigma,
+                    "n": n,
+                    "B": B,
+                    "pml": pml_bound(p, q, B),
+                    "pml_weak": pml_weak_bound(p, q, B),
+                    "lml": lml_bound(p, q, B),
+                    "lml_relaxed": lml_relaxed_bound(p, q, B),
+                    "exact_mpfr": exact_acceptance(p, q, "mpfr", B),
+                    "exact_gls": exact_acceptance(p, q, "gls", B),
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+# (column, legend label, line style, marker)
+SERIES = (
+    ("pml", "PML bound (Thm B.1)", "-", None),
+    ("exact_mpfr", "exact MPFR (= PML, MATH.md §2.2)", "none", "o"),
+    ("pml_weak", "PML-weak bound (Thm 5.1)", "--", None),
+    ("exact_gls", "exact GLS", "-", "s"),
+    ("lml", "LML bound (Rowan Eq. 3)", "-.", None),
+    ("lml_relaxed", "LML-relaxed bound (Rowan Eq. 4)", ":", None),
+)
+
+
+def plot(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    labels = [label for label, _ in PAIRS]
+    fig, axes = plt.subplots(1, len(labels), figsize=(12.0, 4.0), sharex=True)
+    for ax, label in zip(axes, labels, strict=True):
+        sub = df[df["pair"] == label].sort_values("B")
+        for k, (col, name, ls, marker) in enumerate(SERIES):
+            ax.plot(
+                sub["B"],
+                sub[col],
+                linestyle=ls,
+                marker=marker,
+                markersize=4 if marker else 0,
+                markerfacecolor="none" if marker == "o" else None,
+                color=f"C{k}",
+                label=name,
+            )
+        tv = float(sub["tv"].iloc[0])
+        ax.set_title(f"{label}: TV(p, q) = {tv:.3f}, n = {int(sub['n'].iloc[0])}")
+        ax.set_xlabel("number of drafts B")
+        ax.set_xticks([1, 4, 8, 12, 16])
+    axes[0].set_ylabel("P(accept)")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.12))
+    fig.suptitle("Acceptance vs number of drafts: bounds and exact values (Zipf target)")
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def main(out_dir, quick: bool = False) -> list[Path]:
+    """Compute, write ``bounds_vs_drafts.csv`` and ``.png`` into ``out_dir``; return the paths."""
+    df = compute(quick=quick)
+    csv = out_path(out_dir, f"{NAME}.csv")
+    png = out_path(out_dir, f"{NAME}.png")
+    df.to_csv(csv, index=False, float_format="%.12g")
+    plot(df, png)
+    return [png, csv]
+
+
+if __name__ == "__main__":
+    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
+    for path in main(args.out, quick=args.quick):
+        print(path)
