@@ -13,7 +13,9 @@ Construction
    computed once per context, in Python.
 3. The expansion label -> uniforms is SplitMix64's finaliser applied to two counter rounds,
    ``s = mix(mix(label + G*(token+1)) + G*(arrival+1))`` with the golden-ratio increment ``G``;
-   the uniform is ``((s >> 11) + 0.5) / 2**53``, which lies strictly inside (0, 1).
+   the uniform is ``((s >> 12) + 0.5) / 2**52``, which lies in ``[2**-53, 1 - 2**-53]``,
+   strictly inside (0, 1) (with ``>> 11`` and ``/ 2**53`` the top value ``2**53 - 0.5`` rounds
+   to ``2**53`` and gives exactly 1.0).
 4. Exponential clocks are ``-log(u)``; the ``j``-th arrival time of token ``v``'s unit
    Poisson process is the sum of the first ``j`` clocks (arrivals ``0..j-1``).
 """
@@ -34,9 +36,9 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _S30 = np.uint64(30)
 _S27 = np.uint64(27)
 _S31 = np.uint64(31)
-_S11 = np.uint64(11)
+_S12 = np.uint64(12)
 _ONE = np.uint64(1)
-_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+_INV52 = 1.0 / 4503599627370496.0  # 2**-52
 _PERSON = b"specbound-prf"
 
 
@@ -53,9 +55,21 @@ def encode_key(key) -> bytes:
     raise ValueError(f"key: must be an int, str or bytes, got {type(key).__name__}")
 
 
-def key_digest(key) -> bytes:
-    """32-byte BLAKE2b digest of the encoded key."""
-    return hashlib.blake2b(encode_key(key), digest_size=32, person=_PERSON).digest()
+class KeyDigest(bytes):
+    """A precomputed key digest (what :func:`key_digest` returns).
+
+    A distinct type so that :func:`context_label` never mistakes a 32-byte raw ``bytes`` key
+    for a digest: raw keys are always encoded and hashed.
+    """
+
+    __slots__ = ()
+
+
+def key_digest(key) -> KeyDigest:
+    """32-byte BLAKE2b digest of the encoded key (pass it as ``key`` to skip re-hashing)."""
+    if isinstance(key, KeyDigest):
+        return key
+    return KeyDigest(hashlib.blake2b(encode_key(key), digest_size=32, person=_PERSON).digest())
 
 
 def _window(context, m):
@@ -63,13 +77,13 @@ def _window(context, m):
     if m is not None:
         if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
             raise ValueError(f"m: must be None or a non-negative integer, got {m!r}")
-        ctx = ctx[len(ctx) - m :] if m > 0 else ctx[:0]
+        ctx = ctx[max(len(ctx) - m, 0) :] if m > 0 else ctx[:0]
     return ctx
 
 
 def context_label(key, context, m=None) -> np.uint64:
     """64-bit label of (key, last ``m`` tokens of ``context``)."""
-    digest = key if isinstance(key, bytes) and len(key) == 32 else key_digest(key)
+    digest = key_digest(key)
     ctx = _window(context, m)
     h = hashlib.blake2b(digest, digest_size=8, person=_PERSON)
     h.update(ctx.astype("<i8").tobytes())
@@ -88,7 +102,7 @@ def prf_uniform(label, token, arrival):
     """Uniform in (0, 1) for (label, token, arrival); Numba-callable, pure."""
     s = _mix(np.uint64(label) + _GOLDEN * (np.uint64(token) + _ONE))
     s = _mix(s + _GOLDEN * (np.uint64(arrival) + _ONE))
-    return (np.float64(s >> _S11) + 0.5) * _INV53
+    return (np.float64(s >> _S12) + 0.5) * _INV52
 
 
 @njit(**JIT)
@@ -118,7 +132,7 @@ def prf_uniform_numpy(label, tokens, arrivals) -> np.ndarray:
         arr = np.asarray(arrivals, dtype=np.int64).astype(np.uint64)
         s = _mix_np(lab + _GOLDEN * (tok + _ONE))
         s = _mix_np(s + _GOLDEN * (arr + _ONE))
-        return ((s >> _S11).astype(np.float64) + 0.5) * _INV53
+        return ((s >> _S12).astype(np.float64) + 0.5) * _INV52
 
 
 def keyed_uniforms(key, context, tokens, arrivals=1, *, m=None, backend="numba") -> np.ndarray:
