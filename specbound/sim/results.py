@@ -76,4 +76,4 @@ class Estimate:
         x = np.asarray(x, dtype=np.float64)
         n = x.size
         sd = float(x.std(ddof=1)) if n > 1 else 0.0
-        return cls(mean=float(x.mean()), stderr=sd / np.sqrt(n), n=int(n))
+        return cls(mean=float(x.mean()), stderr=float(sd / np.sqrt(n)), n=int(n))

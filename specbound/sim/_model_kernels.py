@@ -1,0 +1,230 @@
+"""Numba kernels of the synthetic language models (private).
+
+Every kernel is a pure function of its inputs: the "randomness" of a :class:`SyntheticLM` is
+the counter-based mixer of :mod:`specbound.sim.prf` applied to (model seed, context window,
+token), so a decoding kernel can query any context without storage.  NumPy references
+(``*_numpy``) are compared with the kernels in ``tests/test_models.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from specbound.sim._config import JIT
+from specbound.sim.prf import _GOLDEN, _ONE, _mix, _mix_np
+
+_S32 = np.uint64(32)
+_LO32 = np.uint64(0xFFFFFFFF)
+_INV32 = 1.0 / 4294967296.0  # 2**-32
+
+KIND_GAUSSIAN = 0
+KIND_ZIPF = 1
+_TWO_PI = 2.0 * np.pi
+
+
+@njit(**JIT)
+def window_label(base, order, ctx):
+    """64-bit label of (``base``, ``order``, the last ``order`` tokens of ``ctx``).
+
+    Positions before the start of ``ctx`` are padded with token ``-1`` (beginning of
+    sequence), so a short context is a well-defined window of its own.
+    """
+    h = _mix(np.uint64(base) + _GOLDEN * np.uint64(order + 1))
+    n = ctx.shape[0]
+    for i in range(order):
+        pos = n - order + i
+        tok = ctx[pos] if pos >= 0 else -1
+        h = _mix(h + _GOLDEN * np.uint64(tok + 2))
+    return h
+
+
+@njit(**JIT)
+def _add_gaussian_field(label, weight, out):
+    """``out[v] += weight * g_v`` with ``g_v`` i.i.d. N(0, 1) from (label, v).
+
+    Tokens ``2i`` and ``2i+1`` share one Box-Muller pair whose two uniforms are the high and
+    low 32 bits of ``mix(mix(label + G (i+1)) + G)`` (resolution 2^-32 keeps the normal
+    tails exact to 6.6 sigma).
+    """
+    n = out.shape[0]
+    for i in range((n + 1) // 2):
+        h = _mix(_mix(np.uint64(label) + _GOLDEN * (np.uint64(i) + _ONE)) + _GOLDEN)
+        u1 = (np.float64(h >> _S32) + 0.5) * _INV32
+        u2 = (np.float64(h & _LO32) + 0.5) * _INV32
+        r = np.sqrt(-2.0 * np.log(u1))
+        out[2 * i] += weight * r * np.cos(_TWO_PI * u2)
+        if 2 * i + 1 < n:
+            out[2 * i + 1] += weight * r * np.sin(_TWO_PI * u2)
+
+
+@njit(**JIT)
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit(**JIT)
+def zipf_affine(label, n):
+    """Context-dependent affine permutation ``rank(v) = (a v + b) mod n`` with gcd(a, n) = 1."""
+    if n == 1:
+        return 1, 0
+    h = label
+    a = 1
+    found = False
+    for _ in range(64):
+        h = _mix(h + _GOLDEN)
+        a = 1 + np.int64(h % np.uint64(n - 1))
+        if _gcd(a, n) == 1:
+            found = True
+            break
+    if not found:  # pragma: no cover - 64 failures in a row is astronomically unlikely
+        a = 1
+    h = _mix(h + _GOLDEN)
+    b = np.int64(h % np.uint64(n))
+    return a, b
+
+
+@njit(**JIT)
+def synthetic_logits(kind, m, field_seed, scale, zipf_exponent, noise_seed, noise_order,
+                     noise_std, base, ctx, out):
+    """Raw logits of a :class:`~specbound.sim.models.SyntheticLM` in context ``ctx``.
+
+    Gaussian kind: ``scale / sqrt(m + 1) * sum_{k=0}^{m} g^(k)`` where ``g^(k)`` is the
+    Gaussian field of the last ``k`` tokens (an n-gram back-off sum; the k = 0 term is the
+    context-free unigram field, passed precomputed as ``base``).  Zipf kind:
+    ``-zipf_exponent * log(1 + rank_c(v))`` with the affine permutation ``rank_c`` of the
+    window of ``m`` tokens.  Both: plus ``noise_std`` times an
+    independent Gaussian field of the window of ``noise_order`` tokens (draft mismatch).
+    """
+    n = out.shape[0]
+    out[:] = 0.0
+    if kind == KIND_GAUSSIAN:
+        w = scale / np.sqrt(m + 1.0)
+        out[:] = base
+        for k in range(1, m + 1):
+            _add_gaussian_field(window_label(field_seed, k, ctx), w, out)
+    else:
+        a, b = zipf_affine(window_label(field_seed, m, ctx), n)
+        for v in range(n):
+            r = (a * v + b) % n
+            out[v] = -zipf_exponent * np.log(1.0 + r)
+    if noise_std > 0.0:
+        _add_gaussian_field(window_label(noise_seed, noise_order, ctx), noise_std, out)
+
+
+@njit(**JIT)
+def finalize_probs(logits, temperature, top_k, out):
+    """Softmax of ``logits / temperature`` restricted to the ``top_k`` largest (0: no top-k).
+
+    Ties at the k-th largest logit keep every tied token (measure zero for these models).
+    Tokens outside the top-k get probability exactly 0.
+    """
+    n = logits.shape[0]
+    thr = -np.inf
+    if 0 < top_k < n:
+        tmp = -logits.copy()
+        thr = -np.partition(tmp, top_k - 1)[top_k - 1]
+    mx = -np.inf
+    for v in range(n):
+        if logits[v] >= thr and logits[v] > mx:
+            mx = logits[v]
+    total = 0.0
+    for v in range(n):
+        if logits[v] >= thr:
+            e = np.exp((logits[v] - mx) / temperature)
+            out[v] = e
+            total += e
+        else:
+            out[v] = 0.0
+    for v in range(n):
+        out[v] /= total
+
+
+@njit(**JIT)
+def synthetic_probs(ints, uints, floats, base, ctx, out):
+    """Next-token distribution of a synthetic LM (the Numba-callable model evaluation).
+
+    ``ints = (kind, m, noise_order, top_k)``, ``uints = (field_seed, noise_seed)``,
+    ``floats = (scale, zipf_exponent, noise_std, temperature)``, ``base`` the weighted
+    context-free field (:func:`unigram_field`); writes into ``out``.
+    """
+    logits = np.empty(out.shape[0])
+    synthetic_logits(ints[0], ints[1], uints[0], floats[0], floats[1], uints[1], ints[2],
+                     floats[2], base, ctx, logits)
+    finalize_probs(logits, floats[3], ints[3], out)
+
+
+@njit(**JIT)
+def unigram_field(field_seed, scale, m, n):
+    """The k = 0 (context-free) term ``scale / sqrt(m+1) * g^(0)`` of the Gaussian logits."""
+    out = np.zeros(n)
+    _add_gaussian_field(window_label(field_seed, 0, np.empty(0, dtype=np.int64)),
+                        scale / np.sqrt(m + 1.0), out)
+    return out
+
+
+@njit(**JIT)
+def markov_probs(matrix, initial, ctx, out):
+    """Next-token distribution of a Markov LM: row of the last token (``initial`` if empty)."""
+    if ctx.shape[0] == 0:
+        out[:] = initial
+    else:
+        out[:] = matrix[ctx[ctx.shape[0] - 1]]
+
+
+# --------------------------------------------------------------------- NumPy references
+
+
+def window_label_numpy(base, order, ctx) -> np.uint64:
+    """NumPy reference of :func:`window_label`."""
+    ctx = np.asarray(ctx, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        h = _mix_np(np.uint64(base) + _GOLDEN * np.uint64(order + 1))
+        for i in range(order):
+            pos = len(ctx) - order + i
+            tok = int(ctx[pos]) if pos >= 0 else -1
+            h = _mix_np(h + _GOLDEN * np.uint64(tok + 2))
+    return np.uint64(h)
+
+
+def _gaussian_field_numpy(label, n) -> np.ndarray:
+    i = np.arange((n + 1) // 2).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = _mix_np(_mix_np(np.uint64(label) + _GOLDEN * (i + _ONE)) + _GOLDEN)
+    u1 = ((h >> _S32).astype(np.float64) + 0.5) * _INV32
+    u2 = ((h & _LO32).astype(np.float64) + 0.5) * _INV32
+    r = np.sqrt(-2.0 * np.log(u1))
+    g = np.empty(2 * i.shape[0])
+    g[0::2] = r * np.cos(2.0 * np.pi * u2)
+    g[1::2] = r * np.sin(2.0 * np.pi * u2)
+    return g[:n]
+
+
+def synthetic_probs_numpy(ints, uints, floats, ctx, n) -> np.ndarray:
+    """NumPy reference of :func:`synthetic_probs` (computes every field itself, ``base``
+    included; the Zipf permutation reuses the scalar helper)."""
+    kind, m, noise_order, top_k = (int(x) for x in ints)
+    scale, zipf_exponent, noise_std, temperature = (float(x) for x in floats)
+    ctx = np.asarray(ctx, dtype=np.int64)
+    if kind == KIND_GAUSSIAN:
+        logits = np.zeros(n)
+        for k in range(m + 1):
+            logits += scale / np.sqrt(m + 1.0) * _gaussian_field_numpy(
+                window_label_numpy(uints[0], k, ctx), n
+            )
+    else:
+        a, b = zipf_affine(window_label_numpy(uints[0], m, ctx), n)
+        logits = -zipf_exponent * np.log1p((a * np.arange(n) + b) % n)
+    if noise_std > 0.0:
+        logits = logits + noise_std * _gaussian_field_numpy(
+            window_label_numpy(uints[1], noise_order, ctx), n
+        )
+    keep = np.ones(n, dtype=bool)
+    if 0 < top_k < n:
+        thr = np.sort(logits)[::-1][top_k - 1]
+        keep = logits >= thr
+    z = np.where(keep, (logits - logits[keep].max()) / temperature, -np.inf)
+    e = np.where(keep, np.exp(np.where(keep, z, 0.0)), 0.0)
+    return e / e.sum()
