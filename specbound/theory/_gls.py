@@ -59,7 +59,7 @@ class RatioStructure:
     after it).
     """
 
-    __slots__ = ("order", "p", "q", "finite", "phi", "alpha", "S", "Sd", "inv_S")
+    __slots__ = ("order", "p", "q", "finite", "phi", "alpha", "S", "Sd", "d", "last", "inv_S")
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -103,8 +103,11 @@ class RatioStructure:
         self.alpha = alpha
         self.S = S
         self.Sd = Sd
-        with np.errstate(divide="ignore"):
-            self.inv_S = np.where(fin, 1.0 / np.where(fin, S, 1.0), 0.0)
+        # segment lengths of the finite, non-last tokens (0 elsewhere); the last segment uses
+        # 1/S, where S is the whole finite draft mass (>= 1/n, so 1/S never overflows)
+        self.d = np.where(fin & ~last, d, 0.0)
+        self.last = last
+        self.inv_S = np.where(last, 1.0 / np.where(last, S, 1.0), 0.0)
 
     def unsort(self, x: np.ndarray) -> np.ndarray:
         """Put a sorted ``(rows, n)`` array back in the original token order."""
@@ -121,7 +124,11 @@ class RatioStructure:
         with np.errstate(invalid="ignore", over="ignore"):
             if m is None:
                 m = np.expm1(-s * self.phi)  # phi = +inf -> -1
-            D = -np.expm1(-s * self.Sd) * self.inv_S
+            # D = (1 - exp(-s S d)) / S, written as s d g(s S d) with g(x) = (1 - e^{-x})/x so
+            # that a subnormal cumulative draft mass S never produces 1/S = inf
+            x = s * self.Sd
+            g = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+            D = np.where(self.last, self.inv_S, g * (s * self.d))
         term = (1.0 + m) * D  # exp(-s phi) * (1 - exp(-s S d)) / S
         T = np.cumsum(term[:, ::-1], axis=1)[:, ::-1]
         return np.clip(self.q * T, 0.0, 1.0)
