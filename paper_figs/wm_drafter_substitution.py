@@ -1,0 +1,246 @@
+"""Drafter substitution: TPR drift and output stability (seed 000 Fig. 2b, Table 15, App. D.5).
+
+The target, the watermark key, the prompts and the unkeyed seeds are fixed; only the drafter
+changes among D0-D3 (``paper_figs._wm_common.DRAFTERS``):
+
+- D0 ``target.draft(0.3, seed=1)`` (default);
+- D1 ``target.draft(0.2, seed=2)``: another "size" (a better drafter with an independent noise
+  field, the analogue of the paper's 0.5B -> 1.5B swap);
+- D2 = D0 at temperature 0.5; D3 = D0 at temperature 1.5.
+
+For every decoder (``basic_uwm`` as the vacuous reference, ``pfr``, ``mws``, ``pfr_nowm``,
+``mpfr`` (B = 4), ``vsps``, ``invariant`` (B = 4), ``mse``, ``mse_pseudo``; L = 4) and drafter:
+AATPS, ANLPPT-U and TPR@1%FPR (Aaronson score, exact Gamma null) at T_eval in {4, 8, 16}
+(the budgets where the curves of ``wm_detection`` are not saturated on this model); the TPR
+drift is max - min over the four drafters.  Output stability: token-level ROUGE-L F1
+(``_wm_common.rouge_l``) between the generated token ids of each pair (Di, Dj) for the same
+prompt, then (Table 15) the per-prompt minimum over the six pairs averaged over prompts, and
+the fraction of prompts whose four outputs are identical.
+
+Expected: PFR, MWS (which coincides with PFR for the DeltaGumbel reweight), MPFR and
+PFR-NOWM emit the target-side chain whatever the drafter (seed 000 Prop. C.3; PFR-NOWM here
+draws its unkeyed clocks from the run seed, which is shared across drafters), so ROUGE-L = 1
+and zero TPR drift; VSPS, INVARIANT, MSE and MSE-PSEUDO change their output with the drafter
+(ROUGE-L < 1), and MSE/MSE-PSEUDO their TPR too.
+
+Settings: target ``SyntheticLM(1000, context_length=2, seed=2026, T=1)`` (mean entropy ~2.6
+nats, ``mean_entropy_nats``), 100 prompts x 64 tokens, whole-prefix keyed labels.
+``--quick``: vocabulary 200, 3 prompts x 12 tokens, T_eval in {4, 8}.
+
+Outputs: ``wm_drafter_substitution.png`` (TPR per drafter, min-pair ROUGE-L), ``.csv`` (long
+format, column ``row_type``: ``drafter`` rows per (decoder, drafter), ``pair`` rows per
+(decoder, Di-Dj) with the mean ROUGE-L, ``summary`` rows per decoder with the Table 15 value,
+the identical fraction and the TPR drifts) and ``wm_drafter_substitution.md`` (Table 15
+layout).  Incremental and resumable (one configuration per decoder).
+
+Run: ``python -m paper_figs.wm_drafter_substitution [--quick] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_figs import _wm_common as wc
+from paper_figs._common import out_path, parse_args, setup_matplotlib
+from specbound.theory.watermark import anlppt, score_threshold, token_scores
+
+FIGURE = True
+NAME = "wm_drafter_substitution"
+L = 4
+B_MULTI = 4
+FPR = 0.01
+T_FULL = (4, 8, 16)
+T_QUICK = (4, 8)
+DECODERS = ("basic_uwm", "pfr", "mws", "pfr_nowm", "mpfr", "vsps", "invariant", "mse",
+            "mse_pseudo")
+DRAFTER_NAMES = tuple(wc.DRAFTERS)
+COLORS = {"D0": "tab:blue", "D1": "tab:orange", "D2": "tab:green", "D3": "tab:red"}
+
+
+def settings(quick: bool) -> wc.Settings:
+    if quick:
+        return wc.with_extra(wc.QUICK, L=L, B_multi=B_MULTI)
+    return wc.with_extra(replace(wc.FULL, n_prompts=100), L=L, B_multi=B_MULTI)
+
+
+def t_values(s: wc.Settings) -> tuple[int, ...]:
+    return T_QUICK if s.quick else T_FULL
+
+
+def worker(arg) -> list[dict]:
+    """One decoder with the four drafters (arg = (settings, decoder))."""
+    s, decoder = arg
+    from specbound.sim.decode import speculative_decode
+
+    models = {D: wc.make_models(s, D) for D in DRAFTER_NAMES}
+    target = wc.CachedLM(models["D0"][0])  # the target is the same model for every drafter
+    drafts = {D: wc.CachedLM(models[D][1]) for D in DRAFTER_NAMES}
+    P, seeds = wc.prompts(s), wc.prompt_seeds(s)
+    B = B_MULTI if decoder in ("mpfr", "invariant") else 1
+    gen = {D: [] for D in DRAFTER_NAMES}
+    blocks = {D: [] for D in DRAFTER_NAMES}
+    for i in range(len(P)):
+        for D in DRAFTER_NAMES:
+            r = speculative_decode(target, drafts[D], P[i], decoder, L=L, B=B, key=s.key,
+                                   max_new_tokens=s.max_new_tokens, seed=seeds[i])
+            gen[D].append(r.generated.copy())
+            blocks[D].append(r.accepted.copy())
+        target.clear()
+        for d in drafts.values():
+            d.clear()
+    H = wc.measured_entropy(s)
+    Ts = t_values(s)
+    thr = {T: score_threshold(T, FPR, "aaronson") for T in Ts}
+    common = {"decoder": decoder, "B": B, "mean_entropy_nats": H, **s.columns()}
+    rows = []
+    tprs = {}
+    for D in DRAFTER_NAMES:
+        toks = [np.concatenate([p, g]) for p, g in zip(P, gen[D], strict=True)]
+        U = np.array([wc.keyed_pivots(t, s.prompt_length, s.key) for t in toks])
+        S = np.cumsum(token_scores(U, "aaronson"), axis=1)
+        num = [b.sum() for b in blocks[D]]
+        den = [b.size for b in blocks[D]]
+        aatps, aatps_se = wc.cluster_ratio_se(num, den)
+        u, u_se = wc.mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
+        row = {"row_type": "drafter", "drafter": D, "aatps": aatps, "aatps_se": aatps_se,
+               "anlppt_u": u, "anlppt_u_se": u_se,
+               "rouge_l_vs_D0": float(np.mean([wc.rouge_l(a, b) for a, b in
+                                               zip(gen[D], gen["D0"], strict=True)]))}
+        for T in Ts:
+            tpr = float(np.mean(S[:, T - 1] >= thr[T]))
+            tprs[(D, T)] = tpr
+            row[f"tpr_T{T}"] = tpr
+            row[f"tpr_T{T}_se"] = math.sqrt(tpr * (1 - tpr) / len(toks))
+        rows.append({**common, **row})
+    n = len(P)
+    pair_scores = {}
+    for Di, Dj in itertools.combinations(DRAFTER_NAMES, 2):
+        sc = np.array([wc.rouge_l(a, b) for a, b in zip(gen[Di], gen[Dj], strict=True)])
+        pair_scores[(Di, Dj)] = sc
+        m, se = wc.mean_se(sc)
+        rows.append({**common, "row_type": "pair", "drafter": f"{Di}-{Dj}",
+                     "rouge_l": m, "rouge_l_se": se,
+                     "identical_fraction": float(np.mean(sc == 1.0))})
+    minpair = np.min(np.array(list(pair_scores.values())), axis=0)
+    meanpair = np.mean(np.array(list(pair_scores.values())), axis=0)
+    ident = [all(np.array_equal(gen[D][i], gen["D0"][i]) for D in DRAFTER_NAMES)
+             for i in range(n)]
+    summary = {"row_type": "summary", "drafter": "all",
+               "rouge_l_minpair": float(minpair.mean()), "rouge_l_minpair_se":
+               wc.mean_se(minpair)[1], "rouge_l_meanpair": float(meanpair.mean()),
+               "identical_fraction": float(np.mean(ident))}
+    for T in Ts:
+        vals = [tprs[(D, T)] for D in DRAFTER_NAMES]
+        summary[f"tpr_drift_T{T}"] = max(vals) - min(vals)
+    rows.append({**common, **summary})
+    return rows
+
+
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
+    s = settings(quick)
+    store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
+    configs = [(d, (s, d)) for d in DECODERS]
+    own = executor is None and not quick
+    ex = wc.default_executor(quick) if own else executor
+    try:
+        df = wc.run_sweep(configs, worker, store, desc=NAME, executor=ex, progress=progress)
+    finally:
+        if own and ex is not None:
+            ex.shutdown()
+    return df
+
+
+def table(df: pd.DataFrame) -> str:
+    """Markdown table in the layout of seed 000 Table 15 plus the TPR drifts."""
+    summ = df[df["row_type"] == "summary"].set_index("decoder")
+    drift_cols = sorted((c for c in df.columns if c.startswith("tpr_drift_T")),
+                        key=lambda c: int(c[len("tpr_drift_T"):]))
+    head = "| decoder | min-pair mean ROUGE-L | mean-pair ROUGE-L | identical outputs | "
+    head += " | ".join(f"TPR drift T={c[len('tpr_drift_T'):]}" for c in drift_cols) + " |"
+    lines = [
+        "Output stability under drafter substitution (D0-D3), synthetic LM "
+        f"(vocab {int(df['vocab_size'].iloc[0])}, {int(df['n_prompts'].iloc[0])} prompts x "
+        f"{int(df['max_new_tokens'].iloc[0])} tokens, L = {L}).",
+        "",
+        head,
+        "|---|" + "---:|" * (3 + len(drift_cols)),
+    ]
+    for d in DECODERS:
+        if d not in summ.index:
+            continue
+        r = summ.loc[d]
+        keyed = d in wc.KEYED
+        drifts = " | ".join(f"{r[c]:.3f}" if keyed else "n/a (no wm)" for c in drift_cols)
+        name = d.upper().replace("_", "-") + ("" if keyed else " (no wm)")
+        if d == "basic_uwm":
+            name += " (no drafter)"
+        lines.append(f"| {name} | {r['rouge_l_minpair']:.3f} | {r['rouge_l_meanpair']:.3f} | "
+                     f"{r['identical_fraction']:.2f} | {drifts} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(df: pd.DataFrame, path: Path) -> None:
+    plt = setup_matplotlib()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    dr = df[df["row_type"] == "drafter"]
+    tcols = sorted((c for c in dr.columns if c.startswith("tpr_T") and not c.endswith("_se")),
+                   key=lambda c: int(c[len("tpr_T"):]))
+    T_show = tcols[0] if tcols else None  # the smallest budget: curves not saturated
+    keyed = [d for d in DECODERS if d in wc.KEYED and d in set(dr["decoder"])]
+    width = 0.2
+    x = np.arange(len(keyed))
+    for k, D in enumerate(DRAFTER_NAMES):
+        vals = [dr[(dr["decoder"] == d) & (dr["drafter"] == D)][T_show].iloc[0] for d in keyed]
+        errs = [dr[(dr["decoder"] == d) & (dr["drafter"] == D)][T_show + "_se"].iloc[0]
+                for d in keyed]
+        ax.bar(x + (k - 1.5) * width, vals, width, yerr=errs, color=COLORS[D],
+               label=wc.DRAFTER_LABELS[D], capsize=2)
+    ax.set_xticks(x, [d.upper().replace("_", "-") for d in keyed], fontsize=8)
+    ax.set_ylabel(f"TPR @ 1% FPR, $T_{{eval}}$ = {T_show[len('tpr_T'):]}" if T_show else "TPR")
+    ax.set_ylim(0, 1.08)
+    ax.set_title("TPR under drafter substitution (Aaronson, exact null)", fontsize=10)
+    ax.legend(fontsize=7, ncol=4, loc="upper center")
+    summ = df[df["row_type"] == "summary"]
+    order = [d for d in DECODERS if d in set(summ["decoder"])]
+    vals = [summ[summ["decoder"] == d]["rouge_l_minpair"].iloc[0] for d in order]
+    errs = [summ[summ["decoder"] == d]["rouge_l_minpair_se"].iloc[0] for d in order]
+    colors = ["tab:red" if d in ("pfr", "mws", "mpfr", "pfr_nowm") else
+              "black" if d == "basic_uwm" else "tab:gray" for d in order]
+    y = np.arange(len(order))
+    bx.barh(y, vals, xerr=np.nan_to_num(errs), color=colors, capsize=2)
+    bx.set_yticks(y, [d.upper().replace("_", "-") for d in order], fontsize=8)
+    bx.invert_yaxis()
+    bx.set_xlim(0, 1.05)
+    bx.set_xlabel("min-pair ROUGE-L (token ids), mean over prompts")
+    bx.set_title("Output stability (Table 15 analogue)", fontsize=10)
+    for yi, v in zip(y, vals, strict=True):
+        inside = v > 0.5
+        bx.text(v - 0.02 if inside else v + 0.03, yi, f"{v:.3f}", va="center",
+                ha="right" if inside else "left", fontsize=7,
+                color="white" if inside else "black")
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(out_dir, quick: bool = False) -> list[Path]:
+    """Run (or resume) the sweep; write the CSV, the markdown table and the PNG."""
+    df = compute(out_dir, quick=quick)
+    csv = out_path(out_dir, f"{NAME}.csv")
+    md = out_path(out_dir, f"{NAME}.md")
+    png = out_path(out_dir, f"{NAME}.png")
+    md.write_text(table(df))
+    plot(df, png)
+    return [png, csv, md]
+
+
+if __name__ == "__main__":
+    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
+    for p in main(args.out, quick=args.quick):
+        print(p)
