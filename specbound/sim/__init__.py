@@ -1,4 +1,61 @@
 """Numbers from sampling: keyed randomness, token-level samplers, estimators, synthetic
 language models and speculative decoders (Numba kernels behind validated wrappers)."""
 
-__all__: list[str] = []
+from specbound.sim.decode import DecodeResult, expected_block_tokens, speculative_decode
+from specbound.sim.detect import (
+    DetectionBatch,
+    DetectionResult,
+    detect,
+    detect_many,
+    keyed_pivots,
+)
+from specbound.sim.distributions import (
+    NoisyDraft,
+    dirichlet,
+    mixture_draft,
+    noisy_draft,
+    softmax_gaussian,
+    temperature_draft,
+    top_k,
+    zipf,
+)
+from specbound.sim.gof import (
+    GofResult,
+    bonferroni_alpha,
+    chisquare_gof,
+    counts_from_samples,
+    gof_test,
+    multinomial_exact_gof,
+)
+from specbound.sim.invariance import check_drafter_invariance
+from specbound.sim.logged import DenseBatch, LogReader, LogWriter, SparseBatch
+from specbound.sim.lossy import (
+    TreeVerificationResult,
+    sample_induced,
+    simulate_tree_verification,
+)
+from specbound.sim.models import MarkovLM, SyntheticLM
+from specbound.sim.montecarlo import estimate_acceptance, sample_emitted
+from specbound.sim.prf import keyed_uniforms
+from specbound.sim.results import ConfidenceInterval, Estimate
+from specbound.sim.samplers import SCHEMES, Step, sample_step, spectr_rho
+
+__all__ = [
+    # keyed randomness, results
+    "keyed_uniforms", "Estimate", "ConfidenceInterval",
+    # token-level samplers and estimators
+    "SCHEMES", "Step", "sample_step", "spectr_rho", "estimate_acceptance", "sample_emitted",
+    # goodness of fit
+    "GofResult", "bonferroni_alpha", "chisquare_gof", "counts_from_samples", "gof_test",
+    "multinomial_exact_gof",
+    # distributions and logs
+    "NoisyDraft", "dirichlet", "mixture_draft", "noisy_draft", "softmax_gaussian",
+    "temperature_draft", "top_k", "zipf", "DenseBatch", "LogReader", "LogWriter", "SparseBatch",
+    # lossy verification
+    "TreeVerificationResult", "sample_induced", "simulate_tree_verification",
+    # sequence level
+    "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
+    "expected_block_tokens", "speculative_decode",
+    # detection
+    "DetectionBatch", "DetectionResult", "detect", "detect_many", "keyed_pivots",
+]

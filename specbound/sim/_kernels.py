@@ -1,0 +1,464 @@
+"""Numba kernels of the token-level samplers (private).
+
+Every kernel is a pure function of its inputs: the randomness comes either from a table of
+uniforms ``table`` drawn outside (``use_table=True``, QuantEcon style) or from the keyed
+counter-based PRF :func:`specbound.sim.prf.prf_uniform` evaluated at ``(label, row, col)``
+(``use_table=False``).  In both cases the kernel reads "uniform ``(row, col)``", so the same
+kernel runs on a seeded stream, on keyed clocks, or on per-trial PRF labels derived from a
+``SeedSequence`` (the batched estimators).  The clock layout ``(row, col)`` of each scheme is
+documented in :mod:`specbound.sim.samplers` (``clock_shape``).
+
+Kernels assume valid input (probability vectors, ``B >= 1``); the public wrappers validate.
+Zero probabilities: a token with ``p_u = 0`` (resp. ``q_u = 0``) has score ``+inf`` on the
+target (resp. draft) side and is never emitted (resp. drafted); no uniform is read for a
+token with ``p_u = q_u = 0``.  Every NumPy reference lives in :mod:`specbound.sim._reference`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from specbound.sim._config import JIT
+from specbound.sim.prf import _GOLDEN, _mix, prf_uniform
+
+JIT_PAR = dict(JIT, parallel=True)
+_LB_SHRINK = 1.0 - 1e-12
+
+# scheme codes shared with the wrappers
+SD, EXP_RACE, MPFR, MPFR_DIRECT, MPFR_SCAN, GLS, SPECINFER, SPECTR = range(8)
+
+
+@njit(**JIT)
+def _unif(label, table, use_table, row, col):
+    """Uniform ``(row, col)`` of the source: a table entry or the keyed PRF."""
+    if use_table:
+        return table[row, col]
+    return prf_uniform(label, row, col)
+
+
+@njit(**JIT)
+def trial_label(base, t):
+    """PRF label of trial ``t`` of a chunk whose label is ``base`` (SplitMix64 counter)."""
+    return _mix(base + _GOLDEN * (np.uint64(t) + np.uint64(1)))
+
+
+@njit(**JIT)
+def inv_cdf(cdf, u):
+    """Token ``i`` with ``cdf[i-1] <= u * cdf[-1] < cdf[i]`` (``cdf`` = unnormalised cumsum).
+
+    Zero-probability tokens have an empty interval and are never returned; if rounding puts
+    ``u * cdf[-1]`` at the total, the last token with positive mass is returned.
+    """
+    n = cdf.shape[0]
+    x = u * cdf[n - 1]
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cdf[mid] > x:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo >= n:
+        lo = n - 1
+        while lo > 0 and cdf[lo] == cdf[lo - 1]:
+            lo -= 1
+    return lo
+
+
+@njit(**JIT)
+def seq_step(q, qcdf, targ, scale, fincdf, B, label, table, use_table, drafts):
+    """Sequential verification of ``B`` i.i.d. drafts (SD, SpecInfer, SpecTr).
+
+    Draft ``j`` is ``inv_cdf(qcdf, U[j, 0])``; it is tried with ``U[j, 1]`` and accepted iff
+    ``U[j, 1] * scale * q[x] <= targ[min(j, R-1), x]``; the first accepted draft is emitted.
+    If all are rejected the emitted token is ``inv_cdf(fincdf, U[B, 0])``.
+
+    - SD (Alg. 1): ``B = 1``, ``targ = [p]``, ``scale = 1``, ``fincdf`` = cdf of ``(p-q)+``;
+    - SpecInfer (recursive rejection sampling): ``targ[j]`` = residual after ``j``
+      rejections, ``scale = 1``, ``fincdf`` = cdf of the residual after ``B`` rejections;
+    - SpecTr k-sequential: ``targ = [p]``, ``scale = rho``, ``fincdf`` = its residual.
+
+    Returns ``(y, accepted)``; ``drafts`` (length ``B``) is filled.
+    """
+    R = targ.shape[0]
+    y = -1
+    acc = False
+    for j in range(B):
+        x = inv_cdf(qcdf, _unif(label, table, use_table, j, 0))
+        drafts[j] = x
+        if not acc:
+            r = j if j < R else R - 1
+            if _unif(label, table, use_table, j, 1) * scale * q[x] <= targ[r, x]:
+                acc = True
+                y = x
+    if not acc:
+        y = inv_cdf(fincdf, _unif(label, table, use_table, B, 0))
+    return y, acc
+
+
+@njit(**JIT)
+def _skip(v, pu, by, qu, bx):
+    """True if ``e = -log v`` can beat neither ``by`` (score ``e/pu``) nor ``bx`` (``e/qu``).
+
+    Uses ``-log v >= 1 - v`` (shrunk by ``1e-12`` to absorb rounding), so skipping never
+    changes a result: a skipped token has ``e/pu >= by`` and ``e/qu >= bx`` and would not
+    have replaced the current best under the strict ``<`` comparisons.  Skipping only saves
+    the logarithm, the uniform is still read.
+    """
+    lb = (1.0 - v) * _LB_SHRINK
+    return (pu == 0.0 or lb >= by * pu) and (qu == 0.0 or lb >= bx * qu)
+
+
+@njit(**JIT)
+def exp_race_step(p, q, label, table, use_table):
+    """Exponential race (Alg. 2): ``E_u = -log U[u, 0]``; returns ``(Y, X)``.
+
+    ``X = argmin_u E_u / q_u`` and ``Y = argmin_u E_u / p_u`` (first index on ties).  The
+    logarithm is skipped for a token that provably cannot win either race (:func:`_skip`).
+    """
+    n = p.shape[0]
+    by = np.inf
+    bx = np.inf
+    y = -1
+    x = -1
+    for u in range(n):
+        pu = p[u]
+        qu = q[u]
+        if pu > 0.0 or qu > 0.0:
+            v = _unif(label, table, use_table, u, 0)
+            if _skip(v, pu, by, qu, bx):
+                continue
+            e = -np.log(v)
+            if pu > 0.0:
+                s = e / pu
+                if s < by:
+                    by = s
+                    y = u
+            if qu > 0.0:
+                s = e / qu
+                if s < bx:
+                    bx = s
+                    x = u
+    return y, x
+
+
+@njit(**JIT)
+def _contains(drafts, y):
+    for b in range(drafts.shape[0]):
+        if drafts[b] == y:
+            return True
+    return False
+
+
+@njit(**JIT)
+def mpfr_direct_step(p, q, B, label, table, use_table, drafts, ts, tu, tj):
+    """Direct finite-support MPFR (Alg. 6) with token clocks.
+
+    ``G_{u,j} = sum_{m<j} -log U[u, m]`` (``j = 1..B``) for every token; ``Y = argmin_u
+    G_{u,1}/p_u``; the drafts are the labels of the ``B`` smallest ``G_{u,j}/q_u`` in
+    increasing order, ties by ``(u, j)`` (a stable sort of the candidates listed token by
+    token), selected by insertion into the sorted buffers ``ts, tu, tj`` (length ``B``).
+    Returns ``(y, accepted)``.
+    """
+    n = p.shape[0]
+    by = np.inf
+    y = -1
+    cnt = 0
+    for u in range(n):
+        pu = p[u]
+        qu = q[u]
+        if pu > 0.0 or qu > 0.0:
+            g = 0.0
+            jmax = B if qu > 0.0 else 1
+            for j in range(jmax):
+                e = -np.log(_unif(label, table, use_table, u, j))
+                g = g + e
+                if j == 0 and pu > 0.0:
+                    s = g / pu
+                    if s < by:
+                        by = s
+                        y = u
+                if qu > 0.0:
+                    s = g / qu
+                    if cnt < B or _lt(s, u, j, ts[cnt - 1], tu[cnt - 1], tj[cnt - 1]):
+                        k = cnt if cnt < B else B - 1
+                        while k > 0 and _lt(s, u, j, ts[k - 1], tu[k - 1], tj[k - 1]):
+                            ts[k] = ts[k - 1]
+                            tu[k] = tu[k - 1]
+                            tj[k] = tj[k - 1]
+                            k -= 1
+                        ts[k] = s
+                        tu[k] = u
+                        tj[k] = j
+                        if cnt < B:
+                            cnt += 1
+    for b in range(B):
+        drafts[b] = tu[b]
+    return y, _contains(drafts, y)
+
+
+@njit(**JIT)
+def _lt(s1, u1, j1, s2, u2, j2):
+    """Lexicographic ``(s, u, j)`` order (matches the stable sort of Alg. 6)."""
+    if s1 != s2:
+        return s1 < s2
+    if u1 != u2:
+        return u1 < u2
+    return j1 < j2
+
+
+@njit(**JIT)
+def _swap(hs, hu, hg, hj, a, b):
+    hs[a], hs[b] = hs[b], hs[a]
+    hu[a], hu[b] = hu[b], hu[a]
+    hg[a], hg[b] = hg[b], hg[a]
+    hj[a], hj[b] = hj[b], hj[a]
+
+
+@njit(**JIT)
+def _sift_down(hs, hu, hg, hj, i, size, is_max):
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            return
+        c = left
+        right = left + 1
+        if is_max:
+            if right < size and _lt(hs[left], hu[left], hj[left], hs[right], hu[right], hj[right]):
+                c = right
+            if _lt(hs[i], hu[i], hj[i], hs[c], hu[c], hj[c]):
+                _swap(hs, hu, hg, hj, i, c)
+                i = c
+            else:
+                return
+        else:
+            if right < size and _lt(hs[right], hu[right], hj[right], hs[left], hu[left], hj[left]):
+                c = right
+            if _lt(hs[c], hu[c], hj[c], hs[i], hu[i], hj[i]):
+                _swap(hs, hu, hg, hj, i, c)
+                i = c
+            else:
+                return
+
+
+@njit(**JIT)
+def _sift_up_max(hs, hu, hg, hj, i):
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _lt(hs[parent], hu[parent], hj[parent], hs[i], hu[i], hj[i]):
+            _swap(hs, hu, hg, hj, i, parent)
+            i = parent
+        else:
+            return
+
+
+@njit(**JIT)
+def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
+    """MPFR (Alg. 6) in ``O(n + B log B)``: exactly the same output as :func:`mpfr_direct_step`.
+
+    Pass 1 draws the first arrival ``G_{u,1}`` of every token (the target winner needs only
+    these) and keeps the ``B`` smallest draft scores ``G_{u,1}/q_u`` in a max-heap: a token
+    outside this set has ``B`` first arrivals ahead of it, so none of its arrivals can be among
+    the ``B`` smallest.  Pass 2 is a ``B``-step merge: pop the smallest score, emit its label,
+    push that token's next arrival ``G_{u,j+1} = G_{u,j} - log U[u, j]``.  Ties follow the
+    ``(score, u, j)`` order of the direct kernel.  ``hs, hu, hg, hj`` are length-``B`` work
+    buffers (score, token, cumulative clock, next arrival index).  Returns ``(y, accepted)``.
+    """
+    n = p.shape[0]
+    by = np.inf
+    y = -1
+    cnt = 0
+    for u in range(n):
+        pu = p[u]
+        qu = q[u]
+        if pu > 0.0 or qu > 0.0:
+            v = _unif(label, table, use_table, u, 0)
+            if cnt == B and _skip(v, pu, by, qu, hs[0]):
+                continue
+            e = -np.log(v)
+            if pu > 0.0:
+                s = e / pu
+                if s < by:
+                    by = s
+                    y = u
+            if qu > 0.0:
+                s = e / qu
+                if cnt < B:
+                    hs[cnt] = s
+                    hu[cnt] = u
+                    hg[cnt] = e
+                    hj[cnt] = 1
+                    _sift_up_max(hs, hu, hg, hj, cnt)
+                    cnt += 1
+                elif _lt(s, u, 1, hs[0], hu[0], hj[0]):
+                    hs[0] = s
+                    hu[0] = u
+                    hg[0] = e
+                    hj[0] = 1
+                    _sift_down(hs, hu, hg, hj, 0, cnt, True)
+    # turn the max-heap into a min-heap
+    for i in range((cnt >> 1) - 1, -1, -1):
+        _sift_down(hs, hu, hg, hj, i, cnt, False)
+    for b in range(B):
+        u = hu[0]
+        drafts[b] = u
+        if b + 1 < B:
+            j = hj[0]
+            g = hg[0] + (-np.log(_unif(label, table, use_table, u, j)))
+            hs[0] = g / q[u]
+            hg[0] = g
+            hj[0] = j + 1
+            _sift_down(hs, hu, hg, hj, 0, cnt, False)
+    return y, _contains(drafts, y)
+
+
+@njit(**JIT)
+def gls_step(p, q, B, label, table, use_table, drafts):
+    """Gumbel list sampling / list coupling (Rowan et al. 2025).
+
+    Block ``b`` uses arrival index ``b``: ``E_{b,u} = -log U[u, b]``;
+    ``X_b = argmin_u E_{b,u}/q_u``; ``Y`` = label of ``argmin_{(b,u)} E_{b,u}/p_u`` (first in
+    ``(b, u)`` order on ties).  Returns ``(y, accepted)`` with accepted iff ``Y`` in drafts.
+    """
+    n = p.shape[0]
+    by = np.inf
+    y = -1
+    for b in range(B):
+        bx = np.inf
+        x = -1
+        for u in range(n):
+            pu = p[u]
+            qu = q[u]
+            if pu > 0.0 or qu > 0.0:
+                v = _unif(label, table, use_table, u, b)
+                if _skip(v, pu, by, qu, bx):
+                    continue
+                e = -np.log(v)
+                if pu > 0.0:
+                    s = e / pu
+                    if s < by:
+                        by = s
+                        y = u
+                if qu > 0.0:
+                    s = e / qu
+                    if s < bx:
+                        bx = s
+                        x = u
+        drafts[b] = x
+    return y, _contains(drafts, y)
+
+
+@njit(**JIT)
+def mpfr_scan_step(p, ratio, qcdf, B, w, label, table, use_table, max_scan, drafts):
+    """Proposal-scanning MPFR (Alg. 5) for ``P << Q`` with the ratio bound ``w``.
+
+    Candidate ``i = 0, 1, ...`` has arrival time ``T_i = sum_{k<=i} -log U[k, 0]`` and mark
+    ``Z_i = inv_cdf(qcdf, U[i, 1])`` (``Z_i ~ Q``).  Draft side (``r = dQ/dQ = 1``): the drafts
+    are ``Z_0..Z_{B-1}``.  Target side: ``Y`` = mark of ``argmin_i T_i / r(Z_i)``,
+    ``r = ratio = p/q`` (``+inf`` score where ``r = 0``), scanned until ``best <= T_i * w``
+    (Theorem A.4: no later candidate can beat ``best`` because ``1/r >= w``).
+
+    Returns ``(y, accepted, status)``; ``status = -1`` when more than ``max_scan`` candidates
+    (or the table's rows) would be needed.
+    """
+    t = 0.0
+    best = np.inf
+    y = -1
+    limit = table.shape[0] if use_table else max_scan
+    i = 0
+    while True:
+        if i >= limit:
+            return -1, False, -1
+        e = -np.log(_unif(label, table, use_table, i, 0))
+        t = t + e
+        z = inv_cdf(qcdf, _unif(label, table, use_table, i, 1))
+        if i < B:
+            drafts[i] = z
+        rz = ratio[z]
+        if rz > 0.0:
+            s = t / rz
+            if s < best:
+                best = s
+                y = z
+        i += 1
+        if i >= B and best <= t * w:
+            break
+    return y, _contains(drafts, y), 0
+
+
+@njit(**JIT_PAR)
+def batch_kernel(code, B, p, q, qcdf, targ, scale, fincdf, ratio, w, max_scan,
+                 chunk_pair, chunk_start, chunk_len, chunk_label, store,
+                 out_y, out_x, chunk_succ, chunk_status):
+    """Run ``chunk_len[c]`` trials of scheme ``code`` on pair ``chunk_pair[c]`` for every chunk.
+
+    Trial ``t`` of chunk ``c`` reads the keyed PRF at label
+    ``trial_label(chunk_label[c], t)``, so the result is a pure function of the inputs and
+    does not depend on how ``prange`` distributes chunks over threads.  Each chunk writes
+    only its own slice ``[chunk_start, chunk_start + chunk_len)`` of row ``chunk_pair[c]`` of
+    ``out_y`` (emitted tokens) and ``out_x`` (drafts) when ``store``, and its success count
+    to ``chunk_succ[c]``.
+    """
+    table = np.empty((1, 1))
+    for c in prange(chunk_pair.shape[0]):
+        i = chunk_pair[c]
+        start = chunk_start[c]
+        drafts = np.empty(B, np.int64)
+        hs = np.empty(B)
+        hu = np.empty(B, np.int64)
+        hg = np.empty(B)
+        hj = np.empty(B, np.int64)
+        succ = 0
+        status = 0
+        for t in range(chunk_len[c]):
+            lab = trial_label(chunk_label[c], t)
+            if code == SD or code == SPECINFER or code == SPECTR:
+                y, acc = seq_step(q[i], qcdf[i], targ[i], scale[i], fincdf[i], B, lab, table,
+                                  False, drafts)
+            elif code == EXP_RACE:
+                y, x = exp_race_step(p[i], q[i], lab, table, False)
+                drafts[0] = x
+                acc = y == x
+            elif code == MPFR:
+                y, acc = mpfr_fast_step(p[i], q[i], B, lab, table, False, drafts, hs, hu, hg, hj)
+            elif code == MPFR_DIRECT:
+                y, acc = mpfr_direct_step(p[i], q[i], B, lab, table, False, drafts, hs, hu, hj)
+            elif code == GLS:
+                y, acc = gls_step(p[i], q[i], B, lab, table, False, drafts)
+            else:  # MPFR_SCAN
+                y, acc, st = mpfr_scan_step(p[i], ratio[i], qcdf[i], B, w[i], lab, table, False,
+                                            max_scan, drafts)
+                if st != 0:
+                    status = st
+            if acc:
+                succ += 1
+            if store:
+                out_y[i, start + t] = y
+                for b in range(B):
+                    out_x[i, start + t, b] = drafts[b]
+        chunk_succ[c] = succ
+        chunk_status[c] = status
+
+
+@njit(**JIT)
+def exp_limit_numba_rng(n, trials, seed):
+    """Random-number limit (benchmarks): ``trials`` x ``n`` Exp(1) draws of Numba's RNG."""
+    np.random.seed(seed)  # noqa: NPY002 - Numba's internal per-thread generator
+    acc = 0.0
+    for _ in range(trials):
+        for _u in range(n):
+            acc += np.random.exponential()  # noqa: NPY002
+    return acc
+
+
+@njit(**JIT)
+def exp_limit_prf(n, trials, base):
+    """Random-number limit (benchmarks): ``trials`` x ``n`` keyed PRF Exp(1) clocks."""
+    acc = 0.0
+    for t in range(trials):
+        lab = trial_label(base, t)
+        for u in range(n):
+            acc += -np.log(prf_uniform(lab, u, 0))
+    return acc
