@@ -33,3 +33,19 @@ def out_path(out_dir: Path, name: str) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir / name
+
+
+def write_table_and_figure(out_dir, name: str, df, plot, float_format: str = "%.10g"):
+    """Write ``df`` to ``NAME.csv`` and ``plot(df, png)`` to ``NAME.png``; return both paths."""
+    csv = out_path(out_dir, f"{name}.csv")
+    png = out_path(out_dir, f"{name}.png")
+    df.to_csv(csv, index=False, float_format=float_format)
+    plot(df, png)
+    return [png, csv]
+
+
+def cli(main, doc: str, argv=None) -> None:
+    """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick] [--out]``."""
+    args = parse_args(doc.splitlines()[0], argv)
+    for path in main(args.out, quick=args.quick):
+        print(path)

@@ -35,13 +35,12 @@ Run: ``python -m paper_figs.efficiency_frontier [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import out_path, parse_args, setup_matplotlib
+from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, zipf
 from specbound.theory import block_efficiency
 from specbound.theory.lossy import (
@@ -158,14 +157,8 @@ def plot(df: pd.DataFrame, png: Path) -> None:
 def main(out_dir, quick: bool = False) -> list[Path]:
     """Write ``efficiency_frontier.csv`` and ``.png`` into ``out_dir``; return the paths."""
     df = compute(quick=quick)
-    csv = out_path(out_dir, f"{NAME}.csv")
-    png = out_path(out_dir, f"{NAME}.png")
-    df.to_csv(csv, index=False, float_format="%.10g")
-    plot(df, png)
-    return [png, csv]
+    return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
-    for path in main(args.out, quick=args.quick):
-        print(path)
+    cli(main, __doc__)

@@ -29,13 +29,12 @@ Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import out_path, parse_args, setup_matplotlib
+from paper_figs._common import cli, out_path, setup_matplotlib
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.lossy import induced_distribution, lenience_delta
@@ -136,6 +135,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
-    for path in main(args.out, quick=args.quick):
-        print(path)
+    cli(main, __doc__)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import out_path, parse_args, setup_matplotlib
+from paper_figs._common import cli, out_path, setup_matplotlib
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
 
 FIGURE = True
@@ -241,6 +240,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
-    for p in main(args.out, quick=args.quick):
-        print(p)
+    cli(main, __doc__)

@@ -42,14 +42,13 @@ Run: ``python -m paper_figs.wm_multidraft_scaling [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import out_path, parse_args, setup_matplotlib
+from paper_figs._common import cli, out_path, setup_matplotlib
 from specbound.theory import block_efficiency
 from specbound.theory.watermark import anlppt
 
@@ -212,6 +211,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__.splitlines()[0], sys.argv[1:])
-    for p in main(args.out, quick=args.quick):
-        print(p)
+    cli(main, __doc__)
