@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 FIGS   := $(wildcard paper_figs/*.py)
 
-.PHONY: install test test-slow test-all lint reproduce reproduce-quick bench clean
+.PHONY: install test test-nojit test-slow test-all lint reproduce reproduce-quick bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,14 @@ install: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "not slow and not gpu" -n 2 tests
+	$(MAKE) --no-print-directory test-nojit
+
+# every Numba kernel against its NumPy reference with the JIT off, so the kernels' Python
+# source itself is executed (coverage of jitted code, as in umap/stumpy)
+test-nojit: $(STAMP)
+	NUMBA_DISABLE_JIT=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "not slow and not gpu" -n 2 \
+		-k "matches or reference or equals or numpy" \
+		tests/test_samplers.py tests/test_decode.py tests/test_models.py tests/test_prf.py
 
 test-slow: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "slow and not gpu" -n 2 tests
@@ -41,6 +49,7 @@ reproduce-quick: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_sim
+	$(PY) -m benchmarks.bench_decode
 
 clean:
 	rm -rf $(VENV) paper_figs/out .pytest_cache .hypothesis
