@@ -32,6 +32,7 @@ from specbound._validation import (
     as_rng,
 )
 from specbound.sim.results import Estimate
+from specbound.theory.lossy import RULES
 
 __all__ = [
     "LOSSY_RULES",
@@ -42,33 +43,10 @@ __all__ = [
 ]
 
 #: rules accepted by :func:`sample_induced` (the same names as ``theory.induced_distribution``)
-LOSSY_RULES = (
-    "lossless",
-    "interpolation",
-    "fuzzy",
-    "lenience",
-    "judge",
-    "truncation",
-    "ceiling",
-    "truncation_ceiling",
-    "contrastive",
-)
+LOSSY_RULES = tuple(RULES)
 
 #: verification rules of :func:`simulate_tree_verification` (seed 004 App. G.2)
 TREE_RULES = ("lossless", "speccascade", "typical", "truncation")
-
-#: parameters each rule takes (required, optional-with-default)
-_RULE_PARAMS = {
-    "lossless": ((), {}),
-    "interpolation": (("lam",), {}),
-    "fuzzy": (("threshold",), {"divergence": "tv"}),
-    "lenience": (("ell",), {}),
-    "judge": (("judge",), {}),
-    "truncation": (("allowed",), {"on_reject": "renormalize"}),
-    "ceiling": (("ell",), {"completion": "renormalize"}),
-    "truncation_ceiling": (("allowed", "ell"), {"completion": "renormalize"}),
-    "contrastive": (("beta",), {"alpha": 0.1}),
-}
 
 #: most uniforms drawn in one round of a redraw (rejection) loop
 _REDRAW_BLOCK = 2_000_000
@@ -215,7 +193,8 @@ def _mechanism(rule: str, p: np.ndarray, q: np.ndarray, prm: dict) -> _Mechanism
 
 
 def _check_params(rule: str, params: dict) -> dict:
-    required, optional = _RULE_PARAMS[rule]
+    # theory's table: the sampler and the closed form can never take different parameters
+    required, optional = RULES[rule]
     for name in params:
         if name not in required and name not in optional:
             allowed = sorted(required) + sorted(optional)
