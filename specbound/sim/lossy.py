@@ -32,7 +32,7 @@ from specbound._validation import (
     as_rng,
 )
 from specbound.sim.results import Estimate
-from specbound.theory.lossy import RULES
+from specbound.theory.lossy import RULES, check_rule_params
 
 __all__ = [
     "LOSSY_RULES",
@@ -192,23 +192,6 @@ def _mechanism(rule: str, p: np.ndarray, q: np.ndarray, prm: dict) -> _Mechanism
     raise AssertionError(rule)  # pragma: no cover
 
 
-def _check_params(rule: str, params: dict) -> dict:
-    # theory's table: the sampler and the closed form can never take different parameters
-    required, optional = RULES[rule]
-    for name in params:
-        if name not in required and name not in optional:
-            allowed = sorted(required) + sorted(optional)
-            raise ValueError(
-                f"{name}: not a parameter of rule {rule!r} (it takes {allowed or 'none'})"
-            )
-    for name in required:
-        if name not in params:
-            raise ValueError(f"{name}: required by rule {rule!r}")
-    out = dict(optional)
-    out.update(params)
-    return out
-
-
 def _per_context_real(x, name, m, *, low=None, high=None, low_open=False, high_open=False):
     """A real parameter given as a scalar or one value per context; returns shape (m,)."""
     arr = np.asarray(x)
@@ -228,7 +211,7 @@ def _per_context_real(x, name, m, *, low=None, high=None, low_open=False, high_o
 def _prepare(rule: str, p2: np.ndarray, q2: np.ndarray, params: dict) -> list[dict]:
     """Validate the rule's parameters; returns per-context parameter dicts."""
     m, v = p2.shape
-    prm = _check_params(rule, params)
+    _, prm = check_rule_params(rule, params)
     per = [dict() for _ in range(m)]
     if rule == "interpolation":
         lam = prm["lam"]

@@ -212,7 +212,9 @@ def _sd_generic(q, y, nu):
 # ---------------------------------------------------------------------------------------------
 # validation of the rule parameters
 # ---------------------------------------------------------------------------------------------
-def _check_rule_params(rule, params):
+def check_rule_params(rule, params):
+    """Validate ``rule`` and its ``params`` against :data:`RULES`; return ``(rule, params)``
+    with the optional parameters' defaults filled in (shared with ``sim.sample_induced``)."""
     rule = as_choice(rule, "rule", tuple(RULES))
     required, optional = RULES[rule]
     for name in params:
@@ -292,7 +294,7 @@ def _scalar(v, name):
 
 
 def _prepare(p, q, rule, params):
-    rule, full = _check_rule_params(rule, params)
+    rule, full = check_rule_params(rule, params)
     p2, q2, batched = as_pair(p, q)
     m = p2.shape[0]
     P = {}
