@@ -112,22 +112,22 @@ def _skip(v, pu, by, qu, bx):
 
 
 @njit(**JIT)
-def exp_race_step(p, q, label, table, use_table):
-    """Exponential race (Alg. 2): ``E_u = -log U[u, 0]``; returns ``(Y, X)``.
+def _race_column(p, q, label, table, use_table, col, by, y):
+    """One exponential race on clock column ``col``: ``E_u = -log U[u, col]``.
 
-    ``X = argmin_u E_u / q_u`` and ``Y = argmin_u E_u / p_u`` (first index on ties).  The
-    logarithm is skipped for a token that provably cannot win either race (:func:`_skip`).
+    Continues the target race from its current best ``(by, y)`` (score ``E_u / p_u``) and runs
+    a fresh draft race (score ``E_u / q_u``); returns ``(by, y, x)``.  Strict ``<`` keeps the
+    first index on ties.  The logarithm is skipped for a token that provably cannot win either
+    race (:func:`_skip`).
     """
     n = p.shape[0]
-    by = np.inf
     bx = np.inf
-    y = -1
     x = -1
     for u in range(n):
         pu = p[u]
         qu = q[u]
         if pu > 0.0 or qu > 0.0:
-            v = _unif(label, table, use_table, u, 0)
+            v = _unif(label, table, use_table, u, col)
             if _skip(v, pu, by, qu, bx):
                 continue
             e = -np.log(v)
@@ -141,6 +141,16 @@ def exp_race_step(p, q, label, table, use_table):
                 if s < bx:
                     bx = s
                     x = u
+    return by, y, x
+
+
+@njit(**JIT)
+def exp_race_step(p, q, label, table, use_table):
+    """Exponential race (Alg. 2): ``E_u = -log U[u, 0]``; returns ``(Y, X)``.
+
+    ``X = argmin_u E_u / q_u`` and ``Y = argmin_u E_u / p_u`` (first index on ties).
+    """
+    _, y, x = _race_column(p, q, label, table, use_table, 0, np.inf, -1)
     return y, x
 
 
@@ -322,31 +332,11 @@ def gls_step(p, q, B, label, table, use_table, drafts):
     ``X_b = argmin_u E_{b,u}/q_u``; ``Y`` = label of ``argmin_{(b,u)} E_{b,u}/p_u`` (first in
     ``(b, u)`` order on ties).  Returns ``(y, accepted)`` with accepted iff ``Y`` in drafts.
     """
-    n = p.shape[0]
     by = np.inf
     y = -1
     for b in range(B):
-        bx = np.inf
-        x = -1
-        for u in range(n):
-            pu = p[u]
-            qu = q[u]
-            if pu > 0.0 or qu > 0.0:
-                v = _unif(label, table, use_table, u, b)
-                if _skip(v, pu, by, qu, bx):
-                    continue
-                e = -np.log(v)
-                if pu > 0.0:
-                    s = e / pu
-                    if s < by:
-                        by = s
-                        y = u
-                if qu > 0.0:
-                    s = e / qu
-                    if s < bx:
-                        bx = s
-                        x = u
-        drafts[b] = x
+        # the target race runs over all (b, u); each block's draft race is its own
+        by, y, drafts[b] = _race_column(p, q, label, table, use_table, b, by, y)
     return y, _contains(drafts, y)
 
 
