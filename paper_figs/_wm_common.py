@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_figs._common import out_path
 from specbound.sim.models import SyntheticLM
 from specbound.theory import exact_acceptance
 
@@ -567,3 +568,16 @@ def measured_entropy(s: Settings, n_contexts: int = 500) -> float:
     """Mean next-token entropy (nats) of the target over random contexts."""
     target, _ = make_models(s)
     return float(target.mean_entropy(n_contexts=n_contexts, seed=s.run_seed))
+
+
+def write_outputs(out_dir, name: str, df, plot, table=None) -> list:
+    """Finish a resumable study: ``compute`` already wrote ``NAME.csv`` row by row; write the
+    PNG (``plot(df, png)``) and, if ``table`` is given, the markdown ``NAME.md``."""
+    png = out_path(out_dir, f"{name}.png")
+    paths = [png, out_path(out_dir, f"{name}.csv")]
+    if table is not None:
+        md = out_path(out_dir, f"{name}.md")
+        md.write_text(table(df))
+        paths.append(md)
+    plot(df, png)
+    return paths

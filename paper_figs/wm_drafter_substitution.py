@@ -231,12 +231,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 def main(out_dir, quick: bool = False) -> list[Path]:
     """Run (or resume) the sweep; write the CSV, the markdown table and the PNG."""
     df = compute(out_dir, quick=quick)
-    csv = out_path(out_dir, f"{NAME}.csv")
-    md = out_path(out_dir, f"{NAME}.md")
-    png = out_path(out_dir, f"{NAME}.png")
-    md.write_text(table(df))
-    plot(df, png)
-    return [png, csv, md]
+    return wc.write_outputs(out_dir, NAME, df, plot, table)
 
 
 if __name__ == "__main__":

@@ -189,10 +189,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 def main(out_dir, quick: bool = False) -> list[Path]:
     """Run (or resume) the sweep, write the CSV and the PNG into ``out_dir``."""
     df = compute(out_dir, quick=quick)
-    csv = out_path(out_dir, f"{NAME}.csv")
-    png = out_path(out_dir, f"{NAME}.png")
-    plot(df, png)
-    return [png, csv]
+    return wc.write_outputs(out_dir, NAME, df, plot)
 
 
 if __name__ == "__main__":
