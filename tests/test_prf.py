@@ -335,3 +335,11 @@ def test_validation_errors(kwargs, match):
     args = {"key": "k", "context": [1, 2], "tokens": [0, 1], **kwargs}
     with pytest.raises(ValueError, match=match):
         keyed_uniforms(**args)
+
+
+def test_context_label_rejects_non_integer_context():
+    from specbound.sim.prf import context_label
+
+    with pytest.raises(ValueError, match="context"):
+        context_label(1, [1.5, 2.0])
+    assert context_label(1, np.array([1, 2], dtype=np.uint8)) == context_label(1, [1, 2])

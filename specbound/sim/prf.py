@@ -73,7 +73,10 @@ def key_digest(key) -> KeyDigest:
 
 
 def _window(context, m):
-    ctx = np.asarray(context if context is not None else [], dtype=np.int64).reshape(-1)
+    raw = np.asarray(context if context is not None else [])
+    if raw.size and raw.dtype.kind not in "iu":
+        raise ValueError(f"context: must be a sequence of integer token ids, got dtype {raw.dtype}")
+    ctx = raw.astype(np.int64).reshape(-1)
     if m is not None:
         if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
             raise ValueError(f"m: must be None or a non-negative integer, got {m!r}")
