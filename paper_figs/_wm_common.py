@@ -559,6 +559,20 @@ def run_sweep(configs: Iterable[tuple[str, object]], worker: Callable, store: Re
     return store.frame()
 
 
+def study_sweep(configs, worker: Callable, store: ResumableCSV, *, quick: bool,
+                executor: Executor | None = None, desc: str = "", progress: bool = True
+                ) -> pd.DataFrame:
+    """:func:`run_sweep` with the studies' default executor: the caller's ``executor`` if given,
+    else a 2-process pool in full mode (shut down afterwards) and serial in quick mode."""
+    own = executor is None and not quick
+    ex = default_executor(quick) if own else executor
+    try:
+        return run_sweep(configs, worker, store, desc=desc, executor=ex, progress=progress)
+    finally:
+        if own and ex is not None:
+            ex.shutdown()
+
+
 def with_extra(s: Settings, **extra) -> Settings:
     """Settings with study-specific parameters added to the signature and CSV columns."""
     return replace(s, extra=tuple(sorted({**dict(s.extra), **extra}.items())))

@@ -190,13 +190,8 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
                                                                  int(r["n_null"]))
                   for _, r in null.iterrows()}
     configs = [("+".join(g), (s, g, thresholds)) for g in GROUPS]
-    own = executor is None and not quick
-    ex = wc.default_executor(quick) if own else executor
-    try:
-        df = wc.run_sweep(configs, wm_worker, store, desc=NAME, executor=ex, progress=progress)
-    finally:
-        if own and ex is not None:
-            ex.shutdown()
+    df = wc.study_sweep(configs, wm_worker, store, quick=quick, executor=executor, desc=NAME,
+                        progress=progress)
     return df
 
 

@@ -137,13 +137,8 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     Bs = B_QUICK if quick else B_FULL
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     configs = [(d, (s, d, Bs)) for d in DECODERS]
-    own = executor is None and not quick
-    ex = wc.default_executor(quick) if own else executor
-    try:
-        df = wc.run_sweep(configs, worker, store, desc=NAME, executor=ex, progress=progress)
-    finally:
-        if own and ex is not None:
-            ex.shutdown()
+    df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
+                        progress=progress)
     return df.sort_values(["decoder", "B"], ascending=[False, True]).reset_index(drop=True)
 
 

@@ -141,13 +141,8 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     s = settings(quick)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     configs = [("+".join(g), (s, g)) for g in GROUPS]
-    own = executor is None and not quick
-    ex = wc.default_executor(quick) if own else executor
-    try:
-        df = wc.run_sweep(configs, worker, store, desc=NAME, executor=ex, progress=progress)
-    finally:
-        if own and ex is not None:
-            ex.shutdown()
+    df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
+                        progress=progress)
     return df
 
 
