@@ -43,11 +43,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import cli, out_path, setup_matplotlib
-from specbound.theory.watermark import score_threshold, token_scores
+from specbound.results import proportion_ci
+from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
 
 FIGURE = True
 NAME = "wm_detection"
@@ -86,13 +86,6 @@ def cumulative_scores(U: np.ndarray, score: str) -> np.ndarray:
     return np.cumsum(token_scores(U, score), axis=1)
 
 
-def empirical_threshold(S0: np.ndarray, fpr: float) -> float:
-    """The ``floor(fpr n)``-th largest null score (detect iff ``S >`` it): FPR <= fpr."""
-    S0 = np.sort(np.asarray(S0))[::-1]
-    k = int(math.floor(fpr * S0.size))
-    return float(S0[k - 1]) if k >= 1 else float(S0[0])
-
-
 def exact_threshold(T: int, score: str) -> float:
     return score_threshold(T, FPR, score)
 
@@ -128,20 +121,14 @@ def null_worker(s: wc.Settings) -> list[dict]:
             else:
                 thr = empirical_threshold(S[:, T - 1], FPR)
                 k = int(np.sum(S[:, T - 1] > thr))
-            lo, hi = _clopper_pearson(k, n, 0.999)
+            ci = proportion_ci(k, n, 0.999, method="exact")
+            lo, hi = ci.low, ci.high
             rows.append({"decoder": "h0", "B": 0, "score": score, "method": method,
                          "T_eval": T, "tpr": k / n, "tpr_se": math.sqrt(k / n * (1 - k / n) / n),
                          "ci999_low": lo, "ci999_high": hi, "threshold": thr,
                          "n_sequences": n, "n_null": n, "fpr": FPR,
                          "mean_entropy_nats": H, **s.columns()})
     return rows
-
-
-def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
-    a = 1 - level
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
-    return lo, hi
 
 
 def wm_worker(arg) -> list[dict]:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from specbound._validation import as_int
 from specbound.sim.prf import context_label, key_digest, prf_uniform_numpy
-from specbound.theory.watermark import _score_params, null_log_sf, token_scores
+from specbound.theory.watermark import null_log_sf, parse_score_params, token_scores
 
 __all__ = ["DetectionBatch", "DetectionResult", "detect", "detect_many", "keyed_pivots"]
 
@@ -206,7 +206,7 @@ def detect(
     ValueError
         Invalid input (see :func:`keyed_pivots`), unknown score or invalid score parameters.
     """
-    score, params = _score_params(score, score_params)
+    score, params = parse_score_params(score, score_params)
     U, pos = keyed_pivots(tokens, prompt_length, key, context_length=context_length, dedup=dedup)
     return _result(U, pos, score, params)
 
@@ -254,7 +254,7 @@ def detect_many(
         ``sequences`` empty or not integer sequences; ``prompt_length`` of the wrong length
         or out of range; as in :func:`detect` otherwise.
     """
-    score, params = _score_params(score, score_params)
+    score, params = parse_score_params(score, score_params)
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
         rows = list(sequences)
     else:

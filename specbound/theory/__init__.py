@@ -36,6 +36,7 @@ from specbound.theory.watermark import (  # noqa: F401
     aaronson_log_pvalue,
     aaronson_score,
     anlppt,
+    empirical_threshold,
     expected_aaronson_score,
     lattimore_log_pvalue,
     lattimore_score,
@@ -81,6 +82,7 @@ __all__: list[str] = [
     "block_efficiency",
 ]
 __all__ += ["aaronson_entropy_bound", "aaronson_log_pvalue", "aaronson_score", "anlppt",
+            "empirical_threshold",
             "expected_aaronson_score", "lattimore_log_pvalue", "lattimore_score", "li_log_pvalue",
             "li_score", "null_log_sf", "score_log_pvalue", "score_threshold", "token_scores",
             "tpr_at_fpr", "u_score", "u_score_log_pvalue"]

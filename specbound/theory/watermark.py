@@ -129,8 +129,12 @@ def _as_pivots(U, name: str = "U", *, allow_nd: bool = False) -> tuple[np.ndarra
     return np.ascontiguousarray(np.atleast_2d(arr)), batched
 
 
-def _score_params(score, params: dict) -> tuple[str, dict]:
-    """Validate ``score`` and its parameters; returns ``(score, normalized params)``."""
+def parse_score_params(score, params: dict) -> tuple[str, dict]:
+    """Validate ``score`` and its parameters; returns ``(score, normalized params)``.
+
+    The one parser of score options, shared with the detectors of :mod:`specbound.sim`:
+    ``delta`` (Li), ``epsilon`` (Lattimore), ``method`` (U-score), ``n_grid`` (lattice null).
+    """
     score = as_choice(score, "score", SCORES)
     params = dict(params)
     out: dict = {}
@@ -221,7 +225,7 @@ def token_scores(U, score: str = "aaronson", **params) -> np.ndarray:
         missing or outside (0, 1); an unexpected parameter.
     """
     arr, _ = _as_pivots(U, allow_nd=True)
-    score, p = _score_params(score, params)
+    score, p = parse_score_params(score, params)
     return _h(arr, score, p)
 
 
@@ -232,7 +236,7 @@ def token_scores(U, score: str = "aaronson", **params) -> np.ndarray:
 
 def _score_sum(U, score, params):
     U2, batched = _as_pivots(U)
-    score, p = _score_params(score, params)
+    score, p = parse_score_params(score, params)
     S = _h(U2, score, p).sum(axis=1)
     return S, U2.shape[1], batched, score, p
 
@@ -831,7 +835,7 @@ def null_log_sf(S, M, score: str = "aaronson", **params):
         ``S`` non-finite; ``M`` not an integer >= 1 or shapes that do not broadcast;
         invalid ``score`` / parameters.
     """
-    score, p = _score_params(score, params)
+    score, p = parse_score_params(score, params)
     try:
         Sa = np.asarray(S, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -1015,6 +1019,25 @@ def _as_sequences(U, name: str) -> list[np.ndarray]:
     return out
 
 
+def empirical_threshold(null_scores, fpr: float = 0.01) -> float:
+    """Empirical detection threshold from scores of unwatermarked sequences.
+
+    Returns the ``k``-th largest null score with ``k = floor(fpr n)`` (the largest when
+    ``k = 0``); detection is ``S > threshold``, so the empirical false-positive rate on the
+    ``n`` null scores is at most ``fpr`` (exactly ``k/n`` without ties).  The one empirical
+    threshold of the package (:func:`tpr_at_fpr` uses it).
+    """
+    S0 = np.asarray(null_scores, dtype=np.float64).reshape(-1)
+    if S0.size == 0:
+        raise ValueError("null_scores: must contain at least one score")
+    if not np.all(np.isfinite(S0)):
+        raise ValueError("null_scores: contains NaN or infinite entries")
+    fpr = as_real(fpr, "fpr", low=0.0, high=1.0, low_open=True, high_open=True)
+    S0 = np.sort(S0)[::-1]
+    k = int(math.floor(fpr * S0.size))
+    return float(S0[k - 1]) if k >= 1 else float(S0[0])
+
+
 def score_threshold(M: int, fpr: float = 0.01, score: str = "aaronson", **params) -> float:
     """Score threshold ``s*`` with ``P_H0(S >= s*) = fpr`` for M tokens (exact null).
 
@@ -1028,7 +1051,7 @@ def score_threshold(M: int, fpr: float = 0.01, score: str = "aaronson", **params
 
     M = as_int(M, "M", min_value=1)
     fpr = as_real(fpr, "fpr", low=0.0, high=1.0, low_open=True, high_open=True)
-    score, p = _score_params(score, params)
+    score, p = parse_score_params(score, params)
     if score == "aaronson" and fpr > 1e-250:
         return float(stats.gamma.isf(fpr, M))
     target = math.log(fpr)
@@ -1117,7 +1140,7 @@ def tpr_at_fpr(
     null = as_choice(null, "null", ("exact", "empirical"))
     if null == "empirical" and U_null is None:
         raise ValueError("U_null: required for null='empirical'")
-    score, p = _score_params(score, params)
+    score, p = parse_score_params(score, params)
     if score == "u" and p.get("method") == "chernoff":
         p["method"] = "exact"  # thresholds always come from the exact law
     nulls = _as_sequences(U_null, "U_null") if (null == "empirical") else None
@@ -1135,9 +1158,8 @@ def tpr_at_fpr(
                 raise ValueError(
                     f"U_null: needs at least 10,000 sequences with >= {T} pivots, got {len(nrows)}"
                 )
-            S0 = np.sort(np.array([_h(r, score, p).sum() for r in nrows]))[::-1]
-            k = int(math.floor(fpr * S0.size))
-            thr = float(S0[k - 1]) if k >= 1 else float(S0[0])
+            S0 = np.array([_h(r, score, p).sum() for r in nrows])
+            thr = empirical_threshold(S0, fpr)
             det = S > thr
             n_null = S0.size
         n = S.size
