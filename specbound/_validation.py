@@ -115,6 +115,16 @@ def as_real(x, name: str, *, low=None, high=None, low_open=False, high_open=Fals
     return x
 
 
+def as_bool(x, name: str) -> bool:
+    """Validate a flag: only ``True``/``False`` (Python or NumPy bools) are accepted.
+
+    Strings such as ``"no"`` and numbers are refused, so a typo can never switch an option on.
+    """
+    if isinstance(x, bool | np.bool_):
+        return bool(x)
+    raise ValueError(f"{name}: must be True or False, got {x!r}")
+
+
 def as_choice(x, name: str, choices) -> str:
     """Validate a string option against the allowed ``choices``."""
     if not isinstance(x, str) or x not in choices:
