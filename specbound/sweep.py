@@ -65,7 +65,8 @@ Crash safety (what the store guarantees, and how)
       ``repr``, so values round-trip bit for bit); data rows end with ``\\r\\n`` and the header
       with ``\\n``.
     * Nothing finished is deleted.  Records written under another ``signature`` (other
-      settings or code version) are moved to ``.NAME.sweep/aside/stale/``; corrupt records to
+      settings or code version) are moved to ``.NAME.sweep/aside/stale/SIGNATURE/`` (and
+      come back if a later run uses that signature again); corrupt records to
       ``aside/torn/``; an unreadable CSV to ``aside/unreadable/``; and if the CSV itself was
       deleted (the way to ask for a fresh start), its records are moved to
       ``aside/orphaned-<time>/``.  Only temporary files of interrupted writes are removed.
@@ -98,6 +99,7 @@ import io
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
@@ -126,8 +128,25 @@ RECORD_FORMAT = 1
 KEY_COLUMNS = ("config", "signature", "config_rows")
 
 _TMP = ".tmp-"
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,63}")
 _HEADER_END = "\n"  # the header line (written by pandas in the original store)
 _ROW_END = "\r\n"  # data rows (csv.writer's default line terminator)
+
+
+#: lock file descriptors held by stores of this process; a forked child (a process pool's
+#: worker) closes its copies, so that the lock dies with the process that took it
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 class SweepLockedError(RuntimeError):
@@ -408,10 +427,12 @@ class ResumableCSV:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd, self._lock_depth = fd, 1
+        _HELD_LOCKS.add(fd)
         try:
             yield
         finally:
             self._lock_fd, self._lock_depth = None, 0
+            _HELD_LOCKS.discard(fd)
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
@@ -437,6 +458,7 @@ class ResumableCSV:
             self._initialise()
         for tmp in self._records_dir.glob(f"{_TMP}*"):
             tmp.unlink(missing_ok=True)  # an interrupted record write: never committed
+        self._restore_stale()
         names = sorted(p.name for p in self._records_dir.glob("*.json"))
         if names and not self.path.exists():
             # the CSV was deleted: start over, keeping its records aside
@@ -463,6 +485,26 @@ class ResumableCSV:
         if self._synced != frozenset(self._cache):
             self._rebuild_csv()
 
+    def _stale_dir(self, signature: str) -> Path:
+        safe = signature if _SAFE.fullmatch(signature) else (
+            "sig-" + hashlib.sha1(signature.encode()).hexdigest()[:16])
+        return self._aside / "stale" / safe
+
+    def _restore_stale(self) -> None:
+        """Bring back records of this signature set aside earlier (settings switched back)."""
+        stale = self._stale_dir(self.signature)
+        if not stale.is_dir():
+            return
+        moved = 0
+        for src in sorted(stale.glob("*.json")):
+            if not (self._records_dir / src.name).exists():
+                os.replace(src, self._records_dir / src.name)
+                moved += 1
+        if moved:
+            _fsync_dir(self._records_dir)
+            log.info("%s: %d records of these settings restored from %s", self.path, moved,
+                     stale)
+
     def _load(self, name: str) -> None:
         path = self._records_dir / name
         try:
@@ -475,7 +517,7 @@ class ResumableCSV:
                         "recomputed", self.path, dest, exc)
             return
         if rec.signature != self.signature:
-            dest = _move_aside(path, self._aside / "stale" / rec.signature)
+            dest = _move_aside(path, self._stale_dir(rec.signature))
             log.info("%s: record of other settings set aside as %s", self.path, dest)
             return
         self._cache[name] = rec
@@ -583,7 +625,7 @@ class ResumableCSV:
             if sig == self.signature:
                 dest = staging
             else:
-                dest = self._aside / "stale" / sig
+                dest = self._stale_dir(sig)
                 dest.mkdir(parents=True, exist_ok=True)
             _atomic_write(dest / rec.filename(), rec.encode())
         if dropped or not text.endswith("\n"):
@@ -595,18 +637,32 @@ class ResumableCSV:
 
     @staticmethod
     def _parse_legacy(text: str) -> tuple[list[str], list[tuple[str, ...]]]:
-        if not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]  # a torn last row
+        """Header and rows of a CSV of the append-only store, without a torn last row.
+
+        A torn last row is one cut before its line break, or inside a quoted field (the
+        strict reader then reaches the end of the data inside quotes).
+        """
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        header = next(reader, None)
-        if not header or not set(KEY_COLUMNS) <= set(header) or len(set(header)) != len(header):
+        rows: list[tuple[str, ...]] = []
+        try:
+            for r in reader:
+                rows.append(tuple(r))
+        except csv.Error as exc:
+            if "unexpected end of data" not in str(exc):
+                raise
+            # torn inside a quoted field: the rows read so far are complete
+        else:
+            if not text.endswith("\n") and rows:
+                rows.pop()  # cut before its line break
+        if not rows:
+            raise ValueError("no header")
+        header = list(rows.pop(0))
+        if not set(KEY_COLUMNS) <= set(header) or len(set(header)) != len(header):
             raise ValueError("no config/signature/config_rows header")
-        rows = []
-        for r in reader:
+        for r in rows:
             if len(r) != len(header):
                 raise ValueError(f"a row with {len(r)} fields under a {len(header)}-column "
                                  "header")
-            rows.append(tuple(r))
         return header, rows
 
 
@@ -737,15 +793,40 @@ def _run_futures(todo, worker, store: ResumableCSV, executor: Executor, bar) -> 
 # ------------------------------------------------------------------------ executors
 
 
+def _exit_with_parent(interval: float = 0.5) -> None:
+    """Process-pool initializer: the worker exits when its parent process is gone.
+
+    A pool's workers outlive a parent killed with SIGKILL (they wait on a queue whose
+    writing end they hold themselves), keeping CPUs and inherited files; a daemon thread
+    polls ``os.getppid()`` and ends the worker once it has been re-parented.
+    """
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def local_executor(max_workers: int | None = None) -> Executor:
-    """A :class:`~concurrent.futures.ProcessPoolExecutor` (``max_workers`` default: CPUs)."""
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers exit with it.
+
+    ``max_workers`` defaults to the number of CPUs.  Each worker ends itself within half a
+    second of the death of the process that made the pool (even by SIGKILL), so no worker
+    is left running, or holding the store's lock, after the sweep's process is killed.
+    """
     from concurrent.futures import ProcessPoolExecutor
 
     if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(
             max_workers, int | np.integer) or max_workers < 1):
         raise ValueError(f"max_workers: must be a positive integer or None, got "
                          f"{max_workers!r}")
-    return ProcessPoolExecutor(max_workers=None if max_workers is None else int(max_workers))
+    return ProcessPoolExecutor(max_workers=None if max_workers is None else int(max_workers),
+                               initializer=_exit_with_parent)
 
 
 def shutdown_now(executor: Executor | None) -> None:
