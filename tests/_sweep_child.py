@@ -11,13 +11,15 @@ seconds if given) and answers one line ``{"rc": exit status, or -signal number}`
 
 ``--crash-at K --tear-seed S`` kills the process with SIGKILL at the K-th file-system call
 of the store (``os.write``, ``os.fsync``, ``os.replace``, ``os.open``, ``os.close``,
-``os.unlink``, ``os.ftruncate``, ``os.pwrite`` called from ``specbound.sweep``); if that call
-is a write, a random prefix of its bytes (seeded by S) is written first, i.e. a torn write.
+``os.unlink``, ``os.ftruncate``, ``os.pwrite`` called from ``specbound.sweep``, and
+``write`` on a file it opened with ``open``); if that call is a write, a random prefix of
+its bytes (seeded by S) is written first, i.e. a torn write.
 """
 
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import random
 import signal
@@ -50,6 +52,42 @@ def install_crash(crash_at: int, tear_seed: int) -> list[int]:
 
     for name in CALLS:
         setattr(os, name, wrap(name))
+
+    class Tearing:
+        """A file opened by the store: its ``write`` calls count (and tear) too."""
+
+        def __init__(self, fh):
+            self._fh = fh
+
+        def write(self, data):
+            count[0] += 1
+            if count[0] == crash_at:
+                self._fh.write(data[: rng.randrange(len(data) + 1)])
+                self._fh.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return self._fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self._fh, name)
+
+        def __iter__(self):
+            return iter(self._fh)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self._fh.__exit__(*exc)
+
+    real_open = builtins.open
+
+    def open_(*args, **kwargs):
+        fh = real_open(*args, **kwargs)
+        if sys._getframe(1).f_globals.get("__name__") == "specbound.sweep":
+            return Tearing(fh)
+        return fh
+
+    builtins.open = open_
     return count
 
 
@@ -74,6 +112,7 @@ def main(argv=None) -> int:
     else:
         configs = [(f"c{i:03d}", i) for i in range(args.n)]
         worker = rows_of
+    os.makedirs(os.path.dirname(os.path.abspath(args.path)), exist_ok=True)
     store = ResumableCSV(args.path, args.signature)
     if args.study:
         from paper_figs import _wm_common as wc
