@@ -78,13 +78,19 @@ Crash safety (what the store guarantees, and how)
       its complete configurations become records, a torn last row or an incomplete
       configuration is dropped (the original file is kept under ``aside/legacy/``).
 
+    The tests (``tests/test_sweep.py``) kill sweeps with SIGKILL at random file-system calls
+    of the store, torn writes included, resume each, and compare the final CSV with an
+    uninterrupted run's, byte for byte.
+
 Interruption
     On any exception in the calling process (``KeyboardInterrupt`` included)
     :func:`run_sweep` cancels every configuration not yet started
-    (``Future.cancel``) and re-raises; every finished configuration is already stored.  An
-    executor made by :func:`local_executor` or :func:`open_executor` is stopped at once on
-    an exception by :func:`shutdown_now` (queued tasks cancelled, local worker processes
-    terminated) instead of waiting for the queue to drain.
+    (``Future.cancel``) and re-raises; every finished configuration is already stored.
+    Stopping the executor is its owner's business: :func:`shutdown_now` cancels the queued
+    tasks and terminates a local pool's workers instead of waiting for the queue to drain
+    (``executor.shutdown()`` runs every queued task first), and :func:`open_executor` calls
+    it when its block ends with an exception.  The workers of :func:`local_executor` ignore
+    Ctrl-C and exit by themselves if the process that made the pool dies.
 
 The progress bar uses ``tqdm`` when it is installed (silently off otherwise).
 """
@@ -587,6 +593,10 @@ class ResumableCSV:
 
     def _initialise(self) -> None:
         """Create ``records/``, importing a CSV written without records (lock held)."""
+        import shutil
+
+        for old in self.dir.glob(f"{_TMP}records.*"):
+            shutil.rmtree(old, ignore_errors=True)  # an interrupted import: never committed
         staging = self.dir / f"{_TMP}records.{_stamp()}"
         staging.mkdir(parents=True)
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -793,15 +803,19 @@ def _run_futures(todo, worker, store: ResumableCSV, executor: Executor, bar) -> 
 # ------------------------------------------------------------------------ executors
 
 
-def _exit_with_parent(interval: float = 0.5) -> None:
-    """Process-pool initializer: the worker exits when its parent process is gone.
+def _pool_worker_init(interval: float = 0.5) -> None:
+    """Process-pool initializer: ignore Ctrl-C, and exit when the parent process is gone.
 
-    A pool's workers outlive a parent killed with SIGKILL (they wait on a queue whose
-    writing end they hold themselves), keeping CPUs and inherited files; a daemon thread
-    polls ``os.getppid()`` and ends the worker once it has been re-parented.
+    Ctrl-C in a terminal reaches every process of the group; the parent alone handles it
+    (:func:`shutdown_now` terminates the workers), so the workers print no tracebacks.  A
+    pool's workers outlive a parent killed with SIGKILL (they wait on a queue whose writing
+    end they hold themselves), keeping CPUs and inherited files; a daemon thread polls
+    ``os.getppid()`` and ends the worker once it has been re-parented.
     """
+    import signal
     import threading
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
     def watch() -> None:
@@ -817,7 +831,8 @@ def local_executor(max_workers: int | None = None) -> Executor:
 
     ``max_workers`` defaults to the number of CPUs.  Each worker ends itself within half a
     second of the death of the process that made the pool (even by SIGKILL), so no worker
-    is left running, or holding the store's lock, after the sweep's process is killed.
+    is left running after the sweep's process is killed, and ignores Ctrl-C (the parent
+    stops the pool, :func:`shutdown_now`).
     """
     from concurrent.futures import ProcessPoolExecutor
 
@@ -826,7 +841,7 @@ def local_executor(max_workers: int | None = None) -> Executor:
         raise ValueError(f"max_workers: must be a positive integer or None, got "
                          f"{max_workers!r}")
     return ProcessPoolExecutor(max_workers=None if max_workers is None else int(max_workers),
-                               initializer=_exit_with_parent)
+                               initializer=_pool_worker_init)
 
 
 def shutdown_now(executor: Executor | None) -> None:

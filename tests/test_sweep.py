@@ -580,7 +580,11 @@ def test_use_executor_reaches_study_sweep(tmp_path):
             Counting.submitted += 1
             return super().submit(fn, *args, **kwargs)
 
-    assert current_executor("unset") == "unset"
+    assert current_executor("unset") == "unset" and wc.default_executor(quick=True) is None
+    pool = wc.default_executor(quick=False)
+    assert pool is None or isinstance(pool, ProcessPoolExecutor)  # None on one core
+    if pool is not None:
+        pool.shutdown()
     with Counting(2) as ex, use_executor(ex):
         assert current_executor() is ex
         df = wc.study_sweep(_configs(4), rows_of, wc.ResumableCSV(tmp_path / "s.csv", "sig"),
