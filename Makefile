@@ -1,11 +1,17 @@
 # specbound: two commands do everything on a fresh machine.
 #   make reproduce  -> regenerate the paper figures and tables into paper_figs/out/
+#                      (resumable: rerun after an interruption; QUICK=1 for the smoke version;
+#                      EXECUTOR=dask://host:port, or $SPECBOUND_EXECUTOR, sends every sweep
+#                      to a Dask cluster, see specbound/sweep.py)
 #   make test       -> install everything and run the fast test tier
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 FIGS   := $(wildcard paper_figs/*.py)
+QUICK    ?=
+EXECUTOR ?=
+REPRO_ARGS = $(if $(QUICK),--quick) $(if $(EXECUTOR),--executor $(EXECUTOR))
 
 .PHONY: install test test-nojit test-slow test-all lint reproduce reproduce-quick bench clean
 
@@ -14,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	# pin the CPU build of torch first so no CUDA build is ever pulled
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[llm,dev]"
+	$(PY) -m pip install --quiet -e ".[llm,dev,dist]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -41,11 +47,10 @@ lint: $(STAMP)
 
 reproduce: $(STAMP)
 	mkdir -p paper_figs/out
-	MPLBACKEND=Agg $(PY) -m paper_figs.run_all
+	MPLBACKEND=Agg $(PY) -m paper_figs.run_all $(REPRO_ARGS)
 
 reproduce-quick: $(STAMP)
-	mkdir -p paper_figs/out
-	MPLBACKEND=Agg $(PY) -m paper_figs.run_all --quick
+	$(MAKE) --no-print-directory reproduce QUICK=1
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_sim

@@ -1,19 +1,42 @@
-"""Helpers shared by the figure scripts: argument parsing, style, output paths."""
+"""Helpers shared by the figure scripts: argument parsing, style, output paths, executor."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 from importlib import resources
 from pathlib import Path
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
+
+#: environment variable naming the executor of every sweep (``specbound.sweep.open_executor``)
+EXECUTOR_ENV = "SPECBOUND_EXECUTOR"
 
 
 def parse_args(description: str, argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true", help="small smoke-test version")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")
+    ap.add_argument(
+        "--executor", default=os.environ.get(EXECUTOR_ENV) or None,
+        help="where the sweeps run: 'serial', 'process[:N]', 'dask://host:port' (a Dask "
+             "scheduler; extra 'dist') or 'dask-local[:N]'; default: $SPECBOUND_EXECUTOR, "
+             "else each study's own (a 2-process pool in full mode)")
     return ap.parse_args(argv)
+
+
+@contextlib.contextmanager
+def sweep_executor(spec):
+    """Open the executor named by ``spec`` and make it every sweep's (nothing if ``spec`` is
+    None): :func:`specbound.sweep.open_executor` + :func:`specbound.sweep.use_executor`."""
+    if not spec:
+        yield None
+        return
+    from specbound.sweep import open_executor, use_executor
+
+    with open_executor(spec) as ex, use_executor(ex):
+        yield ex
 
 
 def setup_matplotlib():
@@ -45,7 +68,9 @@ def write_table_and_figure(out_dir, name: str, df, plot, float_format: str = "%.
 
 
 def cli(main, doc: str, argv=None) -> None:
-    """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick] [--out]``."""
+    """Command-line entry of a figure script:
+    ``python -m paper_figs.NAME [--quick] [--out DIR] [--executor SPEC]``."""
     args = parse_args(doc.splitlines()[0], argv)
-    for path in main(args.out, quick=args.quick):
-        print(path)
+    with sweep_executor(args.executor):
+        for path in main(args.out, quick=args.quick):
+            print(path)

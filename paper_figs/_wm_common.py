@@ -33,8 +33,9 @@ Helpers
     detector's per-token pivots), :func:`block_decisions` and :func:`acceptance_compensator`
     (theory prediction of the accepted tokens per block, see below), :class:`CachedLM`
     (memoised model evaluation shared by configurations that visit the same contexts),
-    :class:`ResumableCSV` and :func:`run_sweep` (incremental, resumable sweeps with a tqdm
-    bar and an optional ``concurrent.futures`` executor).
+    :class:`ResumableCSV` and :func:`run_sweep` (re-exported from :mod:`specbound.sweep`:
+    crash-safe, resumable sweeps on any ``concurrent.futures`` executor) and
+    :func:`study_sweep` (the studies' choice of executor).
 
 Theory prediction of AATPS (:func:`acceptance_compensator`)
     At decision ``s`` of a block (context ``c_s``, ``nu_s`` drafts consistent with the emitted
@@ -52,21 +53,26 @@ Theory prediction of AATPS (:func:`acceptance_compensator`)
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, as_completed
+from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paper_figs._common import out_path
 from specbound.sim.models import SyntheticLM
+from specbound.sweep import (
+    ResumableCSV,
+    current_executor,
+    local_executor,
+    run_sweep,
+    shutdown_now,
+)
 from specbound.theory import exact_acceptance
 
 __all__ = [
@@ -92,6 +98,7 @@ __all__ = [
     "prompts",
     "rouge_l",
     "run_sweep",
+    "study_sweep",
     "with_extra",
 ]
 
@@ -437,87 +444,11 @@ def cluster_ratio_se(num, den) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------------ resumable sweeps
+# The store and the runner are :mod:`specbound.sweep` (imported above as ``ResumableCSV`` and
+# ``run_sweep``); the studies' policy on executors is here.
 
-
-class ResumableCSV:
-    """Append-only CSV of finished configurations, so an interrupted sweep resumes.
-
-    Every row carries a ``config`` id and the ``signature`` of the settings; on opening, rows
-    with another signature (other settings or code version) are dropped and the file is
-    rewritten.  :meth:`append` writes all rows of one configuration in a single write and
-    flushes, so a configuration is either complete in the file or recomputed.
-    """
-
-    def __init__(self, path, signature: str):
-        self.path = Path(path)
-        self.signature = signature
-        self.columns: list[str] | None = None
-        self._done: set[str] = set()
-        if self.path.exists() and self.path.stat().st_size > 0:
-            try:
-                df = self._read()
-            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-                df = None
-            cols = {"config", "signature", "config_rows"}
-            if df is not None and cols <= set(df.columns):
-                keep = df[df["signature"] == signature]
-                # a configuration counts as done only if all its rows were written
-                counts = keep.groupby("config")["config"].transform("size")
-                keep = keep[counts == keep["config_rows"]]
-                self.columns = list(df.columns)
-                self._done = set(keep["config"])
-                if len(keep) != len(df):
-                    keep.to_csv(self.path, index=False)
-            else:
-                self.path.unlink()
-
-    def done(self, config: str) -> bool:
-        return config in self._done
-
-    def append(self, config: str, rows: Sequence[dict]) -> None:
-        """Append all rows of configuration ``config`` (a non-empty id other than "nan")."""
-        if not isinstance(config, str) or config in ("", "nan"):
-            raise ValueError(f"config: must be a non-empty string other than 'nan', got "
-                             f"{config!r}")
-        n = len(rows)
-        rows = [{"config": config, "signature": self.signature, "config_rows": n, **r}
-                for r in rows]
-        if not rows:
-            return
-        cols: list[str] = list(self.columns or [])
-        for r in rows:
-            cols += [c for c in r if c not in cols]
-        if self.columns is None or cols != self.columns:
-            # new file, or rows with new columns: (re)write the header with the union
-            old = self.frame() if self.columns is not None else pd.DataFrame()
-            self.columns = cols
-            old.reindex(columns=cols).to_csv(self.path, index=False)
-        lines = [[_fmt(r.get(c, "")) for c in self.columns] for r in rows]
-        with open(self.path, "a", newline="") as fh:
-            csv.writer(fh).writerows(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._done.add(config)
-
-    def _read(self) -> pd.DataFrame:
-        # only empty fields and "nan" are missing values: ids such as "null" or "NA" stay
-        # strings
-        return pd.read_csv(self.path, dtype={"config": str, "signature": str},
-                           keep_default_na=False, na_values=["", "nan"])
-
-    def frame(self) -> pd.DataFrame:
-        """The stored rows (current signature only)."""
-        if not self.path.exists():
-            return pd.DataFrame()
-        return self._read()
-
-
-def _fmt(v):
-    if isinstance(v, float | np.floating):
-        return repr(float(v))
-    if isinstance(v, np.integer):
-        return int(v)
-    return v
+#: stands for "no executor given or set by a driver": the studies' own default applies
+_STUDY_DEFAULT = object()
 
 
 def default_executor(quick: bool) -> Executor | None:
@@ -525,52 +456,33 @@ def default_executor(quick: bool) -> Executor | None:
     n = min(2, os.cpu_count() or 1)
     if quick or n < 2:
         return None
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(max_workers=n)
-
-
-def run_sweep(configs: Iterable[tuple[str, object]], worker: Callable, store: ResumableCSV, *,
-              desc: str = "", executor: Executor | None = None, progress: bool = True
-              ) -> pd.DataFrame:
-    """Run ``worker(arg) -> list[dict]`` for every pending ``(config_id, arg)`` and store rows.
-
-    Configurations already in ``store`` are skipped; each finished configuration is appended
-    at once (so Ctrl-C loses at most the configurations in flight).  ``executor`` is any
-    :class:`concurrent.futures.Executor` (a local process pool, a Dask or Ray executor);
-    None runs serially.  Returns the stored rows as a DataFrame.
-    """
-    from tqdm.auto import tqdm
-
-    todo = [(c, a) for c, a in configs if not store.done(c)]
-    bar = tqdm(total=len(todo), desc=desc, disable=not progress or not todo, leave=False)
-    try:
-        if executor is None:
-            for c, a in todo:
-                store.append(c, worker(a))
-                bar.update()
-        else:
-            futs = {executor.submit(worker, a): c for c, a in todo}
-            for fut in as_completed(futs):
-                store.append(futs[fut], fut.result())
-                bar.update()
-    finally:
-        bar.close()
-    return store.frame()
+    return local_executor(n)
 
 
 def study_sweep(configs, worker: Callable, store: ResumableCSV, *, quick: bool,
                 executor: Executor | None = None, desc: str = "", progress: bool = True
                 ) -> pd.DataFrame:
-    """:func:`run_sweep` with the studies' default executor: the caller's ``executor`` if given,
-    else a 2-process pool in full mode (shut down afterwards) and serial in quick mode."""
-    own = executor is None and not quick
-    ex = default_executor(quick) if own else executor
+    """:func:`specbound.sweep.run_sweep` with the studies' choice of executor.
+
+    The caller's ``executor`` if given; else the one a driver set with
+    :func:`specbound.sweep.use_executor` (``paper_figs.run_all --executor``, the
+    ``SPECBOUND_EXECUTOR`` environment variable); else a 2-process pool in full mode and
+    serial in quick mode.  A pool made here is shut down afterwards, at once (queued tasks
+    cancelled, workers terminated) if the sweep is interrupted.
+    """
+    ex = executor if executor is not None else current_executor(_STUDY_DEFAULT)
+    own = ex is _STUDY_DEFAULT
+    if own:
+        ex = default_executor(quick)
     try:
-        return run_sweep(configs, worker, store, desc=desc, executor=ex, progress=progress)
-    finally:
-        if own and ex is not None:
-            ex.shutdown()
+        out = run_sweep(configs, worker, store, desc=desc, executor=ex, progress=progress)
+    except BaseException:
+        if own:
+            shutdown_now(ex)
+        raise
+    if own and ex is not None:
+        ex.shutdown()
+    return out
 
 
 def with_extra(s: Settings, **extra) -> Settings:
