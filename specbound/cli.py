@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args))
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ImportError, OSError) as exc:
         print(f"specbound {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -27,6 +27,8 @@ with internet::
     pair = load_pair("Qwen/Qwen2.5-7B-Instruct", draft="model:Qwen/Qwen2.5-0.5B-Instruct",
                      dtype="float16", temperature=1.0, top_k=50, top_p=1.0)
 
+(the two checkpoints share one 151,665-token tokenizer but have 152,064 and 151,936 output
+rows; the pair's distributions are over the first 151,936, the smaller output size).
 Their drafter-substitution study (App. D.5) also runs the 0.5B drafter at temperatures 0.5
 and 1.5; a separate drafter at its own temperature is not a draft kind of this module yet
 (``temperature:T`` is the target itself at ``T``).
