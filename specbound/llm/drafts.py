@@ -1,0 +1,350 @@
+r"""Draft models made from a target: ``temperature:T``, ``early_exit:K``, ``quantized:BITS``,
+``model:ID_OR_PATH``.
+
+Every draft is a real ``torch.nn.Module`` of the target's own transformers class (a
+``PreTrainedModel`` with ``generate``), so the same module can be handed to transformers'
+assisted generation as ``assistant_model``.  Drafts built from the target are *views*: a
+new model object whose submodules are the target's own modules, except the one part the
+draft changes; the target itself is never modified.
+
+``temperature:T`` (:math:`T > 0`)
+    The target with its output head replaced by :class:`TemperatureHead`, which returns the
+    target's logits cast to float64 and divided by ``T``; every weight is shared.  These are
+    the drafters D2 (:math:`T = 0.5`) and D3 (:math:`T = 1.5`) of Liu, Wan, Gao & Gündüz
+    (2026, arXiv:2609.21858), App. D.5, with the target itself as the drafter.
+``early_exit:K`` (:math:`1 \le K \le` number of layers)
+    The first ``K`` decoder layers, then the target's final norm and LM head (layer
+    skipping as in self-speculative decoding, Zhang et al. 2024, arXiv:2309.08168; Elhoushi
+    et al. 2024, arXiv:2404.16710, without their fine-tuning).  The layers, norm, embedding
+    and head are the target's modules (same storage, no copy); the view's config says
+    ``num_hidden_layers = K`` so that its KV cache has ``K`` layers.  ``K`` equal to the
+    number of layers gives the target's own distribution.
+``quantized:BITS`` or ``quantized:BITS:GROUP`` (BITS in {2, 3, 4}; GROUP >= 2, default 64)
+    Copies of the target's decoder layers whose linear weights are re-quantized locally by
+    round-to-nearest with an asymmetric (min-max) grid per group of ``GROUP`` consecutive
+    input weights of each output row (:func:`rtn_quantize`; the RTN baseline of the GPTQ
+    paper, Frantar et al. 2023, arXiv:2210.17323) and stored dequantized: each group takes
+    at most :math:`2^{BITS}` distinct values.  Embedding, norms and LM head are shared with
+    the target, unquantized (as GPTQ/AWQ leave them).
+``model:ID_OR_PATH``
+    A separate model (``"embedded"``, a Hugging Face model id, a local folder or a ``.gguf``
+    file, loaded like the target).  Its tokenizer must equal the target's (same vocabulary,
+    same ids), e.g. Qwen2.5-0.5B-Instruct for Qwen2.5-7B-Instruct, the pair of Liu et al.
+    (2026), App. D.1.
+
+Temperature and the shared logits processing: the pair applies one processing (temperature
+:math:`\tau`, top-k, top-p, in transformers' order) to the target's and the draft's logits
+alike.  A ``temperature:T`` draft's logits are already divided by ``T``, so its processed
+distribution is the target's logits at temperature :math:`T\tau` (top-k keeps the same token
+set as the target's, since scaling preserves the order; top-p keeps a different set).  The
+other drafts have their own logits and are processed at :math:`\tau` like the target.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+from specbound.llm._deps import require_llm_extra
+from specbound.llm._loading import load_model
+
+torch = require_llm_extra()
+nn = torch.nn
+
+__all__ = ["DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead", "rtn_quantize",
+           "make_draft"]
+
+DRAFT_KINDS = ("temperature", "early_exit", "quantized", "model")
+QUANT_BITS = (2, 3, 4)
+DEFAULT_GROUP = 64
+
+_DESCRIPTIONS = {
+    "temperature": "the target's logits divided by T, every weight shared (drafters D2/D3 of "
+                   "Liu et al. 2026: T = 0.5, 1.5)",
+    "early_exit": "the target's first K decoder layers + final norm + LM head, sharing their "
+                  "weights (no copy)",
+    "quantized": "the target's decoder-layer weights re-quantized to BITS bits, "
+                 "round-to-nearest per group (default 64 weights), made locally",
+    "model": "a separate model with the target's tokenizer (e.g. Qwen2.5-0.5B-Instruct for "
+             "Qwen2.5-7B-Instruct)",
+}
+_USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]' or "
+          "'model:ID_OR_PATH'")
+
+
+@dataclass(frozen=True)
+class DraftSpec:
+    """A parsed draft specification (``str(spec)`` gives its canonical text).
+
+    Attributes
+    ----------
+    kind : {"temperature", "early_exit", "quantized", "model"}
+    value : float, int or str
+        ``T``, ``K``, ``BITS`` or the model source.
+    group_size : int or None
+        Quantization group (``quantized`` only).
+    """
+
+    kind: str
+    value: float | int | str
+    group_size: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "temperature":
+            return f"temperature:{format(self.value, 'g')}"
+        if self.kind == "quantized" and self.group_size != DEFAULT_GROUP:
+            return f"quantized:{self.value}:{self.group_size}"
+        return f"{self.kind}:{self.value}"
+
+    @property
+    def description(self) -> str:
+        """One line on what this kind of draft is."""
+        return _DESCRIPTIONS[self.kind]
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"draft: {what} must be an integer, got {text!r}") from None
+
+
+def parse_draft(draft) -> DraftSpec:
+    """Parse ``"KIND:VALUE"`` into a :class:`DraftSpec` (``ValueError`` naming ``draft``)."""
+    if isinstance(draft, DraftSpec):
+        return draft
+    if not isinstance(draft, str) or ":" not in draft:
+        raise ValueError(f"{_USAGE}, got {draft!r}")
+    kind, _, rest = draft.partition(":")
+    kind = kind.strip()
+    if kind not in DRAFT_KINDS:
+        raise ValueError(f"draft: unknown kind {kind!r}; kinds are {list(DRAFT_KINDS)}")
+    if kind == "temperature":
+        try:
+            t = float(rest)
+        except ValueError:
+            t = math.nan
+        if not math.isfinite(t) or t <= 0:
+            raise ValueError(f"draft: temperature T must be a finite number > 0, got {rest!r}")
+        return DraftSpec("temperature", t)
+    if kind == "early_exit":
+        k = _int(rest, "early_exit K")
+        if k < 1:
+            raise ValueError(f"draft: early_exit K must be >= 1, got {k}")
+        return DraftSpec("early_exit", k)
+    if kind == "quantized":
+        parts = rest.split(":")
+        if len(parts) > 2:
+            raise ValueError(f"draft: quantized takes BITS or BITS:GROUP, got {rest!r}")
+        bits = _int(parts[0], "quantized BITS")
+        if bits not in QUANT_BITS:
+            raise ValueError(f"draft: quantized BITS must be one of {list(QUANT_BITS)}, got "
+                             f"{bits}")
+        group = _int(parts[1], "quantized GROUP") if len(parts) == 2 else DEFAULT_GROUP
+        if group < 2:
+            raise ValueError(f"draft: quantized GROUP must be >= 2, got {group}")
+        return DraftSpec("quantized", bits, group)
+    if not rest.strip():
+        raise ValueError("draft: model needs a model id or path, e.g. 'model:embedded'")
+    return DraftSpec("model", rest.strip())
+
+
+# ----------------------------------------------------------------------------- views
+
+
+def _view(module):
+    """A new module object sharing ``module``'s submodules, parameters and buffers.
+
+    Its registries (submodules, parameters, buffers, hooks) are shallow copies, so that
+    replacing a child of the view leaves ``module`` untouched.
+    """
+    v = copy.copy(module)
+    for name, value in list(vars(v).items()):
+        if isinstance(value, dict | set | list):
+            vars(v)[name] = copy.copy(value)
+    return v
+
+
+def _model_view(target):
+    root = _view(target)
+    root.config = copy.deepcopy(target.config)
+    if getattr(target, "generation_config", None) is not None:
+        root.generation_config = copy.deepcopy(target.generation_config)
+    return root
+
+
+_LAYER_PATHS = ("model.layers", "model.decoder.layers", "model.language_model.layers",
+                "transformer.h", "transformer.layers", "gpt_neox.layers")
+
+
+def _layer_path(model):
+    for path in _LAYER_PATHS:
+        obj, ok = model, True
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                ok = False
+                break
+        if ok and isinstance(obj, nn.ModuleList):
+            return path.split("."), obj
+    raise ValueError(
+        f"draft: cannot find the decoder layers of {type(model).__name__} (looked for "
+        f"{', '.join(_LAYER_PATHS)})"
+    )
+
+
+def _text_config(config):
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def _replace_layers(target, layers):
+    """A view of ``target`` whose decoder-layer list is ``layers`` (configs updated)."""
+    parts, _ = _layer_path(target)
+    root = _model_view(target)
+    # map the target's config objects to the view's (inner models share them in transformers)
+    configs = {id(target.config): root.config,
+               id(_text_config(target.config)): _text_config(root.config)}
+    parent, orig = root, target
+    for part in parts[:-1]:
+        orig = getattr(orig, part)
+        child = _view(orig)
+        cfg = getattr(orig, "config", None)
+        if cfg is not None:
+            if id(cfg) not in configs:
+                configs[id(cfg)] = copy.deepcopy(cfg)
+            child.config = configs[id(cfg)]
+        setattr(parent, part, child)
+        parent = child
+    setattr(parent, parts[-1], nn.ModuleList(layers))
+    for cfg in {id(c): c for c in configs.values()}.values():
+        if hasattr(cfg, "num_hidden_layers"):
+            if isinstance(getattr(cfg, "layer_types", None), list | tuple):
+                cfg.layer_types = list(cfg.layer_types)[: len(layers)]
+            cfg.num_hidden_layers = len(layers)
+    return root
+
+
+class TemperatureHead(nn.Module):
+    """An output head that returns ``head(x)`` in float64 divided by ``temperature``.
+
+    The division is done in float64 so that, after the shared processing at temperature
+    ``tau``, the draft's logits are the target's float64 logits divided by ``T`` and then
+    ``tau`` (two correctly rounded divisions, no float32 rounding in between).
+    """
+
+    def __init__(self, head, temperature: float):
+        super().__init__()
+        self.head = head
+        self.temperature = float(temperature)
+
+    @property
+    def weight(self):
+        return self.head.weight
+
+    def forward(self, hidden_states):
+        logits = self.head(hidden_states).to(torch.float64)
+        return logits if self.temperature == 1.0 else logits / self.temperature
+
+
+def _temperature_draft(target, t: float):
+    head = target.get_output_embeddings()
+    name = next((n for n, m in target.named_children() if m is head), None)
+    if head is None or name is None:
+        raise ValueError(
+            f"draft: {type(target).__name__} has no top-level output head to rescale"
+        )
+    root = _model_view(target)
+    setattr(root, name, TemperatureHead(head, t))
+    return root
+
+
+def rtn_quantize(weight, bits: int, group_size: int):
+    """Round-to-nearest quantization per group, returned dequantized in ``weight``'s dtype.
+
+    Each row of the 2-D ``weight`` (output x input) is cut into groups of ``group_size``
+    consecutive input weights (the last group may be shorter); a group with minimum ``lo``
+    and maximum ``hi`` is mapped to ``lo + k * s``, ``s = (hi - lo) / (2**bits - 1)``,
+    ``k = round((w - lo) / s)`` clipped to ``0 .. 2**bits - 1`` (computed in float32).
+    A group therefore takes at most ``2**bits`` distinct values; a constant group is exact.
+    """
+    levels = (1 << bits) - 1
+    w = weight.detach().to(torch.float32)
+    out = torch.empty_like(w)
+    n_in = w.shape[1]
+    full = (n_in // group_size) * group_size
+
+    def quant(block):
+        lo = block.amin(dim=-1, keepdim=True)
+        scale = (block.amax(dim=-1, keepdim=True) - lo) / levels
+        safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+        k = (block - lo).div_(safe).round_().clamp_(0, levels)
+        return k.mul_(scale).add_(lo)  # = lo + k * scale
+
+    if full:
+        out[:, :full] = quant(w[:, :full].reshape(w.shape[0], -1, group_size)).reshape(
+            w.shape[0], full)
+    if full < n_in:
+        out[:, full:] = quant(w[:, full:])
+    return out.to(weight.dtype)
+
+
+def _quantizable(module):
+    from transformers.pytorch_utils import Conv1D
+
+    return isinstance(module, nn.Linear | Conv1D)
+
+
+def _quantized_draft(target, bits: int, group: int):
+    from transformers.pytorch_utils import Conv1D
+
+    _, layers = _layer_path(target)
+    new_layers = []
+    for layer in layers:
+        q = copy.deepcopy(layer)
+        for mod in q.modules():
+            if not _quantizable(mod):
+                continue
+            w = mod.weight.data
+            if isinstance(mod, Conv1D):  # GPT-2 style: weight is (input, output)
+                mod.weight.data = rtn_quantize(w.t(), bits, group).t().contiguous()
+            else:
+                mod.weight.data = rtn_quantize(w, bits, group)
+        new_layers.append(q)
+    return _replace_layers(target, new_layers)
+
+
+def _same_vocab(a, b) -> bool:
+    return a.get_vocab() == b.get_vocab()
+
+
+def make_draft(target, tokenizer, draft, *, device, dtype):
+    """Build the draft module for ``draft`` (a spec string or :class:`DraftSpec`).
+
+    Returns ``(spec, module, load_info)``; ``load_info`` is ``None`` except for
+    ``model:`` drafts.
+    """
+    spec = parse_draft(draft)
+    if spec.kind == "temperature":
+        return spec, _temperature_draft(target, spec.value), None
+    if spec.kind == "early_exit":
+        _, layers = _layer_path(target)
+        if spec.value > len(layers):
+            raise ValueError(
+                f"draft: early_exit K must be <= the target's {len(layers)} layers, got "
+                f"{spec.value}"
+            )
+        return spec, _replace_layers(target, list(layers)[: spec.value]), None
+    if spec.kind == "quantized":
+        return spec, _quantized_draft(target, spec.value, spec.group_size), None
+    model, tok, info = load_model(spec.value, device=device, dtype=dtype, name="draft")
+    if not _same_vocab(tok, tokenizer):
+        va, vb = tok.get_vocab(), tokenizer.get_vocab()
+        differ = sum(1 for t, i in va.items() if vb.get(t) != i) + sum(
+            1 for t in vb if t not in va)
+        raise ValueError(
+            f"draft: the tokenizer of {spec.value!r} does not match the target's "
+            f"({len(va)} vs {len(vb)} entries, {differ} differ); a draft must share the "
+            "target's vocabulary"
+        )
+    return spec, model, info
