@@ -18,15 +18,15 @@ can query any context without storage:
       permutations rather than a uniform one: O(n) per evaluation instead of a sort).
 
     then temperature and top-k (the same logits processing for target and draft, as in
-    seed 000 App. A.4).  Contexts shorter than ``m`` are padded with a beginning-of-sequence
-    token.
+    Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, App. A.4).  Contexts shorter than ``m``
+    are padded with a beginning-of-sequence token.
 
     **Realistic entropy (defaults).**  The default ``scale=None`` means
     ``scale = sqrt(2 log n)``, the "freezing" point of the Gaussian softmax, which gives a
     mean next-token entropy (T = 1, no top-k, m = 2) of about 3.3 nats at n = 50,000, 2.5 at
     n = 1,000 and 2.0 at n = 100 (measured with :meth:`SyntheticLM.mean_entropy`, 60
     contexts); LLM chat models at T = 1 sit around 1.5-3.5 nats per token.  ``top_k=50``
-    (seed 000 App. D.1) caps the entropy at log 50 = 3.9 nats.
+    (App. D.1 of Liu et al. 2026) caps the entropy at log 50 = 3.9 nats.
 
     **Drafts.**  :meth:`SyntheticLM.draft` returns a model with the same base fields plus an
     independent Gaussian logit-noise field of standard deviation ``mismatch * scale`` (so its
