@@ -80,6 +80,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specbound._deprecation import legacy_positional
 from specbound._validation import as_bool, as_choice, as_int, as_prob, as_real, as_seedseq
 from specbound.sim import _model_kernels as _mk
 
@@ -141,7 +142,8 @@ class SyntheticLM:
         Window length ``0 <= m <= 256`` of the context the distribution depends on (an
         evaluation costs ``O(m^2 + m n)``; :data:`MAX_CONTEXT_LENGTH`).
     seed : int or SeedSequence
-        Model seed (different seeds give unrelated models).
+        Model seed (different seeds give unrelated models).  Keyword-only (``seed``,
+        ``temperature`` and ``top_k`` by position are deprecated).
     temperature : float
         Softmax temperature T > 0.
     top_k : int or None
@@ -161,7 +163,8 @@ class SyntheticLM:
     a token has probability 0 only when cut by top-k (or underflow at tiny temperatures).
     """
 
-    def __init__(self, vocab_size, context_length=2, seed=0, temperature=1.0, top_k=None, *,
+    @legacy_positional("seed", "temperature", "top_k")
+    def __init__(self, vocab_size, context_length=2, *, seed=0, temperature=1.0, top_k=None,
                  kind="gaussian", scale=None, zipf_exponent=1.1, _noise=None):
         self.vocab_size = as_int(vocab_size, "vocab_size", min_value=1, max_value=MAX_VOCAB)
         self.context_length = as_int(context_length, "context_length", min_value=0,
@@ -237,9 +240,10 @@ class SyntheticLM:
             _mk.synthetic_probs(self._ints, self._uints, self._floats, self._base, ctx, out[i])
         return out
 
-    def mean_entropy(self, n_contexts=200, seed=0) -> float:
+    @legacy_positional("seed")
+    def mean_entropy(self, n_contexts=200, *, seed=0) -> float:
         """Mean next-token entropy (nats) over ``n_contexts`` random contexts."""
-        n_contexts = as_int(n_contexts, "n_contexts", min_value=1)
+        n_contexts = as_int(n_contexts, "n_contexts", min_value=1, max_value=10**6)
         rng = np.random.default_rng(as_seedseq(seed))
         h = 0.0
         for _ in range(n_contexts):
@@ -250,7 +254,8 @@ class SyntheticLM:
         return h / n_contexts
 
     # ------------------------------------------------------------------ drafts
-    def draft(self, mismatch, seed=1, *, temperature=None, context_length=None, top_k="same"):
+    @legacy_positional("seed")
+    def draft(self, mismatch, *, seed=1, temperature=None, context_length=None, top_k="same"):
         """A draft model derived from this target with a controlled mismatch.
 
         Parameters
@@ -259,7 +264,9 @@ class SyntheticLM:
             Standard deviation of an independent Gaussian logit-noise field, in units of
             ``scale`` (for ``kind="zipf"``: of ``zipf_exponent``).  0 adds no noise.
         seed : int or SeedSequence
-            Seed of the noise field (different seeds give different drafts).
+            Seed of the noise field (different seeds give different drafts); keyword-only.
+            Its default is 1, not 0, so that the default noise field is not the field of a
+            default target (model seed 0).
         temperature : float or None
             Draft temperature (None: the target's).
         context_length : int or None
@@ -287,8 +294,8 @@ class SyntheticLM:
         unit = self.scale if self.kind == "gaussian" else self.zipf_exponent
         noise = (_seed_u64(seed), m, mismatch * unit, mismatch)
         return SyntheticLM(
-            self.vocab_size, m, self.seed, temp, tk, kind=self.kind, scale=self.scale,
-            zipf_exponent=self.zipf_exponent, _noise=noise,
+            self.vocab_size, m, seed=self.seed, temperature=temp, top_k=tk, kind=self.kind,
+            scale=self.scale, zipf_exponent=self.zipf_exponent, _noise=noise,
         )
 
     def __repr__(self) -> str:
@@ -337,7 +344,8 @@ class MarkovLM:
         self.initial = init
 
     @classmethod
-    def random(cls, vocab_size, seed=0, concentration=1.0, initial=None) -> MarkovLM:
+    @legacy_positional("seed", "concentration", "initial")
+    def random(cls, vocab_size, *, seed=0, concentration=1.0, initial=None) -> MarkovLM:
         """Rows drawn i.i.d. from a symmetric Dirichlet(``concentration``)."""
         n = as_int(vocab_size, "vocab_size", min_value=1)
         a = as_real(concentration, "concentration", low=0.0, low_open=True)
