@@ -15,6 +15,7 @@ from specbound.sim.decode import (
     DECODERS,
     KEYED_DECODERS,
     MULTI_DRAFT_DECODERS,
+    DecodeBackend,
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
@@ -591,6 +592,7 @@ def test_backend_protocol_calls(decoder, B):
     ref = speculative_decode(target, draft, [3, 4], decoder, L=3, B=B, key="k",
                              max_new_tokens=17, seed=5)
     be = _RecordingBackend(target, draft)
+    assert isinstance(be, DecodeBackend)
     r = speculative_decode(target, draft, [3, 4], decoder, L=3, B=B, key="k",
                            max_new_tokens=17, seed=5, backend=be)
     for f in ("tokens", "emitted_per_block", "accepted_per_block", "nu", "pivots"):

@@ -4,6 +4,7 @@ language models and speculative decoders (Numba kernels behind validated wrapper
 from specbound.sim.decode import (
     DECODER_SCHEME,
     DECODERS,
+    DecodeBackend,
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
@@ -74,7 +75,7 @@ __all__ = [
     # sequence level
     "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
     "expected_block_tokens", "speculative_decode",
-    "DECODERS", "DECODER_SCHEME", "SyntheticBackend", "WatermarkConfig",
+    "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
     # sequence-level metrics
     "cluster_ratio_se", "lcs_length", "mean_se", "rouge_l",

@@ -146,6 +146,7 @@ from __future__ import annotations
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -164,8 +165,8 @@ from specbound.sim.prf import (
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS",
-           "DecodeResult", "SyntheticBackend", "WatermarkConfig", "acceptance_compensator",
-           "expected_block_tokens", "speculative_decode"]
+           "DecodeBackend", "DecodeResult", "SyntheticBackend", "WatermarkConfig",
+           "acceptance_compensator", "expected_block_tokens", "speculative_decode"]
 
 DECODERS = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
             "mws", "mse", "mse_pseudo")
@@ -347,6 +348,29 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
 
 
 # ------------------------------------------------------------------------- the backend
+
+
+@runtime_checkable
+class DecodeBackend(Protocol):
+    """The model evaluation the decoders call (module docstring, "Backend protocol").
+
+    Paths are tuples of token ids continuing the committed sequence.  :class:`SyntheticBackend`
+    implements it for the models of :mod:`specbound.sim.models`; a backend for real networks
+    holds key-value caches, verifies a block with one batched forward pass and crops its
+    caches in :meth:`commit`.
+    """
+
+    def reset(self, prompt) -> None:
+        """Start a sequence whose committed tokens are ``prompt``."""
+
+    def draft_step(self, paths) -> Sequence:
+        """Draft distributions after each path (one batched pass at one draft depth)."""
+
+    def verify(self, paths) -> Sequence:
+        """Target distributions after each path (one batched pass per block)."""
+
+    def commit(self, tokens) -> None:
+        """Append the tokens a block emitted to the committed sequence."""
 
 
 class _LazyRows(Sequence):
@@ -820,7 +844,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     max_blocks : int >= 1 or None
         Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
         drafter-invariance checks run single blocks this way.
-    backend : object or None
+    backend : DecodeBackend or None
         The model evaluation (module docstring, "Backend protocol"); None builds a
         :class:`SyntheticBackend` on ``target`` and ``draft``.  A custom backend must return
         the distributions of the same models (the decision logic is shared, so the same
@@ -855,10 +879,11 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     rng = as_rng(seed)
     if backend is None:
         backend = SyntheticBackend(target, draft)
-    else:
-        for name in ("reset", "draft_step", "verify", "commit"):
-            if not callable(getattr(backend, name, None)):
-                raise ValueError(f"backend: has no method {name!r} of the backend protocol")
+    elif not isinstance(backend, DecodeBackend):
+        raise ValueError(
+            f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
+            f"got {type(backend).__name__}"
+        )
     return _Run(backend, prompt, decoder, L, B, key, N, rng, w, mask).run(max_blocks)
 
 
