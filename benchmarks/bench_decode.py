@@ -59,7 +59,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Path:
             res = speculative_decode(target, draft, prompt, dec, L=L, B=bb, key=12345,
                                      max_new_tokens=n_new, seed=i)
             n_tok += res.generated.size
-            acc.extend(res.accepted.tolist())
+            acc.extend(res.emitted_per_block.tolist())
             te += res.n_target_evals
             de += res.n_draft_evals
             tc += res.n_target_contexts

@@ -1,4 +1,5 @@
-"""Detection at a fixed false-positive rate: TPR@1%FPR vs T_eval (seed 000 Fig. 2a, App. D.5).
+"""Detection at a fixed false-positive rate: TPR@1%FPR vs T_eval (Fig. 2a and App. D.5 of Liu,
+Wan, Gao & Gündüz 2026, arXiv:2609.21858).
 
 For every keyed decoder (``basic_uwm``, ``pfr``, ``mws``, ``mpfr`` with B = 4, ``mse``,
 ``mse_pseudo``; L = 4, drafter D0) the detector recomputes the pivots from the tokens and the
@@ -47,6 +48,7 @@ import pandas as pd
 from paper_figs import _wm_common as wc
 from paper_figs._common import cli, out_path, setup_matplotlib
 from specbound.results import proportion_ci
+from specbound.sim import CachedLM, keyed_pivots, speculative_decode
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
 
 FIGURE = True
@@ -96,22 +98,20 @@ def _extra(s: wc.Settings) -> dict:
 
 def null_worker(s: wc.Settings) -> list[dict]:
     """Unwatermarked ``ar`` texts x independent keys -> thresholds and the H0 floor."""
-    from specbound.sim.decode import speculative_decode
-
     ex = _extra(s)
     target, _ = wc.make_models(s)
-    P = wc.prompts(s, ex["n_null_texts"])
+    P = s.prompt_set(ex["n_null_texts"]).tokens
     seeds = np.random.SeedSequence([s.run_seed, 2]).spawn(ex["n_null_texts"])
     keys = [s.key] + [f"{s.key}#null{j}" for j in range(1, ex["n_null_keys"])]
     U = []
     for i in range(len(P)):
         r = speculative_decode(target, None, P[i], "ar", max_new_tokens=s.max_new_tokens,
                                seed=seeds[i])
-        U += [wc.keyed_pivots(r.tokens, r.prompt_length, k) for k in keys]
+        U += [keyed_pivots(r, k).pivots for k in keys]
     U = np.array(U)
     n = U.shape[0]
     rows = []
-    H = wc.measured_entropy(s)
+    H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
     for score, method in TESTS:
         S = cumulative_scores(U, score)
         for T in t_values(s):
@@ -134,20 +134,19 @@ def null_worker(s: wc.Settings) -> list[dict]:
 def wm_worker(arg) -> list[dict]:
     """Watermarked sequences of one decoder group (arg = (settings, decoders, thresholds))."""
     s, decoders, thresholds = arg
-    from specbound.sim.decode import speculative_decode
-
     target0, draft0 = wc.make_models(s)
-    target, draft = wc.CachedLM(target0), wc.CachedLM(draft0)
-    P, seeds = wc.prompts(s), wc.prompt_seeds(s)
+    target, draft = CachedLM(target0), CachedLM(draft0)
+    ps = s.prompt_set()
     U = {d: [] for d in decoders}
-    for i in range(len(P)):
+    for i in range(len(ps)):
         for d in decoders:
-            r = speculative_decode(target, draft, P[i], d, L=L, B=B_MPFR if d == "mpfr" else 1,
-                                   key=s.key, max_new_tokens=s.max_new_tokens, seed=seeds[i])
-            U[d].append(wc.keyed_pivots(r.tokens, r.prompt_length, s.key))
+            r = speculative_decode(target, draft, ps.tokens[i], d, L=L,
+                                   B=B_MPFR if d == "mpfr" else 1, key=s.key,
+                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
+            U[d].append(keyed_pivots(r, s.key).pivots)
         target.clear()
         draft.clear()
-    H = wc.measured_entropy(s)
+    H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
     rows = []
     for d in decoders:
         Ud = np.array(U[d])

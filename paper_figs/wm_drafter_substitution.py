@@ -1,4 +1,5 @@
-"""Drafter substitution: TPR drift and output stability (seed 000 Fig. 2b, Table 15, App. D.5).
+"""Drafter substitution: TPR drift and output stability (Fig. 2b, Table 15 and App. D.5 of Liu,
+Wan, Gao & Gündüz 2026, arXiv:2609.21858).
 
 The target, the watermark key, the prompts and the unkeyed seeds are fixed; only the drafter
 changes among D0-D3 (``paper_figs._wm_common.DRAFTERS``):
@@ -13,12 +14,12 @@ For every decoder (``basic_uwm`` as the vacuous reference, ``pfr``, ``mws``, ``p
 AATPS, ANLPPT-U and TPR@1%FPR (Aaronson score, exact Gamma null) at T_eval in {4, 8, 16}
 (the budgets where the curves of ``wm_detection`` are not saturated on this model); the TPR
 drift is max - min over the four drafters.  Output stability: token-level ROUGE-L F1
-(``_wm_common.rouge_l``) between the generated token ids of each pair (Di, Dj) for the same
+(:func:`specbound.sim.rouge_l`) between the generated token ids of each pair (Di, Dj) for the same
 prompt, then (Table 15) the per-prompt minimum over the six pairs averaged over prompts, and
 the fraction of prompts whose four outputs are identical.
 
 Expected: PFR, MWS (which coincides with PFR for the DeltaGumbel reweight), MPFR and
-PFR-NOWM emit the target-side chain whatever the drafter (seed 000 Prop. C.3; PFR-NOWM here
+PFR-NOWM emit the target-side chain whatever the drafter (Prop. C.3 of the paper; PFR-NOWM here
 draws its unkeyed clocks from the run seed, which is shared across drafters), so ROUGE-L = 1
 and zero TPR drift; VSPS, INVARIANT, MSE and MSE-PSEUDO change their output with the drafter
 (ROUGE-L < 1), and MSE/MSE-PSEUDO their TPR too.
@@ -48,6 +49,15 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import cli, out_path, setup_matplotlib
+from specbound.sim import (
+    CachedLM,
+    cluster_ratio_se,
+    keyed_pivots,
+    mean_se,
+    rouge_l,
+    speculative_decode,
+)
+from specbound.sim.decode import KEYED_DECODERS
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
 
 FIGURE = True
@@ -76,12 +86,11 @@ def t_values(s: wc.Settings) -> tuple[int, ...]:
 def worker(arg) -> list[dict]:
     """One decoder with the four drafters (arg = (settings, decoder))."""
     s, decoder = arg
-    from specbound.sim.decode import speculative_decode
-
     models = {D: wc.make_models(s, D) for D in DRAFTER_NAMES}
-    target = wc.CachedLM(models["D0"][0])  # the target is the same model for every drafter
-    drafts = {D: wc.CachedLM(models[D][1]) for D in DRAFTER_NAMES}
-    P, seeds = wc.prompts(s), wc.prompt_seeds(s)
+    target = CachedLM(models["D0"][0])  # the target is the same model for every drafter
+    drafts = {D: CachedLM(models[D][1]) for D in DRAFTER_NAMES}
+    ps = s.prompt_set()
+    P, seeds = ps.tokens, ps.seeds
     B = B_MULTI if decoder in ("mpfr", "invariant") else 1
     gen = {D: [] for D in DRAFTER_NAMES}
     blocks = {D: [] for D in DRAFTER_NAMES}
@@ -90,11 +99,11 @@ def worker(arg) -> list[dict]:
             r = speculative_decode(target, drafts[D], P[i], decoder, L=L, B=B, key=s.key,
                                    max_new_tokens=s.max_new_tokens, seed=seeds[i])
             gen[D].append(r.generated.copy())
-            blocks[D].append(r.accepted.copy())
+            blocks[D].append(r.emitted_per_block.copy())
         target.clear()
         for d in drafts.values():
             d.clear()
-    H = wc.measured_entropy(s)
+    H = models["D0"][0].mean_entropy(n_contexts=500, seed=s.run_seed)
     Ts = t_values(s)
     thr = {T: score_threshold(T, FPR, "aaronson") for T in Ts}
     common = {"decoder": decoder, "B": B, "mean_entropy_nats": H, **s.columns()}
@@ -102,15 +111,15 @@ def worker(arg) -> list[dict]:
     tprs = {}
     for D in DRAFTER_NAMES:
         toks = [np.concatenate([p, g]) for p, g in zip(P, gen[D], strict=True)]
-        U = np.array([wc.keyed_pivots(t, s.prompt_length, s.key) for t in toks])
+        U = np.array([keyed_pivots(t, s.prompt_length, s.key).pivots for t in toks])
         S = np.cumsum(token_scores(U, "aaronson"), axis=1)
         num = [b.sum() for b in blocks[D]]
         den = [b.size for b in blocks[D]]
-        aatps, aatps_se = wc.cluster_ratio_se(num, den)
-        u, u_se = wc.mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
-        row = {"row_type": "drafter", "drafter": D, "aatps": aatps, "aatps_se": aatps_se,
-               "anlppt_u": u, "anlppt_u_se": u_se,
-               "rouge_l_vs_D0": float(np.mean([wc.rouge_l(a, b) for a, b in
+        ratio = cluster_ratio_se(num, den)
+        u = mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
+        row = {"row_type": "drafter", "drafter": D, "aatps": ratio.mean,
+               "aatps_se": ratio.stderr, "anlppt_u": u.mean, "anlppt_u_se": u.stderr,
+               "rouge_l_vs_D0": float(np.mean([rouge_l(a, b) for a, b in
                                                zip(gen[D], gen["D0"], strict=True)]))}
         for T in Ts:
             tpr = float(np.mean(S[:, T - 1] >= thr[T]))
@@ -121,11 +130,11 @@ def worker(arg) -> list[dict]:
     n = len(P)
     pair_scores = {}
     for Di, Dj in itertools.combinations(DRAFTER_NAMES, 2):
-        sc = np.array([wc.rouge_l(a, b) for a, b in zip(gen[Di], gen[Dj], strict=True)])
+        sc = np.array([rouge_l(a, b) for a, b in zip(gen[Di], gen[Dj], strict=True)])
         pair_scores[(Di, Dj)] = sc
-        m, se = wc.mean_se(sc)
+        est = mean_se(sc)
         rows.append({**common, "row_type": "pair", "drafter": f"{Di}-{Dj}",
-                     "rouge_l": m, "rouge_l_se": se,
+                     "rouge_l": est.mean, "rouge_l_se": est.stderr,
                      "identical_fraction": float(np.mean(sc == 1.0))})
     minpair = np.min(np.array(list(pair_scores.values())), axis=0)
     meanpair = np.mean(np.array(list(pair_scores.values())), axis=0)
@@ -133,7 +142,7 @@ def worker(arg) -> list[dict]:
              for i in range(n)]
     summary = {"row_type": "summary", "drafter": "all",
                "rouge_l_minpair": float(minpair.mean()), "rouge_l_minpair_se":
-               wc.mean_se(minpair)[1], "rouge_l_meanpair": float(meanpair.mean()),
+               mean_se(minpair).stderr, "rouge_l_meanpair": float(meanpair.mean()),
                "identical_fraction": float(np.mean(ident))}
     for T in Ts:
         vals = [tprs[(D, T)] for D in DRAFTER_NAMES]
@@ -152,7 +161,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
 
 
 def table(df: pd.DataFrame) -> str:
-    """Markdown table in the layout of seed 000 Table 15 plus the TPR drifts."""
+    """Markdown table in the layout of the paper's Table 15 plus the TPR drifts."""
     summ = df[df["row_type"] == "summary"].set_index("decoder")
     drift_cols = sorted((c for c in df.columns if c.startswith("tpr_drift_T")),
                         key=lambda c: int(c[len("tpr_drift_T"):]))
@@ -170,7 +179,7 @@ def table(df: pd.DataFrame) -> str:
         if d not in summ.index:
             continue
         r = summ.loc[d]
-        keyed = d in wc.KEYED
+        keyed = d in KEYED_DECODERS
         drifts = " | ".join(f"{r[c]:.3f}" if keyed else "n/a (no wm)" for c in drift_cols)
         name = d.upper().replace("_", "-") + ("" if keyed else " (no wm)")
         if d == "basic_uwm":
@@ -187,7 +196,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     tcols = sorted((c for c in dr.columns if c.startswith("tpr_T") and not c.endswith("_se")),
                    key=lambda c: int(c[len("tpr_T"):]))
     T_show = tcols[0] if tcols else None  # the smallest budget: curves not saturated
-    keyed = [d for d in DECODERS if d in wc.KEYED and d in set(dr["decoder"])]
+    keyed = [d for d in DECODERS if d in KEYED_DECODERS and d in set(dr["decoder"])]
     width = 0.2
     x = np.arange(len(keyed))
     for k, D in enumerate(DRAFTER_NAMES):

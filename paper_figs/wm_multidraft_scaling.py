@@ -1,4 +1,5 @@
-"""Multi-draft scaling: MPFR vs INVARIANT (GLS) at L = 4 (seed 000 Table 1 analogue, App. D.4).
+"""Multi-draft scaling: MPFR vs INVARIANT (GLS) at L = 4 (Table 1 and App. D.4 of Liu, Wan, Gao
+& Gündüz 2026, arXiv:2609.21858).
 
 AATPS of ``mpfr`` (keyed multi-draft Poisson sampling, Alg. 4/10) and ``invariant`` (list
 coupling / GLS of Rowan et al. 2025, unkeyed) for B in {2, 4, 6, 8} (and B = 1 as a
@@ -16,10 +17,12 @@ Theory predictions (columns):
     At each decision of a block the accepted drafts are replaced by their conditional
     acceptance probability ``exact_acceptance(p(c), q(c), scheme, nu)``, where ``c`` is the
     realised context and ``nu`` the number of drafts still consistent with the emitted prefix
-    (MPFR: the multiplicity nu(c) of the context tree; GLS: the active-set size), scheme
-    ``"mpfr"`` (closed form, MATH.md §2.2) or ``"gls"`` (quadrature, MATH.md §2.3).  Given the
+    (MPFR: the multiplicity nu(c) of the context tree; GLS: the active-set size), both recorded
+    by the decoder, scheme ``"mpfr"`` (closed form, exact for Alg. 6: Thm. B.1 of the paper)
+    or ``"gls"`` (exact quadrature of :func:`specbound.theory.exact_acceptance`).  Given the
     past, a not-yet-decided context has fresh clocks (distinct labels), so the accepted count
-    minus this compensator is a martingale difference: the prediction is unbiased with no
+    minus this compensator is a martingale difference
+    (:func:`specbound.sim.acceptance_compensator`): the prediction is unbiased with no
     independence assumption; ``theory_z`` is (simulated - theory) / its standard error over the
     per-block differences.  The GLS quadrature is costly, so for ``invariant`` it is evaluated
     on the first ``theory_blocks`` blocks of every prompt (a selection by index, hence still
@@ -49,6 +52,15 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import cli, out_path, setup_matplotlib
+from specbound.sim import (
+    CachedLM,
+    acceptance_compensator,
+    cluster_ratio_se,
+    keyed_pivots,
+    log_perplexity,
+    mean_se,
+    speculative_decode,
+)
 from specbound.theory import block_efficiency
 from specbound.theory.watermark import anlppt
 
@@ -70,66 +82,58 @@ def settings(quick: bool) -> wc.Settings:
 def worker(arg) -> list[dict]:
     """All B for one decoder (arg = (settings, decoder, Bs)); B share one model cache."""
     s, decoder, Bs = arg
-    from specbound.sim.decode import speculative_decode
-
     target0, draft0 = wc.make_models(s)
-    target, draft = wc.CachedLM(target0), wc.CachedLM(draft0)
-    P, seeds = wc.prompts(s), wc.prompt_seeds(s)
+    target, draft = CachedLM(target0), CachedLM(draft0)
+    ps = s.prompt_set()
     limit = THEORY_BLOCKS[decoder]
     acc = {B: {"res": [], "comp": [], "lppl": [], "tc": 0, "dc": 0} for B in Bs}
-    for i in range(len(P)):
+    for i in range(len(ps)):
         for B in Bs:
-            r = speculative_decode(target, draft, P[i], decoder, L=L, B=B, key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=seeds[i])
-            nb = r.accepted.size
+            r = speculative_decode(target, draft, ps.tokens[i], decoder, L=L, B=B, key=s.key,
+                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
+            nb = r.emitted_per_block.size
             blocks = None if limit is None else {(0, b) for b in range(min(limit, nb))}
-            comp = wc.acceptance_compensator([r], target, draft, decoder, L, blocks=blocks)
+            comp = acceptance_compensator(r, target, draft, blocks=blocks)
             comp["prompt"] = i
-            full = pd.DataFrame({"prompt": i, "emitted": r.accepted})
+            full = pd.DataFrame({"prompt": i, "emitted": r.emitted_per_block})
             a = acc[B]
             a["res"].append(r)
             a["comp"].append((full, comp))
-            a["lppl"].append(_lppl(r, target))
+            a["lppl"].append(log_perplexity(target, r))
             a["tc"] += r.n_target_contexts
             a["dc"] += r.n_draft_contexts
         target.clear()
         draft.clear()
-    H = wc.measured_entropy(s)
+    H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
     rows = []
     for B in Bs:
         a = acc[B]
         full = pd.concat([f for f, _ in a["comp"]], ignore_index=True)
         comp = pd.concat([c for _, c in a["comp"]], ignore_index=True)
         per = full.groupby("prompt")["emitted"].agg(["sum", "size"])
-        aatps, aatps_se = wc.cluster_ratio_se(per["sum"], per["size"])
-        d, d_se = wc.mean_se(comp["accepted"] - comp["predicted"])
+        ratio = cluster_ratio_se(per["sum"], per["size"])
+        diff = mean_se(comp["accepted"] - comp["predicted"])
+        d, d_se = diff.mean, diff.stderr
         a_B = float(comp["a_first"].mean())
-        U = np.array([wc.keyed_pivots(r.tokens, r.prompt_length, s.key) for r in a["res"]])
-        u, u_se = wc.mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
-        aa, aa_se = wc.mean_se(np.atleast_1d(anlppt(U, "aaronson")))
-        lp, lp_se = wc.mean_se(a["lppl"])
+        U = np.array([keyed_pivots(r, s.key).pivots for r in a["res"]])
+        u = mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
+        aa = mean_se(np.atleast_1d(anlppt(U, "aaronson")))
+        lp = mean_se(a["lppl"])
         rows.append({
-            "decoder": decoder, "L": L, "B": B, "n_prompts": len(P),
+            "decoder": decoder, "L": L, "B": B, "n_prompts": len(ps),
             "n_tokens": int(full["emitted"].sum()), "n_blocks": len(full),
-            "aatps": aatps, "aatps_se": aatps_se,
-            "theory_aatps": aatps - d, "theory_diff": d, "theory_diff_se": d_se,
+            "aatps": ratio.mean, "aatps_se": ratio.stderr,
+            "theory_aatps": ratio.mean - d, "theory_diff": d, "theory_diff_se": d_se,
             "theory_z": d / d_se if d_se > 0 else float("nan"),
             "n_theory_blocks": len(comp),
             "acceptance_first": a_B, "naive_aatps": block_efficiency(a_B, L),
-            "anlppt_u": u, "anlppt_u_se": u_se, "anlppt_aaronson": aa,
-            "anlppt_aaronson_se": aa_se, "lppl": lp, "lppl_se": lp_se,
+            "anlppt_u": u.mean, "anlppt_u_se": u.stderr, "anlppt_aaronson": aa.mean,
+            "anlppt_aaronson_se": aa.stderr, "lppl": lp.mean, "lppl_se": lp.stderr,
             "target_contexts_per_block": a["tc"] / len(full),
             "draft_contexts_per_block": a["dc"] / len(full),
             "mean_entropy_nats": H, **s.columns(),
         })
     return rows
-
-
-def _lppl(result, target) -> float:
-    toks = result.tokens
-    lp = [np.log(target.next_distribution(toks[:t])[toks[t]])
-          for t in range(result.prompt_length, toks.size)]
-    return float(-np.mean(lp))
 
 
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
@@ -143,7 +147,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
 
 
 def table(df: pd.DataFrame) -> str:
-    """Markdown table in the layout of seed 000 Table 1 (plus theory and ANLPPT columns)."""
+    """Markdown table in the layout of the paper's Table 1 (plus theory and ANLPPT columns)."""
     lines = [
         f"Multi-draft scaling, L = {L}, synthetic LM (vocab {int(df['vocab_size'].iloc[0])}, "
         f"mean entropy {df['mean_entropy_nats'].iloc[0]:.2f} nats, "

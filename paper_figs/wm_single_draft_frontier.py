@@ -1,4 +1,5 @@
-"""Single-draft efficiency/watermark frontier (seed 000 Fig. 1 analogue, §6, App. D.3).
+"""Single-draft efficiency/watermark frontier (Fig. 1, §6 and App. D.3 of Liu, Wan, Gao & Gündüz
+2026, arXiv:2609.21858).
 
 Every single-draft decoder of :func:`specbound.sim.decode.speculative_decode` in the
 (AATPS, ANLPPT-U) plane for lookahead L = 1, 2, 3, 4: ``vsps``, ``pfr_nowm``, ``pfr``,
@@ -14,15 +15,16 @@ Metrics per (decoder, L):
 
 - AATPS = emitted tokens / blocks, with a cluster-robust standard error (clusters = prompts);
 - ``theory_aatps``: the same with every block's accepted drafts replaced by the exact
-  per-context acceptance summed along the block (``_wm_common.acceptance_compensator``:
+  per-context acceptance summed along the block (:func:`specbound.sim.acceptance_compensator`:
   ``1 - TV`` for vsps/mse/mse_pseudo, the exponential race for pfr/pfr_nowm/mws), and
   ``theory_z`` = (simulated - theory) in standard errors of the per-block differences;
 - ANLPPT-U = ``-log p / M`` per sequence with the U-score's Chernoff p-value bound
-  (seed 000 App. E.1, the paper's ANLPPT-U), mean and standard error over prompts; also the
+  (App. E.1 of the paper, its ANLPPT-U), mean and standard error over prompts; also the
   exact Irwin-Hall version (``anlppt_u_exact``) and Aaronson's (``anlppt_aaronson``).  The
   pivots are recomputed by the detector from tokens and key only, so unkeyed decoders
   (vsps, pfr_nowm) show the null level (ANLPPT ~ 0);
-- LPPL: mean -log p_target(w_t) of the emitted tokens (unbiasedness audit: every decoder is
+- LPPL (:func:`specbound.sim.log_perplexity`): mean -log p_target(w_t) of the emitted tokens
+  (unbiasedness audit: every decoder is
   lossless, so all LPPL agree within noise; its expectation is the mean entropy of the
   visited contexts).
 
@@ -45,6 +47,16 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import cli, out_path, setup_matplotlib
+from specbound.sim import (
+    DECODER_SCHEME,
+    CachedLM,
+    acceptance_compensator,
+    cluster_ratio_se,
+    keyed_pivots,
+    log_perplexity,
+    mean_se,
+    speculative_decode,
+)
 from specbound.theory.watermark import anlppt
 
 FIGURE = True
@@ -72,15 +84,15 @@ def settings(quick: bool) -> wc.Settings:
 def summarise(decoder, L, results, comp, s: wc.Settings, lppl, entropy) -> dict:
     """One CSV row from the runs of one (decoder, L)."""
     per_prompt = comp.groupby("prompt").agg(tokens=("emitted", "sum"), blocks=("emitted", "size"))
-    aatps, aatps_se = wc.cluster_ratio_se(per_prompt["tokens"], per_prompt["blocks"])
-    U = np.array([wc.keyed_pivots(r.tokens, r.prompt_length, s.key) for r in results])
+    ratio = cluster_ratio_se(per_prompt["tokens"], per_prompt["blocks"])
+    U = np.array([keyed_pivots(r, s.key).pivots for r in results])
     row = {"decoder": decoder, "L": L, "B": 1, "n_prompts": len(results),
            "n_tokens": int(comp["emitted"].sum()), "n_blocks": len(comp),
-           "aatps": aatps, "aatps_se": aatps_se}
-    if decoder in wc.SCHEME_OF:
-        diff = comp["accepted"] - comp["predicted"]
-        d, d_se = wc.mean_se(diff)
-        row.update(theory_aatps=aatps - d, theory_diff=d, theory_diff_se=d_se,
+           "aatps": ratio.mean, "aatps_se": ratio.stderr}
+    if decoder in DECODER_SCHEME:
+        diff = mean_se(comp["accepted"] - comp["predicted"])
+        d, d_se = diff.mean, diff.stderr
+        row.update(theory_aatps=ratio.mean - d, theory_diff=d, theory_diff_se=d_se,
                    theory_z=d / d_se if d_se > 0 else float("nan"),
                    acceptance_rate=comp["accepted"].sum() / comp["n_decisions"].sum())
     else:
@@ -89,9 +101,10 @@ def summarise(decoder, L, results, comp, s: wc.Settings, lppl, entropy) -> dict:
     for name, score, kw in (("anlppt_u", "u", {"method": "chernoff"}),
                             ("anlppt_u_exact", "u", {"method": "exact"}),
                             ("anlppt_aaronson", "aaronson", {})):
-        m, se = wc.mean_se(np.atleast_1d(anlppt(U, score, **kw)))
-        row[name], row[name + "_se"] = m, se
-    row["lppl"], row["lppl_se"] = wc.mean_se(lppl)
+        est = mean_se(np.atleast_1d(anlppt(U, score, **kw)))
+        row[name], row[name + "_se"] = est.mean, est.stderr
+    est = mean_se(lppl)
+    row["lppl"], row["lppl_se"] = est.mean, est.stderr
     row["mean_entropy_nats"] = entropy
     row.update(s.columns())
     return row
@@ -101,40 +114,31 @@ def worker(arg) -> list[dict]:
     """Run one decoder group for every L (arg = (settings, decoders))."""
     s, decoders = arg
     target0, draft0 = wc.make_models(s)
-    target, draft = wc.CachedLM(target0), wc.CachedLM(draft0)
-    P, seeds = wc.prompts(s), wc.prompt_seeds(s)
+    target, draft = CachedLM(target0), CachedLM(draft0)
+    ps = s.prompt_set()
     runs = {(d, L): ([], [], []) for d in decoders for L in _Ls(d)}
-    from specbound.sim.decode import speculative_decode
-
-    for i in range(len(P)):
+    for i in range(len(ps)):
         for (d, L), (res, comps, lppl) in runs.items():
-            r = speculative_decode(target, draft, P[i], d, L=max(L, 1), key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=seeds[i])
+            r = speculative_decode(target, draft, ps.tokens[i], d, L=max(L, 1), key=s.key,
+                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
             res.append(r)
-            if d in wc.SCHEME_OF:
-                c = wc.acceptance_compensator([r], target, draft, d, L)
+            if d in DECODER_SCHEME:
+                c = acceptance_compensator(r, target, draft)
             else:
-                c = pd.DataFrame({"prompt": 0, "emitted": r.accepted,
+                c = pd.DataFrame({"prompt": 0, "emitted": r.emitted_per_block,
                                   "accepted": 0, "n_decisions": 0, "predicted": 0.0})
             c["prompt"] = i
             comps.append(c)
-            lppl.append(_lppl(r, target))
+            lppl.append(log_perplexity(target, r))
         target.clear()
         draft.clear()
-    H = wc.measured_entropy(s)
+    H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
     return [summarise(d, L, res, pd.concat(comps, ignore_index=True), s, lppl, H)
             for (d, L), (res, comps, lppl) in runs.items()]
 
 
 def _Ls(decoder):
     return (0,) if decoder == "basic_uwm" else L_VALUES
-
-
-def _lppl(result, target) -> float:
-    toks = result.tokens
-    lp = [np.log(target.next_distribution(toks[:t])[toks[t]])
-          for t in range(result.prompt_length, toks.size)]
-    return float(-np.mean(lp))
 
 
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -9,16 +11,22 @@ from hypothesis import strategies as st
 
 from specbound.sim import _decode_kernels as dk
 from specbound.sim.decode import (
+    DECODER_SCHEME,
     DECODERS,
     KEYED_DECODERS,
     MULTI_DRAFT_DECODERS,
+    DecodeBackend,
+    DecodeResult,
+    SyntheticBackend,
+    WatermarkConfig,
+    acceptance_compensator,
     expected_block_tokens,
-    mpfr_multiplicity_law,
     speculative_decode,
 )
 from specbound.sim.gof import chisquare_gof
 from specbound.sim.models import MarkovLM, SyntheticLM
-from specbound.sim.prf import keyed_uniforms
+from specbound.sim.prf import key_id, keyed_uniforms
+from specbound.theory.blocks import mpfr_multiplicity_law
 from tests.strategies import prob_pairs, prob_vectors
 
 LOSSLESS = DECODERS  # every decoder of the package is lossless
@@ -102,16 +110,19 @@ def test_result_structure(decoder):
     assert res.tokens.dtype == np.int64 and res.tokens.shape == (26,)
     np.testing.assert_array_equal(res.tokens[:3], prompt)
     assert res.prompt_length == 3 and res.generated.shape == (23,)
-    assert res.accepted.sum() == 23 and np.all(res.accepted >= 1)
-    assert np.all(res.accepted <= 4)
-    assert res.aatps == pytest.approx(23 / res.accepted.size)
+    emitted = res.emitted_per_block
+    assert emitted.sum() == 23 and np.all(emitted >= 1)
+    assert np.all(emitted <= 4)
+    assert res.aatps == pytest.approx(23 / emitted.size)
     assert res.pivots.shape == (23,)
+    assert (res.decoder, res.L, res.B) == (decoder, 3, B)
     if decoder == "ar" or decoder == "basic_uwm":
-        assert np.all(res.accepted == 1) and res.n_target_evals == 23
+        assert np.all(emitted == 1) and res.n_target_evals == 23
         assert res.n_draft_evals == 0 and res.drafts == ()
+        assert res.nu.size == 0 and np.all(res.accepted_per_block == 0)
     else:
-        assert res.n_target_evals == res.accepted.size
-        assert len(res.drafts) == res.accepted.size
+        assert res.n_target_evals == emitted.size
+        assert len(res.drafts) == emitted.size
         assert res.drafts[0].shape == (B, 3)
         assert res.n_draft_evals == sum(d.shape[1] for d in res.drafts)
         assert res.n_target_contexts >= res.n_target_evals
@@ -122,7 +133,9 @@ def test_result_structure(decoder):
     again = speculative_decode(target, draft, prompt, decoder, L=3, B=B, key="k",
                                max_new_tokens=23, seed=2)
     np.testing.assert_array_equal(res.tokens, again.tokens)
-    np.testing.assert_array_equal(res.accepted, again.accepted)
+    np.testing.assert_array_equal(emitted, again.emitted_per_block)
+    for f in ("nu", "decision_accepted", "decision_position", "accepted_per_block"):
+        np.testing.assert_array_equal(getattr(res, f), getattr(again, f))
 
 
 @pytest.mark.parametrize("decoder", sorted(KEYED_DECODERS))
@@ -130,9 +143,9 @@ def test_result_structure(decoder):
 def test_pivots_are_the_detector_pivots(decoder, m):
     target, draft = _pair()
     res = speculative_decode(target, draft, [1, 2], decoder, L=2, key=99, max_new_tokens=15,
-                             context_length=m, seed=0)
+                             window=m, seed=0)
     for t in range(2, res.tokens.shape[0]):
-        u = keyed_uniforms(99, res.tokens[:t], [res.tokens[t]], m=m)[0, 0]
+        u = keyed_uniforms(99, res.tokens[:t], [res.tokens[t]], window=m)[0, 0]
         assert res.pivots[t - 2] == u
 
 
@@ -142,13 +155,20 @@ def test_identical_draft_accepts_every_block():
         B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
         res = speculative_decode(target, target, [0], decoder, L=4, B=B, key=1,
                                  max_new_tokens=25, seed=3)
-        np.testing.assert_array_equal(res.accepted, [5, 5, 5, 5, 5])
+        np.testing.assert_array_equal(res.emitted_per_block, [5, 5, 5, 5, 5])
+        np.testing.assert_array_equal(res.accepted_per_block, [4, 4, 4, 4, 4])
+        # every decision accepts; the first of a block has all B drafts consistent
+        assert res.decision_accepted.all() and res.nu.size == 20
+        np.testing.assert_array_equal(res.nu[::4], np.full(5, B))
+        assert np.all((res.nu >= 1) & (res.nu <= B))
 
 
 def test_last_block_is_truncated_without_bonus():
     target, _ = _pair()
     res = speculative_decode(target, target, [0], "pfr", L=4, key=1, max_new_tokens=7)
-    np.testing.assert_array_equal(res.accepted, [5, 2])
+    np.testing.assert_array_equal(res.emitted_per_block, [5, 2])
+    np.testing.assert_array_equal(res.accepted_per_block, [4, 2])
+    np.testing.assert_array_equal(res.decision_position, [0, 1, 2, 3, 5, 6])
     assert res.drafts[1].shape == (1, 2)
 
 
@@ -161,7 +181,7 @@ def test_mws_and_mpfr_b1_coincide_with_pfr():
             other = speculative_decode(target, draft, [key % 50], decoder, L=3, key=key,
                                        max_new_tokens=20)
             np.testing.assert_array_equal(other.tokens, pfr.tokens)
-            np.testing.assert_array_equal(other.accepted, pfr.accepted)
+            np.testing.assert_array_equal(other.emitted_per_block, pfr.emitted_per_block)
 
 
 def test_different_seeds_give_different_unkeyed_outputs():
@@ -174,7 +194,7 @@ def test_different_seeds_give_different_unkeyed_outputs():
 def test_zero_new_tokens_and_empty_prompt():
     target, draft = _pair()
     res = speculative_decode(target, draft, [], "pfr", key=0, max_new_tokens=0)
-    assert res.tokens.size == 0 and res.accepted.size == 0 and np.isnan(res.aatps)
+    assert res.tokens.size == 0 and res.emitted_per_block.size == 0 and np.isnan(res.aatps)
     res = speculative_decode(target, None, [], "basic_uwm", key=0, max_new_tokens=3)
     assert res.tokens.size == 3
 
@@ -191,7 +211,7 @@ def _first3_counts(decoder, target, draft, n_trials, *, L=2, B=2, base=0, m=None
         res = speculative_decode(target, draft, list(prompt), decoder, L=L, B=B,
                                  key=base + i, max_new_tokens=3,
                                  seed=np.random.SeedSequence([base, i]),
-                                 context_length=m, mask_repeats=mask)
+                                 window=m, mask_repeats=mask)
         a, b, c = res.generated
         counts[(a * n + b) * n + c] += 1
     return counts
@@ -231,7 +251,7 @@ def test_gof_detects_a_wrong_law():
 
 
 def test_repeated_contexts_without_masking_are_biased_and_masking_fixes_it():
-    # context_length = 1 on a Markov chain: without masking, a repeated window reuses the
+    # window = 1 on a Markov chain: without masking, a repeated window reuses the
     # keyed clocks and p, so "0 then 1" after prompt [0] is impossible; with masking the law is
     # exact (alpha = 1e-4).
     target = MarkovLM(np.array([[0.5, 0.5], [0.3, 0.7]]))
@@ -288,7 +308,8 @@ def test_aatps_matches_theory(decoder, B):
     theory = expected_block_tokens(target, draft, [1], decoder, L=L, B=B)
     acc = np.array([
         speculative_decode(target, draft, [1], decoder, L=L, B=B, key=10_000 + i,
-                           max_new_tokens=L + 1, seed=np.random.SeedSequence([7, i])).accepted[0]
+                           max_new_tokens=L + 1,
+                           seed=np.random.SeedSequence([7, i])).emitted_per_block[0]
         for i in range(4000)
     ])
     se = acc.std(ddof=1) / np.sqrt(acc.size)
@@ -330,7 +351,12 @@ def test_expected_block_tokens_limits():
         ({"key": None}, "key"),
         ({"key": 1.5}, "key"),
         ({"max_new_tokens": -1}, "max_new_tokens"),
-        ({"context_length": -2}, "context_length"),
+        ({"window": -2}, "window"),
+        ({"window": 1.5}, "window"),
+        ({"B": 10**9, "decoder": "mpfr"}, "B"),
+        ({"max_new_tokens": 10**12}, "max_new_tokens"),
+        ({"max_blocks": 0}, "max_blocks"),
+        ({"backend": object()}, "backend"),
         ({"mask_repeats": "yes"}, "mask_repeats"),
         ({"seed": -1}, "seed"),
         ({"target": "gpt"}, "target"),
@@ -349,6 +375,346 @@ def test_decode_validation(kwargs, match):
 
 
 def test_unkeyed_decoders_need_no_key():
+    # an unkeyed decoder runs without a key, ignores one if given (same tokens, counts and
+    # decisions), reports NaN pivots and no key fingerprint
     target, draft = _pair()
-    for decoder in set(DECODERS) - KEYED_DECODERS:
-        speculative_decode(target, draft, [0], decoder, max_new_tokens=3)
+    for decoder in sorted(set(DECODERS) - KEYED_DECODERS):
+        B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
+        res = speculative_decode(target, draft, [0], decoder, B=B, max_new_tokens=9, seed=4)
+        keyed = speculative_decode(target, draft, [0], decoder, B=B, key="ignored",
+                                   max_new_tokens=9, seed=4)
+        assert res.generated.shape == (9,) and res.tokens[0] == 0
+        assert res.emitted_per_block.sum() == 9
+        assert np.all(np.isnan(res.pivots))
+        assert res.watermark == WatermarkConfig(None, None, False)
+        assert keyed.watermark.key_id is None
+        np.testing.assert_array_equal(res.tokens, keyed.tokens)
+        np.testing.assert_array_equal(res.emitted_per_block, keyed.emitted_per_block)
+        np.testing.assert_array_equal(res.nu, keyed.nu)
+        assert (res.n_target_contexts, res.n_draft_contexts) == (
+            keyed.n_target_contexts, keyed.n_draft_contexts)
+
+
+# ------------------------------------------------------------------- decisions and nu
+
+
+def _reconstruct_decisions(result):
+    """Reconstruct every block's decisions from tokens and drafts only (the cross-check of
+    the nu the decoder records; the reconstruction the watermark studies used to run).
+
+    Returns one ``(start, emitted, accepted, nus)`` per block.  A draft at block position
+    ``s`` is accepted iff the emitted token equals the token of a draft consistent with the
+    emitted prefix (a rejection always emits another token: the residual of Alg. 1 puts no
+    mass on the rejected draft, and the PFR / MPFR / GLS / recursive-rejection correction is
+    by construction not among the consistent drafts).  Raises ``RuntimeError`` when the
+    result is inconsistent.
+    """
+    L = result.L
+    gen = np.asarray(result.generated)
+    N = gen.size
+    out = []
+    g0 = 0
+    for b, k in enumerate(np.asarray(result.emitted_per_block)):
+        k = int(k)
+        ell = min(L, N - g0)
+        drafts = np.asarray(result.drafts[b])
+        if drafts.shape[1] != ell:
+            raise RuntimeError(f"block {b}: drafts of length {drafts.shape[1]}, expected {ell}")
+        emitted = gen[g0:g0 + k]
+        n_dec = min(k, ell)
+        nus = []
+        acc = 0
+        for s_ in range(n_dec):
+            consistent = np.all(drafts[:, :s_] == emitted[:s_], axis=1)
+            nus.append(int(consistent.sum()))
+            if emitted[s_] in drafts[consistent, s_]:
+                acc += 1
+            else:
+                break
+        rejected = acc < n_dec
+        ok = (acc == n_dec - 1 and k == n_dec) if rejected else (
+            acc == ell and (k == ell + 1 or (k == ell and g0 + k == N)))
+        if not ok or len(nus) != n_dec:
+            raise RuntimeError(f"block {b}: inconsistent (emitted {k}, accepted {acc}, ell {ell})")
+        out.append((g0, k, acc, nus))
+        g0 += k
+    return out
+
+
+SPECULATIVE = [("vsps", 1), ("pfr", 1), ("pfr_nowm", 1), ("mws", 1), ("mse", 1),
+               ("mse_pseudo", 1), ("mpfr", 1), ("mpfr", 3), ("invariant", 3),
+               ("specinfer", 3)]
+
+
+@pytest.mark.parametrize(("decoder", "B"), SPECULATIVE)
+def test_recorded_nu_matches_the_reconstruction(decoder, B):
+    target, draft = _pair(n=12, eps=0.8)
+    for seed in range(6):
+        for m in (None, 1):
+            r = speculative_decode(target, draft, [seed, 7], decoder, L=3, B=B, key=seed,
+                                   max_new_tokens=30, seed=seed, window=m,
+                                   mask_repeats=m is not None)
+            dec = _reconstruct_decisions(r)
+            assert len(dec) == r.emitted_per_block.size
+            assert sum(k for _, k, _, _ in dec) == 30
+            nus = [nu for *_, block_nus in dec for nu in block_nus]
+            np.testing.assert_array_equal(r.nu, nus)
+            np.testing.assert_array_equal(r.accepted_per_block, [a for _, _, a, _ in dec])
+            pos = [g0 + i for g0, _, _, block_nus in dec for i in range(len(block_nus))]
+            np.testing.assert_array_equal(r.decision_position, pos)
+            ok = [i < a for _, _, a, block_nus in dec for i in range(len(block_nus))]
+            np.testing.assert_array_equal(r.decision_accepted, ok)
+            assert r.nu.dtype == np.int64 and r.decision_accepted.dtype == bool
+            for _g0, _k, acc, block_nus in dec:
+                assert 0 <= acc <= len(block_nus) <= 3
+                assert block_nus[0] == B and all(1 <= nu <= B for nu in block_nus)
+                assert all(x >= y for x, y in zip(block_nus, block_nus[1:], strict=False))
+            # the block of every decision, and accepted = decisions accepted per block
+            blk = r.block_of_decision()
+            np.testing.assert_array_equal(
+                np.bincount(blk, weights=r.decision_accepted, minlength=len(dec)),
+                r.accepted_per_block)
+            extra = r.emitted_per_block - r.accepted_per_block
+            assert set(extra.tolist()) <= {0, 1} and np.all(extra[:-1] == 1)
+
+
+def test_reconstruction_detects_inconsistency():
+    target, draft = _pair()
+    r = speculative_decode(target, draft, [1], "vsps", L=3, max_new_tokens=12, seed=0)
+    fake = dataclasses.replace(r, emitted_per_block=r.emitted_per_block + 1)
+    with pytest.raises(RuntimeError, match="block"):
+        _reconstruct_decisions(fake)
+
+
+def test_decoder_scheme_map():
+    assert dict(DECODER_SCHEME) == {
+        "vsps": "sd", "mse": "sd", "mse_pseudo": "sd", "pfr": "exp_race",
+        "pfr_nowm": "exp_race", "mws": "exp_race", "mpfr": "mpfr", "invariant": "gls"}
+    assert set(DECODER_SCHEME) <= set(DECODERS)
+    with pytest.raises(TypeError):
+        DECODER_SCHEME["ar"] = "sd"  # read-only
+
+
+def test_deprecated_names():
+    target, draft = _pair()
+    new = speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10, window=1)
+    with pytest.warns(DeprecationWarning, match="window"):
+        old = speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10,
+                                 context_length=1)
+    np.testing.assert_array_equal(old.tokens, new.tokens)
+    with pytest.warns(DeprecationWarning, match="emitted_per_block"):
+        acc = new.accepted
+    np.testing.assert_array_equal(acc, new.emitted_per_block)
+    import specbound.sim.decode as decode_module
+
+    with pytest.warns(DeprecationWarning, match="theory.blocks"):
+        law = decode_module.mpfr_multiplicity_law
+    assert law is mpfr_multiplicity_law
+
+
+def test_watermark_config_recorded():
+    target, draft = _pair()
+    r = speculative_decode(target, draft, [1], "mpfr", B=2, key="alice", max_new_tokens=5,
+                           window=3, mask_repeats=True)
+    assert r.watermark == WatermarkConfig(key_id("alice"), 3, True)
+    assert r.watermark.key_id != key_id("bob") and len(r.watermark.key_id) == 8
+    r = speculative_decode(target, None, [1], "basic_uwm", key="alice", max_new_tokens=5)
+    assert r.watermark == WatermarkConfig(key_id("alice"), None, False)
+
+
+def test_absurd_lookahead_is_bounded_work():
+    # L = 10**9 allocates nothing of size L: a block is min(L, tokens left) long
+    target, draft = _pair()
+    for decoder, B in (("vsps", 1), ("mpfr", 2), ("specinfer", 2), ("invariant", 2)):
+        r = speculative_decode(target, draft, [1], decoder, L=10**9, B=B, key=1,
+                               max_new_tokens=6)
+        assert r.generated.size == 6 and r.drafts[0].shape == (B, 6)
+
+
+def test_masked_windows_of_short_contexts_are_whole():
+    # Regression: with mask_repeats and a context shorter than the window, the window used
+    # to be cut to its last (window - len) tokens, so a context such as [0, 0] (window 3)
+    # was taken for a repeat of [0] and decoded with unkeyed clocks.  Now a position is
+    # unkeyed iff its window (the detector's tokens[max(0, t - w):t]) occurred at an earlier
+    # generated position: every other basic_uwm token is the keyed race winner.
+    from specbound.sim import _decode_kernels as kern
+    from specbound.sim.prf import context_label
+
+    target = MarkovLM(np.array([[0.5, 0.5], [0.3, 0.7]]))
+    checked = 0
+    for seed in range(40):
+        for w in (3, 4):
+            r = speculative_decode(target, None, [0], "basic_uwm", key=seed, max_new_tokens=8,
+                                   seed=seed, window=w, mask_repeats=True)
+            toks = r.tokens
+            seen = set()
+            for t in range(1, toks.size):
+                win = tuple(toks[max(0, t - w):t].tolist())
+                if win not in seen:
+                    lab = context_label(seed, toks[:t], window=w)
+                    p = target.next_distribution(toks[:t])
+                    assert toks[t] == kern.race_argmin(lab, p, 0), (seed, w, t)
+                    checked += 1
+                seen.add(win)
+    assert checked > 300
+
+
+# ------------------------------------------------------------------- the backend seam
+
+
+class _RecordingBackend(SyntheticBackend):
+    """The synthetic backend, recording every call of the protocol."""
+
+    def __init__(self, target, draft):
+        super().__init__(target, draft)
+        self.calls = []
+
+    def reset(self, prompt):
+        self.calls.append(("reset", tuple(int(t) for t in prompt)))
+        super().reset(prompt)
+
+    def draft_step(self, paths):
+        self.calls.append(("draft", list(paths)))
+        return super().draft_step(paths)
+
+    def verify(self, paths):
+        self.calls.append(("verify", list(paths)))
+        return super().verify(paths)
+
+    def commit(self, tokens):
+        self.calls.append(("commit", [int(t) for t in tokens]))
+        super().commit(tokens)
+
+
+@pytest.mark.parametrize(("decoder", "B"), [("ar", 1), ("basic_uwm", 1)] + SPECULATIVE)
+def test_backend_protocol_calls(decoder, B):
+    target, draft = _pair(n=12, eps=0.8)
+    ref = speculative_decode(target, draft, [3, 4], decoder, L=3, B=B, key="k",
+                             max_new_tokens=17, seed=5)
+    be = _RecordingBackend(target, draft)
+    assert isinstance(be, DecodeBackend)
+    r = speculative_decode(target, draft, [3, 4], decoder, L=3, B=B, key="k",
+                           max_new_tokens=17, seed=5, backend=be)
+    for f in ("tokens", "emitted_per_block", "accepted_per_block", "nu", "pivots"):
+        np.testing.assert_array_equal(getattr(r, f), getattr(ref, f))
+    assert be.calls[0] == ("reset", (3, 4))
+    kinds = [c[0] for c in be.calls]
+    # counts are the protocol calls: one target pass per block, one draft pass per depth
+    assert kinds.count("verify") == r.n_target_evals == r.emitted_per_block.size
+    assert kinds.count("draft") == r.n_draft_evals
+    assert sum(len(c[1]) for c in be.calls if c[0] == "verify") == r.n_target_contexts
+    assert sum(len(c[1]) for c in be.calls if c[0] == "draft") == r.n_draft_contexts
+    # per block: drafts by depth, then ONE verify over every path prefix, then the commit
+    committed = [3, 4]
+    block = []
+    for call in be.calls[1:]:
+        block.append(call)
+        if call[0] != "commit":
+            continue
+        drafts = [c[1] for c in block if c[0] == "draft"]
+        verify = [c[1] for c in block if c[0] == "verify"]
+        assert [c[0] for c in block] == ["draft"] * len(drafts) + ["verify", "commit"]
+        for depth, paths in enumerate(drafts):
+            assert all(len(p) == depth for p in paths) and len(set(paths)) == len(paths)
+        (paths,) = verify
+        assert len(set(paths)) == len(paths) and () in paths
+        assert all(p[:i] in paths for p in paths for i in range(len(p)))  # prefix-closed
+        if drafts:  # every draft path and all its prefixes are verified
+            ell = len(drafts)
+            rows = r.drafts[_block_index(r, committed)]
+            leaves = {tuple(int(t) for t in row) for row in rows}
+            assert all(len(x) == ell for x in leaves)
+            assert {x[:i] for x in leaves for i in range(ell + 1)} == set(paths)
+        committed += call[1]
+        block = []
+    np.testing.assert_array_equal(committed, r.tokens)
+
+
+def _block_index(result, committed):
+    """Index of the block that starts after ``committed`` tokens."""
+    starts = result.prompt_length + np.concatenate([[0], np.cumsum(result.emitted_per_block)])
+    return int(np.flatnonzero(starts == len(committed))[0])
+
+
+def test_backend_rows_are_evaluated_lazily_along_the_realised_path():
+    # the synthetic backend computes only the target rows the decision logic reads: one per
+    # emitted token, although a verify pass covers the whole tree
+    class Counting:
+        def __init__(self, model):
+            self.model, self.vocab_size, self.n = model, model.vocab_size, 0
+
+        def next_distribution(self, ctx):
+            self.n += 1
+            return self.model.next_distribution(ctx)
+
+    target, draft = _pair(n=12, eps=0.8)
+    ct = Counting(target)
+    r = speculative_decode(ct, draft, [1], "mpfr", L=4, B=4, key=2, max_new_tokens=40)
+    assert ct.n == 40 < r.n_target_contexts
+
+
+# ------------------------------------------------------------------- the compensator
+
+
+def _compensator_by_reconstruction(results, target, draft):
+    """The compensator computed from the reconstructed decisions (the former study code)."""
+    from specbound.theory import exact_acceptance
+
+    scheme = DECODER_SCHEME[results[0].decoder]
+    rows, ctx_rows = [], []
+    for i, res in enumerate(results):
+        toks, n0 = np.asarray(res.tokens), res.prompt_length
+        for b, (g0, k, acc, nus) in enumerate(_reconstruct_decisions(res)):
+            r = len(rows)
+            rows.append((i, b, k, acc, len(nus)))
+            for s_, nu in enumerate(nus):
+                ctx_rows.append((r, toks[:n0 + g0 + s_], nu))
+    pred = np.zeros(len(rows))
+    P = np.array([target.next_distribution(c) for _, c, _ in ctx_rows])
+    Q = np.array([draft.next_distribution(c) for _, c, _ in ctx_rows])
+    nus = np.array([nu for _, _, nu in ctx_rows])
+    a = np.empty(len(ctx_rows))
+    for nu in np.unique(nus):
+        sel = nus == nu
+        sch = scheme if nu > 1 or scheme in ("sd", "exp_race") else "exp_race"
+        a[sel] = np.atleast_1d(exact_acceptance(P[sel], Q[sel], sch, int(nu)))
+    for (r, _, _), val in zip(ctx_rows, a, strict=True):
+        pred[r] += val
+    return rows, pred
+
+
+@pytest.mark.parametrize(("decoder", "B"), [("vsps", 1), ("pfr", 1), ("mse_pseudo", 1),
+                                            ("mpfr", 3), ("invariant", 2)])
+def test_compensator_from_recorded_nu_equals_the_reconstruction(decoder, B):
+    target = MarkovLM.random(4, seed=1)
+    draft = MarkovLM.random(4, seed=2)
+    n = 3 if decoder == "invariant" else 8
+    res = [speculative_decode(target, draft, [i % 4], decoder, L=3, B=B, key=i,
+                              max_new_tokens=11, seed=i) for i in range(n)]
+    df = acceptance_compensator(res, target, draft)
+    rows, pred = _compensator_by_reconstruction(res, target, draft)
+    assert list(df.columns) == ["prompt", "block", "emitted", "accepted", "n_decisions",
+                                "predicted", "a_first"]
+    assert [tuple(x) for x in df[["prompt", "block", "emitted", "accepted",
+                                  "n_decisions"]].to_numpy()] == rows
+    np.testing.assert_array_equal(df["predicted"].to_numpy(), pred)
+    assert (df["predicted"] <= df["n_decisions"] + 1e-12).all() and (df["predicted"] >= 0).all()
+
+
+def test_compensator_validation():
+    target, draft = _pair()
+    r = speculative_decode(target, draft, [1], "pfr", key=1, max_new_tokens=5)
+    s = speculative_decode(target, draft, [1], "specinfer", B=2, max_new_tokens=5)
+    v = speculative_decode(target, draft, [1], "vsps", max_new_tokens=5)
+    with pytest.raises(ValueError, match="results"):
+        acceptance_compensator([], target, draft)
+    with pytest.raises(ValueError, match="results"):
+        acceptance_compensator([r, v], target, draft)
+    with pytest.raises(ValueError, match="results"):
+        acceptance_compensator(s, target, draft)
+    with pytest.raises(ValueError, match="results"):
+        acceptance_compensator([r.tokens], target, draft)
+    with pytest.raises(ValueError, match="draft"):
+        acceptance_compensator(r, target, "q")
+    assert len(acceptance_compensator(r, target, draft)) == r.emitted_per_block.size
+    assert isinstance(r, DecodeResult)

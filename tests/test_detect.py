@@ -42,7 +42,7 @@ def _race_generate(prompt, n_new, key, *, vocab=30, m=2, lm_m=2):
     toks = list(prompt)
     for _ in range(n_new):
         P = _toy_next(toks, vocab, lm_m)
-        u = keyed_uniforms(key, toks, np.arange(vocab), m=m)[:, 0]
+        u = keyed_uniforms(key, toks, np.arange(vocab), window=m)[:, 0]
         with np.errstate(divide="ignore"):
             race = np.where(P > 0, -np.log(u) / np.where(P > 0, P, 1.0), np.inf)
         toks.append(int(np.argmin(race)))
@@ -58,28 +58,30 @@ def _race_generate(prompt, n_new, key, *, vocab=30, m=2, lm_m=2):
 def test_pivots_are_the_keyed_first_clocks(m):
     rng = np.random.default_rng(0)
     tok = rng.integers(0, 5000, size=40)
-    U, pos = keyed_pivots(tok, 4, "secret", context_length=m, dedup=False)
-    ref = [prf_uniform(context_label("secret", tok[:t], m=m), tok[t], 0) for t in range(4, 40)]
+    kp = keyed_pivots(tok, 4, "secret", window=m, dedup=False)
+    U, pos = kp.pivots, kp.positions
+    ref = [prf_uniform(context_label("secret", tok[:t], window=m), tok[t], 0)
+           for t in range(4, 40)]
     assert np.array_equal(pos, np.arange(4, 40))
     assert np.array_equal(U, np.asarray(ref))
     # exp(-E) with E the first keyed clock
-    E = -np.log(keyed_uniforms("secret", tok[:10], [tok[10]], m=m)[0, 0])
+    E = -np.log(keyed_uniforms("secret", tok[:10], [tok[10]], window=m)[0, 0])
     assert U[6] == pytest.approx(math.exp(-E), rel=1e-15)
 
 
 def test_dedup_scores_each_window_token_pair_once():
     tok = np.array([7, 1, 2, 3, 1, 2, 3, 1, 2, 9, 1, 2, 3], dtype=np.int64)
-    U, pos = keyed_pivots(tok, 1, 5, context_length=2, dedup=True)
+    pos = keyed_pivots(tok, 1, 5, window=2, dedup=True).positions
     pairs = [(tuple(tok[t - 2 : t]), tok[t]) for t in pos]
     assert len(pairs) == len(set(pairs))
     # every skipped position repeats an earlier scored (window, token) pair
     for t in set(range(1, tok.size)) - set(pos.tolist()):
         w = tuple(tok[max(0, t - 2) : t])
         assert (w, tok[t]) in {(tuple(tok[max(0, s - 2) : s]), tok[s]) for s in pos if s < t}
-    U_all, pos_all = keyed_pivots(tok, 1, 5, context_length=2, dedup=False)
+    pos_all = keyed_pivots(tok, 1, 5, window=2, dedup=False).positions
     assert pos_all.size == tok.size - 1 and pos.size < pos_all.size
     # with the whole prefix as context nothing repeats
-    assert keyed_pivots(tok, 1, 5, context_length=None)[1].size == tok.size - 1
+    assert keyed_pivots(tok, 1, 5, window=None).positions.size == tok.size - 1
 
 
 # ----------------------------------------------------------------------------------------
@@ -91,7 +93,7 @@ def test_detect_result_fields_and_consistency():
     rng = np.random.default_rng(1)
     tok = rng.integers(0, 1000, size=60)
     for score, params in PARAMS.items():
-        r = detect(tok, 10, 123, context_length=3, score=score, **params)
+        r = detect(tok, 10, 123, window=3, score=score, **params)
         assert isinstance(r, DetectionResult)
         assert r.n_scored == r.pivots.size == 50
         assert r.score == pytest.approx(float(token_scores(r.pivots, score, **params).sum()))
@@ -107,10 +109,10 @@ def test_detect_result_fields_and_consistency():
 def test_detect_many_equals_detect():
     rng = np.random.default_rng(2)
     seqs = [rng.integers(0, 50, size=n) for n in (5, 30, 44, 44, 8)]
-    b = detect_many(seqs, [2, 5, 5, 0, 8], "k", context_length=2, score="li", delta=0.3)
+    b = detect_many(seqs, [2, 5, 5, 0, 8], "k", window=2, score="li", delta=0.3)
     assert isinstance(b, DetectionBatch)
     for i, (s, p) in enumerate(zip(seqs, [2, 5, 5, 0, 8], strict=True)):
-        r = detect(s, p, "k", context_length=2, score="li", delta=0.3)
+        r = detect(s, p, "k", window=2, score="li", delta=0.3)
         assert b.n_scored[i] == r.n_scored
         assert np.array_equal(b.pivots[i], r.pivots)
         assert b.score[i] == pytest.approx(r.score)
@@ -125,7 +127,7 @@ def test_detect_many_equals_detect():
 
 
 # ----------------------------------------------------------------------------------------
-# null calibration via detect (issue 5)
+# null calibration via detect
 # ----------------------------------------------------------------------------------------
 
 
@@ -136,7 +138,7 @@ def test_null_calibration_via_detect_random_sequences():
     # detect_many; the other scores reuse them through the theory functions.
     rng = np.random.default_rng(3)
     seqs = rng.integers(0, 2000, size=(10_000, 55))
-    b = detect_many(seqs, 5, key="null-calibration", context_length=2)
+    b = detect_many(seqs, 5, key="null-calibration", window=2)
     assert b.n_scored.min() >= 45
     for score, params in PARAMS.items():
         if score == "aaronson":
@@ -156,13 +158,13 @@ def test_null_calibration_via_detect_random_sequences():
 def test_watermarked_sequence_gets_a_tiny_pvalue_and_other_keys_do_not():
     seq = _race_generate([3, 4], 120, key="alice")
     for score, params in PARAMS.items():
-        r = detect(seq, 2, "alice", context_length=2, score=score, **params)
+        r = detect(seq, 2, "alice", window=2, score=score, **params)
         assert r.log_pvalue < -20, (score, r.log_pvalue)
         assert r.anlppt > 0.15
     # wrong window length or wrong key: no evidence (these p-values are single draws from
     # U(0,1); a failure below needs p < 1e-4: rate 1e-4 each)
     for key, m in (("bob", 2), ("alice", 3)):
-        r = detect(seq, 2, key, context_length=m)
+        r = detect(seq, 2, key, window=m)
         assert r.log_pvalue > math.log(1e-4)
 
 
@@ -177,9 +179,9 @@ def test_key_sensitivity_pvalues_are_uniform():
     seqs = [_race_generate(pr, 30, key="alice", vocab=2000) for pr in prompts]
     pairs = {(tuple(s[t - 2 : t]), s[t]) for s in seqs for t in range(2, s.size)}
     assert len(pairs) > 0.97 * 300 * 30  # a few trajectories merge (birthday collisions)
-    b_wrong = detect_many(seqs, 2, "bob", context_length=2)
+    b_wrong = detect_many(seqs, 2, "bob", window=2)
     assert stats.kstest(np.exp(b_wrong.log_pvalue), "uniform").pvalue > 1e-3
-    b_right = detect_many(seqs, 2, "alice", context_length=2)
+    b_right = detect_many(seqs, 2, "alice", window=2)
     assert np.median(b_right.log_pvalue) < math.log(1e-3)
 
 
@@ -191,11 +193,110 @@ def test_detects_speculative_decode_basic_uwm_output():
     target = SyntheticLM(200, context_length=2, seed=5)
     res = speculative_decode(
         target, target, [1, 2, 3], "basic_uwm", key=99, max_new_tokens=80, seed=0,
-        context_length=2,
+        window=2,
     )
-    r = detect(res.tokens, res.prompt_length, 99, context_length=2, dedup=False)
+    r = detect(res.tokens, res.prompt_length, 99, window=2, dedup=False)
     assert np.allclose(r.pivots, res.pivots)
     assert r.log_pvalue < -10
+
+
+def test_detect_takes_prompt_length_and_window_from_a_decode_result():
+    from specbound.sim import SyntheticLM, speculative_decode
+
+    target = SyntheticLM(200, context_length=2, seed=5)
+    draft = target.draft(0.5, seed=6)
+    for w in (None, 1, 3):
+        res = speculative_decode(target, draft, [1, 2, 3], "mpfr", B=2, key="k", window=w,
+                                 max_new_tokens=40, seed=1)
+        ref = detect(res.tokens, res.prompt_length, "k", window=w)
+        for r in (detect(res, "k"), detect(res, key="k"), detect(res, 3, "k"),
+                  detect(res, "k", window=w)):
+            assert (r.score, r.log_pvalue, r.n_scored) == (ref.score, ref.log_pvalue,
+                                                            ref.n_scored)
+            np.testing.assert_array_equal(r.positions, ref.positions)
+        kp = keyed_pivots(res, "k", dedup=False)
+        np.testing.assert_array_equal(kp.pivots, res.pivots)
+        np.testing.assert_array_equal(kp.positions, np.arange(3, 43))
+        # another window than the decoder's cannot be used silently
+        other = 2 if w is None else None
+        with pytest.raises(ValueError, match="window"):
+            detect(res, "k", window=other)
+        with pytest.raises(ValueError, match="window"):
+            keyed_pivots(res, "k", window=other)
+        with pytest.raises(ValueError, match="prompt_length"):
+            detect(res, 2, "k")
+    # detect_many on results: one window, keys and lengths from the results
+    runs = [speculative_decode(target, draft, [i], "pfr", key="k", window=2,
+                               max_new_tokens=10 + i, seed=i) for i in range(4)]
+    b = detect_many(runs, "k")
+    for i, run in enumerate(runs):
+        assert b[i].score == detect(run, "k").score and b.n_scored[i] == b[i].n_scored
+    with pytest.raises(ValueError, match="window"):
+        detect_many(runs, "k", window=3)
+    mixed = runs[:1] + [speculative_decode(target, draft, [1], "pfr", key="k", window=1,
+                                           max_new_tokens=5)]
+    with pytest.raises(ValueError, match="sequences"):
+        detect_many(mixed, "k")
+    with pytest.raises(ValueError, match="sequences"):
+        detect_many([runs[0], runs[1].tokens], 1, "k")
+    with pytest.raises(ValueError, match="prompt_length"):
+        detect_many(runs, 1, "k")
+
+
+def test_deprecated_context_length_keyword_and_tuple_unpacking():
+    tok = np.random.default_rng(7).integers(0, 300, size=30)
+    new = detect(tok, 2, "k", window=2)
+    with pytest.warns(DeprecationWarning, match="window"):
+        old = detect(tok, 2, "k", context_length=2)
+    assert old.score == new.score
+    with pytest.warns(DeprecationWarning, match="window"):
+        oldb = detect_many([tok], 2, "k", context_length=2)
+    assert oldb.score[0] == new.score
+    kp = keyed_pivots(tok, 2, "k", window=2)
+    with pytest.warns(DeprecationWarning, match="pivots"):
+        U, pos = kp
+    np.testing.assert_array_equal(U, kp.pivots)
+    np.testing.assert_array_equal(pos, kp.positions)
+    with pytest.warns(DeprecationWarning, match="pivots"):
+        assert kp[1] is kp.positions
+    with pytest.raises(IndexError):
+        kp[2]
+    with pytest.raises(ValueError, match="window"):
+        keyed_pivots(tok, 2, "k", window=2, context_length=2)
+
+
+def test_batched_results_follow_the_result_batch_pattern():
+    from specbound.results import ResultBatch
+    from specbound.sim import Pivots
+
+    rng = np.random.default_rng(8)
+    seqs = [rng.integers(0, 500, size=n) for n in (12, 30, 3)]
+    b = detect_many(seqs, 3, "k")
+    assert isinstance(b, ResultBatch) and len(b) == 3
+    for i, s in enumerate(seqs):
+        r = detect(s, 3, "k")
+        assert isinstance(b[i], DetectionResult)
+        assert (b[i].score, b[i].log_pvalue, b[i].n_scored, b[i].score_name) == (
+            r.score, r.log_pvalue, r.n_scored, "aaronson")
+        np.testing.assert_array_equal(b[i].pivots, r.pivots)
+    assert [x.n_scored for x in b] == [9, 27, 0]
+    kp = keyed_pivots(seqs[1], 3, "k")
+    assert isinstance(kp, Pivots) and isinstance(kp, ResultBatch)
+    assert len(kp) == kp.n_scored == 27
+    df = kp.to_frame()
+    assert list(df.columns) == ["pivots", "positions"] and len(df) == 27
+    np.testing.assert_array_equal(df["positions"], np.arange(3, 30))
+
+
+def test_long_whole_prefix_sequence_is_linear_and_exact():
+    # whole-prefix labels keep the hash state (no O(t) rehash per position): the pivots of a
+    # 20,000-token text equal the per-position labels at sampled positions
+    tok = np.random.default_rng(9).integers(0, 50_000, size=20_000)
+    kp = keyed_pivots(tok, 0, "long")
+    assert kp.n_scored == 20_000
+    for t in (0, 1, 777, 19_999):
+        u = prf_uniform(context_label("long", tok[:t]), tok[t], 0)
+        assert kp.pivots[t] == u
 
 
 # ----------------------------------------------------------------------------------------
@@ -212,8 +313,14 @@ def test_detects_speculative_decode_basic_uwm_output():
         (lambda: detect([1, 2, 3], 4, 1), "prompt_length"),
         (lambda: detect([1, 2, 3], -1, 1), "prompt_length"),
         (lambda: detect([1, 2, 3], 0, 1.5), "key"),
-        (lambda: detect([1, 2, 3], 0, 1, context_length=-1), "context_length"),
-        (lambda: detect([1, 2, 3], 0, 1, context_length=1.5), "context_length"),
+        (lambda: detect([1, 2, 3], 0, 1, window=-1), "window"),
+        (lambda: detect([1, 2, 3], 0, 1, window=1.5), "window"),
+        (lambda: detect([1, 2, 3], None, 1), "prompt_length"),
+        (lambda: detect([1, 2, 3], 0), "key"),
+        (lambda: detect([1, 2, 3], 0, 1, dedup="no"), "dedup"),
+        (lambda: detect_many([[1, 2]], 0, 1, dedup=1), "dedup"),
+        (lambda: detect_many([[1, 2]], None, 1), "prompt_length"),
+        (lambda: keyed_pivots([1, 2], 0, 1, dedup="yes"), "dedup"),
         (lambda: detect([1, 2, 3], 0, 1, score="kirchenbauer"), "score"),
         (lambda: detect([1, 2, 3], 0, 1, score="li"), "delta"),
         (lambda: detect([1, 2, 3], 0, 1, score="lattimore", epsilon=2.0), "epsilon"),

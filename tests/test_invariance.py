@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specbound.sim.decode import _decode, speculative_decode
+from specbound.sim.decode import speculative_decode
 from specbound.sim.invariance import check_drafter_invariance
 from specbound.sim.models import MarkovLM, SyntheticLM
 
 
 def _synthetic_drafters(target):
-    """Four drafters in the spirit of seed 000's D0-D3 (mismatch, another m, T = 0.5, 1.5)."""
+    """Drafters in the spirit of the paper's D0-D3 (mismatch, another m, T = 0.5, 1.5)."""
     return [
         target.draft(0.5, seed=1),
         target.draft(1.0, seed=2, context_length=1),
@@ -32,11 +32,11 @@ def test_pfr_mpfr_mws_emit_the_basic_uwm_sequence_for_every_drafter(m):
         key = int(rng.integers(0, 2**62))
         prompt = rng.integers(0, 40, size=3)
         ref = speculative_decode(target, None, prompt, "basic_uwm", key=key,
-                                 max_new_tokens=25, context_length=m)
+                                 max_new_tokens=25, window=m)
         for draft in drafters:
             for decoder, B, L in (("pfr", 1, 3), ("mws", 1, 2), ("mpfr", 2, 4), ("mpfr", 4, 3)):
                 res = speculative_decode(target, draft, prompt, decoder, L=L, B=B, key=key,
-                                         max_new_tokens=25, context_length=m, seed=trial)
+                                         max_new_tokens=25, window=m, seed=trial)
                 np.testing.assert_array_equal(res.tokens, ref.tokens)
                 np.testing.assert_array_equal(res.pivots, ref.pivots)
 
@@ -45,11 +45,11 @@ def test_masked_repeats_keep_pfr_equal_to_basic_uwm():
     target = SyntheticLM(6, context_length=1, seed=5)  # tiny vocabulary: windows repeat
     for key in range(10):
         ref = speculative_decode(target, None, [0], "basic_uwm", key=key, max_new_tokens=30,
-                                 context_length=1, mask_repeats=True, seed=key)
+                                 window=1, mask_repeats=True, seed=key)
         for draft in _synthetic_drafters(target):
             for decoder, B in (("pfr", 1), ("mpfr", 3)):
                 res = speculative_decode(target, draft, [0], decoder, B=B, key=key,
-                                         max_new_tokens=30, context_length=1,
+                                         max_new_tokens=30, window=1,
                                          mask_repeats=True, seed=key)
                 np.testing.assert_array_equal(res.tokens, ref.tokens)
 
@@ -72,8 +72,9 @@ def _markov_setup(n=3):
 def _reproduce(cex, decoder, target, drafters, L, B):
     outs = []
     for k in cex.drafters:
-        res = _decode(target, drafters[k], np.array(cex.prompt), decoder, L=L, B=B,
-                      key=cex.key, max_new_tokens=L + 1, seed=cex.seed, max_blocks=1)
+        res = speculative_decode(target, drafters[k], np.array(cex.prompt), decoder, L=L, B=B,
+                                 key=cex.key, max_new_tokens=L + 1, seed=cex.seed,
+                                 max_blocks=1)
         outs.append(tuple(int(t) for t in res.generated))
     return tuple(outs)
 
@@ -124,7 +125,7 @@ def test_no_violation_in_ten_thousand_trials(decoder, B):
     target = SyntheticLM(8, context_length=2, seed=9)
     drafters = _synthetic_drafters(target) + [MarkovLM.random(8, seed=1)]
     res = check_drafter_invariance(decoder, target, drafters, n_trials=10_000, seed=4, L=4,
-                                   B=B, context_length=2)
+                                   B=B, window=2)
     assert res.holds == {"strong": True, "conditional": True, "stopping_time": True}
     assert res.n_trials == 10_000
 
@@ -136,6 +137,19 @@ def test_violations_found_on_synthetic_models(decoder, B):
     res = check_drafter_invariance(decoder, target, _synthetic_drafters(target),
                                    n_trials=2000, seed=5, L=4, B=B)
     assert not res.stopping_time.holds
+
+
+def test_checker_deprecated_context_length_keyword():
+    target, drafters = _markov_setup()
+    new = check_drafter_invariance("pfr", target, drafters, n_trials=20, seed=1, window=1)
+    with pytest.warns(DeprecationWarning, match="window"):
+        old = check_drafter_invariance("pfr", target, drafters, n_trials=20, seed=1,
+                                       context_length=1)
+    assert old == new
+    with pytest.raises(ValueError, match="window"):
+        check_drafter_invariance("pfr", target, drafters, window=-1)
+    with pytest.raises(ValueError, match="n_trials"):
+        check_drafter_invariance("pfr", target, drafters, n_trials=10**12)
 
 
 def test_checker_validation():
@@ -167,8 +181,8 @@ def test_property_keyed_tree_decoders_equal_basic_uwm(key, prompt, eps, temp, B,
     target = SyntheticLM(20, context_length=2, seed=1)
     draft = target.draft(eps, seed=key % 7, temperature=temp)
     ref = speculative_decode(target, None, prompt, "basic_uwm", key=key, max_new_tokens=12,
-                             context_length=m)
+                             window=m)
     for decoder, b in (("pfr", 1), ("mpfr", B)):
         res = speculative_decode(target, draft, prompt, decoder, L=L, B=b, key=key,
-                                 max_new_tokens=12, context_length=m)
+                                 max_new_tokens=12, window=m)
         np.testing.assert_array_equal(res.tokens, ref.tokens)

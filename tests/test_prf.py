@@ -109,7 +109,7 @@ def test_matches_pure_python_reference():
                         (-7, [9, 8, 7, 6], 2), ("ключ", [0, 2**40], None)]:
         lab = context_label(key, ctx, m)
         assert int(lab) == _py_label(key, ctx, m)
-        u = keyed_uniforms(key, ctx, [0, 1, 17, 49151], arrivals=3, m=m)
+        u = keyed_uniforms(key, ctx, [0, 1, 17, 49151], arrivals=3, window=m)
         ref = [[_py_uniform(int(lab), t, a) for a in range(3)] for t in (0, 1, 17, 49151)]
         np.testing.assert_array_equal(u, np.array(ref))
 
@@ -290,19 +290,20 @@ def test_key_rejects_bool_and_other_types():
 
 def test_context_window_m():
     # same last m tokens -> same label; m=None uses the whole prefix
-    assert context_label("k", [9, 1, 2, 3], m=3) == context_label("k", [7, 1, 2, 3], m=3)
-    assert context_label("k", [1, 2, 3], m=3) == context_label("k", [5, 5, 1, 2, 3], m=3)
-    assert context_label("k", [9, 1, 2, 3], m=4) != context_label("k", [7, 1, 2, 3], m=4)
+    lab = context_label
+    assert lab("k", [9, 1, 2, 3], window=3) == lab("k", [7, 1, 2, 3], window=3)
+    assert lab("k", [1, 2, 3], window=3) == lab("k", [5, 5, 1, 2, 3], window=3)
+    assert lab("k", [9, 1, 2, 3], window=4) != lab("k", [7, 1, 2, 3], window=4)
     assert context_label("k", [9, 1, 2, 3]) != context_label("k", [7, 1, 2, 3])
-    assert context_label("k", [1, 2, 3]) == context_label("k", [1, 2, 3], m=3)
+    assert context_label("k", [1, 2, 3]) == context_label("k", [1, 2, 3], window=3)
     # a context shorter than m is used whole (not truncated further)
-    assert context_label("k", [5, 6], m=3) == context_label("k", [5, 6])
-    assert context_label("k", [5, 6], m=3) != context_label("k", [6])
+    assert context_label("k", [5, 6], window=3) == context_label("k", [5, 6])
+    assert context_label("k", [5, 6], window=3) != context_label("k", [6])
     # m = 0: every context shares the key's label; the empty context equals it
-    assert context_label("k", [1, 2], m=0) == context_label("k", []) == context_label("k", None)
+    assert lab("k", [1, 2], window=0) == lab("k", []) == lab("k", None)
     np.testing.assert_array_equal(
-        keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, m=2),
-        keyed_uniforms("k", [4, 1, 2, 3], [0, 5], 2, m=2),
+        keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, window=2),
+        keyed_uniforms("k", [4, 1, 2, 3], [0, 5], 2, window=2),
     )
     # token order matters
     assert context_label("k", [1, 2]) != context_label("k", [2, 1])
@@ -325,9 +326,9 @@ def test_empty_tokens():
         ({"tokens": [True]}, "tokens"),
         ({"tokens": [-1]}, "tokens"),
         ({"context": [1.5]}, "context"),
-        ({"m": -1}, "m: "),
-        ({"m": True}, "m: "),
-        ({"m": 1.0}, "m: "),
+        ({"window": -1}, "window: "),
+        ({"window": True}, "window: "),
+        ({"window": 1.0}, "window: "),
         ({"key": 1.0}, "key"),
     ],
 )
@@ -335,6 +336,44 @@ def test_validation_errors(kwargs, match):
     args = {"key": "k", "context": [1, 2], "tokens": [0, 1], **kwargs}
     with pytest.raises(ValueError, match=match):
         keyed_uniforms(**args)
+
+
+def test_deprecated_m_keyword_is_window():
+    with pytest.warns(DeprecationWarning, match="window"):
+        old = context_label("k", [9, 1, 2, 3], m=2)
+    assert old == context_label("k", [9, 1, 2, 3], window=2)
+    with pytest.warns(DeprecationWarning, match="window"):
+        u = keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, m=2)
+    np.testing.assert_array_equal(u, keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, window=2))
+    with pytest.raises(ValueError, match="window"):
+        context_label("k", [1], m=1, window=1)
+
+
+def test_prefix_labels_equal_whole_prefix_labels():
+    from specbound.sim.prf import PrefixLabels, key_digest
+
+    rng = np.random.default_rng(12)
+    for trial in range(50):
+        key = f"pk{trial}"
+        seq = rng.integers(0, 2**40, size=int(rng.integers(0, 30)))
+        cut = int(rng.integers(0, seq.size + 1))
+        pl = PrefixLabels(key if trial % 2 else key_digest(key), seq[:cut])
+        assert pl.n == cut
+        for t in range(cut, seq.size + 1):
+            assert pl.label() == context_label(key, seq[:t])
+            suffix = rng.integers(0, 50, size=3)
+            assert pl.label(suffix) == context_label(key, np.concatenate([seq[:t], suffix]))
+            pl.extend(seq[t:t + 1])
+
+
+def test_key_id_is_a_short_fingerprint():
+    from specbound.sim.prf import key_digest, key_id
+
+    ids = {key_id(k) for k in ("alice", "bob", 1, "1", b"1")}
+    assert len(ids) == 5 and all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
+    assert key_id("alice") == key_id(key_digest("alice"))
+    # not the digest, nor a prefix of a context label
+    assert key_id("alice") not in key_digest("alice").hex()
 
 
 def test_context_label_rejects_non_integer_context():

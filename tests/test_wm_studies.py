@@ -1,112 +1,29 @@
-"""Tests of the helpers of the watermark studies (``paper_figs._wm_common`` and friends).
+"""Tests of the watermark studies' settings (``paper_figs._wm_common``) and of the library
+functions they rely on.
 
 The generic quick-mode smoke test of the four figure modules lives in ``tests/test_figures.py``;
-here: token-level ROUGE-L (hand-computed values, a brute-force reference, properties), the
-detector's pivots, the block-decision reconstruction and the theory compensator of AATPS
-(against the exact enumeration of ``expected_block_tokens``), the resumable CSV store and the
-sweep runner, the memoising model wrapper, the statistics helpers and the empirical detection
-threshold.
+ROUGE-L and the standard errors in ``tests/test_sim_metrics.py``, the memoising model wrapper
+in ``tests/test_sim_model_protocol.py``, the recorded decisions in ``tests/test_decode.py``.
+Here: the study settings, the detector's pivots of decoded sequences, the theory compensator
+of AATPS (:func:`specbound.sim.acceptance_compensator`, against the exact enumeration of
+``expected_block_tokens``), the resumable CSV store and the sweep runner, and the empirical
+detection threshold.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from paper_figs import _wm_common as wc
 from paper_figs import wm_detection, wm_drafter_substitution
+from specbound.sim import acceptance_compensator, keyed_pivots, mean_se, random_prompts
 from specbound.sim.decode import expected_block_tokens, speculative_decode
 from specbound.sim.models import MarkovLM, SyntheticLM
-
-# ----------------------------------------------------------------------------- ROUGE-L
-
-
-def _lcs_reference(a, b) -> int:
-    """Textbook O(nm) dynamic programme with explicit loops."""
-    n, m = len(a), len(b)
-    T = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            if a[i - 1] == b[j - 1]:
-                T[i][j] = T[i - 1][j - 1] + 1
-            else:
-                T[i][j] = max(T[i - 1][j], T[i][j - 1])
-    return T[n][m]
-
-
-def _lcs_brute(a, b) -> int:
-    """Longest subsequence of ``a`` that is a subsequence of ``b`` (exhaustive, tiny inputs)."""
-
-    def is_subseq(s, t):
-        it = iter(t)
-        return all(x in it for x in s)
-
-    for k in range(len(a), 0, -1):
-        for idx in itertools.combinations(range(len(a)), k):
-            if is_subseq([a[i] for i in idx], b):
-                return k
-    return 0
-
-
-@pytest.mark.parametrize(
-    "a, b, lcs, f1",
-    [
-        # classic CLRS example (A=1, B=2, C=3, D=4): LCS "BCBA" of length 4; F1 = 8/13
-        ([1, 2, 3, 2, 4, 1, 2], [2, 4, 3, 1, 2, 1], 4, 8 / 13),
-        # LCS [1, 3, 4]: P = 3/4, R = 3/5, F1 = 2PR/(P+R) = 2/3
-        ([1, 2, 3, 4], [1, 3, 4, 5, 6], 3, 2 / 3),
-        ([5, 6, 7], [5, 6, 7], 3, 1.0),
-        ([1, 2, 3], [4, 5, 6], 0, 0.0),
-        ([1, 2, 3], [3, 2, 1], 1, 1 / 3),
-        ([7, 7, 7, 7], [7, 7], 2, 2 / 3),
-        ([], [], 0, 1.0),
-        ([1, 2], [], 0, 0.0),
-    ],
-)
-def test_rouge_l_hand_computed(a, b, lcs, f1):
-    assert wc.lcs_length(a, b) == lcs
-    assert wc.rouge_l(a, b) == pytest.approx(f1, abs=1e-15)
-    # F1 is 2PR/(P+R) with P = LCS/len(a), R = LCS/len(b)
-    if lcs > 0:
-        P, R = lcs / len(a), lcs / len(b)
-        assert wc.rouge_l(a, b) == pytest.approx(2 * P * R / (P + R), abs=1e-15)
-
-
-seqs = st.lists(st.integers(0, 4), min_size=0, max_size=12)
-
-
-@given(seqs, seqs)
-def test_lcs_matches_reference(a, b):
-    assert wc.lcs_length(a, b) == _lcs_reference(a, b)
-    assert wc.lcs_length(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)) == (
-        _lcs_reference(a, b))
-
-
-@given(st.lists(st.integers(0, 2), max_size=7), st.lists(st.integers(0, 2), max_size=7))
-def test_lcs_matches_brute_force(a, b):
-    assert wc.lcs_length(a, b) == _lcs_brute(a, b)
-
-
-@given(seqs, seqs, st.permutations(range(5)))
-def test_rouge_l_properties(a, b, perm):
-    r = wc.rouge_l(a, b)
-    assert 0.0 <= r <= 1.0
-    assert r == wc.rouge_l(b, a)  # symmetric
-    assert (r == 1.0) == (a == b)  # 1 iff identical
-    assert wc.rouge_l(a, a) == 1.0
-    # invariant under relabelling the token ids
-    assert wc.rouge_l([perm[x] for x in a], [perm[x] for x in b]) == r
-    # LCS bounded by the shorter sequence and monotone under appending a token
-    assert wc.lcs_length(a, b) <= min(len(a), len(b))
-    assert wc.lcs_length(a + [3], b) in (wc.lcs_length(a, b), wc.lcs_length(a, b) + 1)
-
 
 # ----------------------------------------------------------------------------- models, seeds
 
@@ -136,13 +53,23 @@ def test_make_models_rejects_unknown_drafter():
 
 def test_prompts_and_seeds_deterministic():
     s = wc.QUICK
-    np.testing.assert_array_equal(wc.prompts(s), wc.prompts(s))
-    P = wc.prompts(s, 50)
+    np.testing.assert_array_equal(s.prompt_set().tokens, s.prompt_set().tokens)
+    P = s.prompt_set(50).tokens
     assert P.shape == (50, s.prompt_length) and P.min() >= 0 and P.max() < s.vocab_size
-    a = [x.generate_state(2) for x in wc.prompt_seeds(s)]
-    b = [x.generate_state(2) for x in wc.prompt_seeds(s)]
+    a = [x.generate_state(2) for x in s.prompt_set().seeds]
+    b = [x.generate_state(2) for x in s.prompt_set().seeds]
     np.testing.assert_array_equal(a, b)
+    assert len(a) == s.n_prompts
     assert len({tuple(x) for x in a}) == len(a)  # distinct per prompt
+    # the library function with the study seed: what the studies have always used
+    ps = random_prompts(50, s.prompt_length, s.vocab_size, seed=s.run_seed)
+    np.testing.assert_array_equal(ps.tokens, P)
+    ref = np.random.default_rng(np.random.SeedSequence([s.run_seed, 0])).integers(
+        0, s.vocab_size, size=(50, s.prompt_length), dtype=np.int64)
+    np.testing.assert_array_equal(P, ref)
+    ref_seeds = np.random.SeedSequence([s.run_seed, 1]).spawn(50)
+    assert [x.generate_state(2).tolist() for x in ps.seeds] == [
+        x.generate_state(2).tolist() for x in ref_seeds]
 
 
 def test_settings_signature_and_columns():
@@ -151,22 +78,6 @@ def test_settings_signature_and_columns():
     assert wc.with_extra(s, L=4).signature() != s.signature()
     assert wc.with_extra(s, L=4).columns()["L"] == 4
     assert wc.FULL.signature() != wc.QUICK.signature()
-
-
-def test_cached_lm_identical_results():
-    s = wc.QUICK
-    t, d = wc.make_models(s)
-    ct, cd = wc.CachedLM(t), wc.CachedLM(d)
-    for dec, B in (("pfr", 1), ("mpfr", 3), ("vsps", 1)):
-        a = speculative_decode(t, d, [1, 2], dec, L=3, B=B, key="k", max_new_tokens=20, seed=3)
-        b = speculative_decode(ct, cd, [1, 2], dec, L=3, B=B, key="k", max_new_tokens=20,
-                               seed=3)
-        np.testing.assert_array_equal(a.tokens, b.tokens)
-        np.testing.assert_array_equal(a.accepted, b.accepted)
-    assert ct.hits > 0 and ct.misses > 0
-    np.testing.assert_array_equal(ct.next_distribution([4, 5]), t.next_distribution([4, 5]))
-    ct.clear()
-    assert not ct._cache
 
 
 # ----------------------------------------------------------------------------- pivots
@@ -178,7 +89,7 @@ def test_keyed_pivots_match_decoder(decoder, B):
     t, d = wc.make_models(wc.QUICK)
     r = speculative_decode(t, d, [3, 1, 4], decoder, L=3, B=B, key="secret", max_new_tokens=25,
                            seed=5)
-    U = wc.keyed_pivots(r.tokens, r.prompt_length, "secret")
+    U = keyed_pivots(r, "secret").pivots
     np.testing.assert_array_equal(U, r.pivots)
     assert np.all((U > 0) & (U < 1))
     # the studies' ANLPPT-U (theory.anlppt on the pivots) is the detector's
@@ -198,7 +109,7 @@ def test_keyed_pivots_null_under_other_key():
     U = []
     for i in range(20):
         r = speculative_decode(t, d, [i], "pfr", L=3, key="k1", max_new_tokens=100, seed=i)
-        U.append(wc.keyed_pivots(r.tokens, r.prompt_length, "another key"))
+        U.append(keyed_pivots(r, "another key").pivots)
     assert stats.kstest(np.concatenate(U), "uniform").pvalue > 1e-4
 
 
@@ -209,50 +120,16 @@ def _markov_pair():
     return MarkovLM.random(4, seed=1), MarkovLM.random(4, seed=2)
 
 
-@pytest.mark.parametrize("decoder, B", [("vsps", 1), ("pfr", 1), ("pfr_nowm", 1), ("mws", 1),
-                                        ("mse", 1), ("mse_pseudo", 1), ("mpfr", 3),
-                                        ("invariant", 3)])
-def test_block_decisions_consistent(decoder, B):
-    t, d = wc.make_models(wc.QUICK)
-    for seed in range(4):
-        r = speculative_decode(t, d, [seed, 7], decoder, L=3, B=B, key=seed,
-                               max_new_tokens=30, seed=seed)
-        dec = wc.block_decisions(r, 3)
-        assert len(dec) == r.accepted.size
-        assert sum(k for _, k, _, _ in dec) == 30
-        for _g0, _k, acc, nus in dec:
-            assert 0 <= acc <= len(nus) <= 3
-            assert nus[0] == B
-            assert all(1 <= nu <= B for nu in nus)
-            assert all(x >= y for x, y in zip(nus, nus[1:], strict=False))  # only shrinks
-            if B == 1:
-                assert all(nu == 1 for nu in nus)
-        starts = [g0 for g0, _, _, _ in dec]
-        assert starts == list(np.cumsum([0] + [k for _, k, _, _ in dec])[:-1])
-
-
-def test_block_decisions_detects_inconsistency():
-    t, d = wc.make_models(wc.QUICK)
-    r = speculative_decode(t, d, [1], "vsps", L=3, max_new_tokens=12, seed=0)
-
-    class Fake:
-        generated = r.generated
-        accepted = r.accepted + 1  # claims one more token per block than happened
-        drafts = r.drafts
-
-    with pytest.raises(RuntimeError, match="block"):
-        wc.block_decisions(Fake(), 3)
-
-
 def _compensated_block_mean(decoder, B, n, L=3):
     t, d = _markov_pair()
     res = [speculative_decode(t, d, [0], decoder, L=L, B=B, key=i, max_new_tokens=L + 1,
                               seed=i) for i in range(n)]
-    c = wc.acceptance_compensator(res, t, d, decoder, L)
+    c = acceptance_compensator(res, t, d)
     c = c[c["block"] == 0]  # the first block is a full block from the prompt
     assert len(c) == n
     est = c["emitted"] - c["accepted"] + c["predicted"]
-    return (t, d), c, wc.mean_se(est), wc.mean_se(c["accepted"] - c["predicted"])
+    e, diff = mean_se(est), mean_se(c["accepted"] - c["predicted"])
+    return (t, d), c, (e.mean, e.stderr), (diff.mean, diff.stderr)
 
 
 @pytest.mark.parametrize("decoder, B", [("vsps", 1), ("pfr", 1), ("mpfr", 3)])
@@ -301,8 +178,8 @@ def test_compensator_gls_smoke():
 def test_compensator_restricted_blocks():
     t, d = wc.make_models(wc.QUICK)
     r = speculative_decode(t, d, [1, 2], "pfr", L=2, key="k", max_new_tokens=20, seed=0)
-    full = wc.acceptance_compensator([r], t, d, "pfr", 2)
-    part = wc.acceptance_compensator([r], t, d, "pfr", 2, blocks={(0, 0), (0, 2)})
+    full = acceptance_compensator([r], t, d)
+    part = acceptance_compensator([r], t, d, blocks={(0, 0), (0, 2)})
     assert list(part["block"]) == [0, 2]
     pd.testing.assert_frame_equal(part.reset_index(drop=True),
                                   full.iloc[[0, 2]].reset_index(drop=True))
@@ -312,29 +189,6 @@ def test_compensator_restricted_blocks():
     a0 = exact_acceptance(t.next_distribution(r.tokens[:2]), d.next_distribution(r.tokens[:2]),
                           "exp_race")
     assert full["a_first"].iloc[0] == pytest.approx(a0, rel=1e-12)
-
-
-# ----------------------------------------------------------------------------- statistics
-
-
-def test_mean_se():
-    m, se = wc.mean_se([1.0, 2.0, 3.0, 4.0])
-    assert m == 2.5 and se == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2)
-    assert wc.mean_se([3.0]) == (3.0, pytest.approx(float("nan"), nan_ok=True))
-    assert all(math.isnan(x) for x in wc.mean_se([]))
-
-
-def test_cluster_ratio_se():
-    num = np.array([3.0, 5.0, 4.0, 8.0])
-    den = np.array([2.0, 2.0, 2.0, 4.0])
-    r, se = wc.cluster_ratio_se(num, den)
-    assert r == pytest.approx(20 / 10)
-    resid = num - r * den
-    assert se == pytest.approx(math.sqrt(4 / 3 * np.sum(resid**2) / 100))
-    # equal cluster sizes: the ratio is the mean of the cluster means, se the usual one
-    r2, se2 = wc.cluster_ratio_se([2.0, 4.0, 6.0], [1.0, 1.0, 1.0])
-    assert (r2, se2) == (pytest.approx(4.0), pytest.approx(np.std([2, 4, 6], ddof=1) / 3**0.5))
-    assert math.isnan(wc.cluster_ratio_se([1.0], [1.0])[1])
 
 
 # ----------------------------------------------------------------------------- resumable CSV
@@ -461,7 +315,7 @@ def test_drafter_substitution_quick_content(tmp_path):
 
 
 def test_synthetic_entropy_in_range():
-    # the studies' target: mean next-token entropy 2-3 nats (issue 5, item 5)
+    # the studies' target: mean next-token entropy 2-3 nats
     t, _ = wc.make_models(wc.FULL)
     assert isinstance(t, SyntheticLM) and t.vocab_size == 1000
-    assert 2.0 < wc.measured_entropy(wc.FULL, n_contexts=200) < 3.0
+    assert 2.0 < t.mean_entropy(n_contexts=200, seed=wc.FULL.run_seed) < 3.0

@@ -1,10 +1,21 @@
 """Numbers from sampling: keyed randomness, token-level samplers, estimators, synthetic
 language models and speculative decoders (Numba kernels behind validated wrappers)."""
 
-from specbound.sim.decode import DecodeResult, expected_block_tokens, speculative_decode
+from specbound.sim.decode import (
+    DECODER_SCHEME,
+    DECODERS,
+    DecodeBackend,
+    DecodeResult,
+    SyntheticBackend,
+    WatermarkConfig,
+    acceptance_compensator,
+    expected_block_tokens,
+    speculative_decode,
+)
 from specbound.sim.detect import (
     DetectionBatch,
     DetectionResult,
+    Pivots,
     detect,
     detect_many,
     keyed_pivots,
@@ -34,7 +45,15 @@ from specbound.sim.lossy import (
     sample_induced,
     simulate_tree_verification,
 )
-from specbound.sim.models import MarkovLM, SyntheticLM
+from specbound.sim.metrics import cluster_ratio_se, lcs_length, mean_se, rouge_l
+from specbound.sim.models import (
+    CachedLM,
+    MarkovLM,
+    PromptSet,
+    SyntheticLM,
+    log_perplexity,
+    random_prompts,
+)
 from specbound.sim.montecarlo import estimate_acceptance, sample_emitted
 from specbound.sim.prf import keyed_uniforms
 from specbound.sim.results import ConfidenceInterval, Estimate
@@ -56,6 +75,10 @@ __all__ = [
     # sequence level
     "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
     "expected_block_tokens", "speculative_decode",
+    "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
+    "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
+    # sequence-level metrics
+    "cluster_ratio_se", "lcs_length", "mean_se", "rouge_l",
     # detection
-    "DetectionBatch", "DetectionResult", "detect", "detect_many", "keyed_pivots",
+    "DetectionBatch", "DetectionResult", "Pivots", "detect", "detect_many", "keyed_pivots",
 ]

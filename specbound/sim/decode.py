@@ -1,25 +1,52 @@
-"""Sequence-level speculative decoders on synthetic language models.
+"""Sequence-level speculative decoders on language models given as next-token distributions.
 
-:func:`speculative_decode` runs one of eleven decoders (seed 000 §4-§6, App. A, C, D) on a
-target/draft pair of :class:`~specbound.sim.models.SyntheticLM` or
-:class:`~specbound.sim.models.MarkovLM` models and returns a frozen :class:`DecodeResult`.
+:func:`speculative_decode` runs one of eleven decoders (Liu, Wan, Gao & Gündüz 2026,
+arXiv:2609.21858, §4-§6, App. A, C, D, and the baselines named there) on a target/draft pair
+of models and returns a frozen :class:`DecodeResult`: the tokens, what every block emitted
+and accepted, the multiplicity ``nu`` of every verification decision, the evaluation counts,
+the keyed pivots and the watermark configuration.
 
 Implementation
 --------------
-The block loop is Python; every vocabulary-sized step (model evaluation, exponential race,
-MPFR top-B, residual draw, recursive rejection) is a Numba kernel
-(``_model_kernels``, ``_decode_kernels``).  Keyed context labels are BLAKE2b digests computed
-once per context in Python (:func:`specbound.sim.prf.context_label`), which is why the loop
-is not one compiled kernel; the Python overhead is a few microseconds per context, small
-next to a 50,000-token model evaluation.  Target distributions are computed lazily along
-the realised path only, while ``n_target_contexts`` counts every context a batched target
-pass would evaluate (so the simulated cost accounting is that of the real algorithm).
+The decision logic never calls a model: it asks a *backend* (the protocol below) for one
+batched draft evaluation per draft depth and one batched target evaluation per block, so the
+same decisions and the same random draws drive the synthetic models of this package
+(:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
+The block loop is Python; every vocabulary-sized step (exponential race, MPFR top-B, residual
+draw, recursive rejection) is a Numba kernel (``_decode_kernels``).  Keyed context labels are
+BLAKE2b digests computed once per context in Python (:mod:`specbound.sim.prf`; whole-prefix
+labels keep the hash state along the committed sequence).
+
+Backend protocol
+----------------
+Contexts are passed as *paths*: tuples of token ids that continue the committed sequence
+(the prompt plus every token emitted by the finished blocks); ``()`` is the committed
+sequence itself.
+
+``reset(prompt)``
+    Start a new sequence whose committed tokens are ``prompt``.
+``draft_step(paths) -> Q``
+    One batched draft evaluation: ``Q[i]`` is the draft's next-token distribution after
+    ``paths[i]``.  Called once per draft depth with the distinct paths of that depth (the B
+    draft paths of a multi-draft decoder, the tree level of MPFR); ``n_draft_evals`` counts
+    the calls, ``n_draft_contexts`` the paths.
+``verify(paths) -> P``
+    One batched target evaluation per block over every path prefix of the block (depth 0 to
+    ``ell``, the root included): what a real model computes with one forward pass over the
+    draft tree.  ``P[i]`` is the target's distribution after ``paths[i]``.  A backend may
+    compute the rows lazily on first access (:class:`SyntheticBackend` does: it evaluates
+    only the realised path); the decision logic reads only rows of paths it passed.
+    ``n_target_evals`` counts the calls, ``n_target_contexts`` the paths.
+``commit(tokens)``
+    The tokens emitted by the block just finished (accepted drafts plus the correction or
+    bonus token), appended to the committed sequence: a cached backend crops its key-value
+    caches to the accepted prefix here.
 
 Randomness
 ----------
 Keyed clocks (shared with :mod:`specbound.sim.detect`): in context ``c`` with
-``label = context_label(key, c, m=context_length)`` the ``j``-th inter-arrival clock of token
-``v`` is ``-log(prf_uniform(label, v, j))``.  Unkeyed randomness comes from
+``label = context_label(key, c, window)`` the ``j``-th inter-arrival clock of token ``v`` is
+``-log(prf_uniform(label, v, j))``.  Unkeyed randomness comes from
 ``np.random.default_rng(seed)`` and is laid out canonically per block (the same array shape
 whatever the drafter does), so that "the same shared randomness R" is well defined for the
 drafter-invariance checks of :mod:`specbound.sim.invariance`:
@@ -43,20 +70,22 @@ Decoders
     Keyed exponential race / Gumbel-max watermark without speculation:
     ``w_t = argmin_v E_{v,1}(c_t) / p_v(c_t)``.
 ``vsps``
-    Vanilla speculative sampling (seed 000 Alg. 1 blockwise): ``L`` drafts ``x_s ~ q``, accept
+    Vanilla speculative sampling (Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023,
+    arXiv:2302.01318; Alg. 1 of Liu et al. 2026 blockwise): ``L`` drafts ``x_s ~ q``, accept
     while ``U_s <= p(x_s)/q(x_s)``, residual ``(p - q)_+`` at the first rejection, bonus from
     the target when all are accepted.
 ``pfr`` / ``pfr_nowm``
-    Single-draft PFR (Alg. 3/9): draft ``argmin_v E_v/q_v(c_s)``, target
+    Single-draft PFR (Liu et al. 2026, Alg. 3/9): draft ``argmin_v E_v/q_v(c_s)``, target
     ``argmin_v E_v/p_v(c_s)`` on the same clocks; the emitted token is always the target-side
     winner (correction and bonus included: never fresh noise).  ``pfr_nowm`` uses the
     unkeyed position clocks described above.
 ``mpfr``
-    Multi-draft MPFR with the context tree and multiplicities (Alg. 4/10, batched form of
-    Alg. 7): context ``c`` with multiplicity ``nu(c)`` proposes the labels of the ``nu(c)``
-    smallest scores ``G_{v,j}/q_v(c)`` (Alg. 6); equal tokens merge into a child whose
-    multiplicity is their count; the emitted token is ``argmin_v G_{v,1}/p_v(c)``; the path
-    is followed while the emitted token is among the children.  With ``B = 1`` it is ``pfr``.
+    Multi-draft MPFR with the context tree and multiplicities (Liu et al. 2026, Alg. 4/10,
+    batched form of Alg. 7): context ``c`` with multiplicity ``nu(c)`` proposes the labels of
+    the ``nu(c)`` smallest scores ``G_{v,j}/q_v(c)`` (Alg. 6); equal tokens merge into a child
+    whose multiplicity is their count; the emitted token is ``argmin_v G_{v,1}/p_v(c)``; the
+    path is followed while the emitted token is among the children.  With ``B = 1`` it is
+    ``pfr``.
 ``invariant``
     List coupling / GLS (Rowan et al. 2025): ``B`` draft sequences, draft ``b`` at position
     ``s`` is ``argmin_v E_{s,b,v}/q_v`` on its own path; the target token at position ``s`` is
@@ -65,13 +94,14 @@ Decoders
     the active set shrinks to the drafts that proposed it.
 ``specinfer``
     ``B`` i.i.d. draft sequences; at each position recursive rejection sampling (Miao et al.
-    2024) over the active drafts' proposals in draft order; correction from the last residual;
-    bonus from the target.
+    2024, arXiv:2305.09781) over the active drafts' proposals in draft order; correction from
+    the last residual; bonus from the target.
 ``mws`` / ``mse`` / ``mse_pseudo``
-    Hu & Huang (2024) and He et al. (2026) with the DeltaGumbel (exponential-race) reweighting
-    ``R_E(P) = delta_{argmin_v E_v/P_v}`` on this package's keyed clocks, so that
-    :func:`specbound.sim.detect.detect` applies to every keyed decoder.  Choices, after
-    studying ``accuwm/mc_watermark.py`` and ``accuwm/utils.py`` of the authors' code:
+    Hu & Huang (2024) and He et al. (2026), arXiv:2602.01428, with the DeltaGumbel
+    (exponential-race) reweighting ``R_E(P) = delta_{argmin_v E_v/P_v}`` on this package's
+    keyed clocks, so that :func:`specbound.sim.detect.detect` applies to every keyed decoder.
+    Choices, after studying ``accuwm/mc_watermark.py`` and ``accuwm/utils.py`` of the authors'
+    code:
 
     - **mws** ("maintain watermark strength", their ``reweight_in_mc=True``): draft tokens
       from the watermarked draft ``R_E(Q)``; speculative sampling between the *watermarked*
@@ -86,17 +116,26 @@ Decoders
       Exact marginally over keys because ``x ~ q`` when the key is random.
     - **mse_pseudo** (He et al. 2026, "pseudorandom r", ``psedo_r=True`` in
       ``real/accuwm/utils.py``): as mse, but the acceptance coin is keyed:
-      ``r = prf_uniform(context_label(key2, c_s, m), 0, 0)`` with the second key ``key2`` =
-      ``b"mse_pseudo-acceptance:" + key_digest(key)`` (the dual-key design of the reference
-      code; independent of the token clocks).
+      ``r = prf_uniform(context_label(key2, c_s, window), 0, 0)`` with the second key
+      ``key2 = b"mse_pseudo-acceptance:" + key_digest(key)`` (the dual-key design of the
+      reference code; independent of the token clocks).
 
-Repeated contexts (``mask_repeats=True``): when the context window (last
-``context_length`` tokens) of a position already occurred at an earlier *generated* position
-of the sequence (or earlier on the same draft path within the block), the keyed label is
-replaced by the unkeyed position label (see Randomness), for drafts and target alike.  The
-reported pivot is still the keyed one (what the detector recomputes); the detector scores
-each (window, token) pair once.  With ``context_length=None`` (whole prefix) no window
-repeats.
+Verification decisions
+----------------------
+A *decision* is the verification of the drafts at one block position (the bonus token is not
+one).  At a decision the decoder knows ``nu``, the number of drafts consistent with the
+emitted prefix: the multiplicity ``nu(c)`` of the context in the MPFR tree, the size of the
+active set for ``invariant`` and ``specinfer``, 1 for single-draft decoders.  Given the past,
+the decision accepts with probability ``exact_acceptance(p(c), q(c), DECODER_SCHEME[decoder],
+nu)`` (fresh clocks or coins in a context not yet decided), so the accepted count minus
+the sum of these probabilities is a martingale: :func:`acceptance_compensator`.
+
+Repeated contexts (``mask_repeats=True``): when the context window (last ``window``
+tokens) of a position already occurred at an earlier *generated* position of the sequence
+(or earlier on the same draft path within the block), the keyed label is replaced by the
+unkeyed position label (see Randomness), for drafts and target alike.  The reported pivot is
+still the keyed one (what the detector recomputes); the detector scores each (window, token)
+pair once.  With ``window=None`` (whole prefix) no window repeats.
 
 Block length: ``ell = min(L, max_new_tokens - generated)``; the bonus token is emitted only
 while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/10).
@@ -104,17 +143,30 @@ while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/1
 
 from __future__ import annotations
 
+import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specbound._validation import as_choice, as_int, as_rng
+from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
+from specbound._validation import as_bool, as_choice, as_int, as_rng
 from specbound.sim import _decode_kernels as _dk
-from specbound.sim.models import MarkovLM, SyntheticLM
-from specbound.sim.prf import context_label, key_digest, prf_uniform
+from specbound.sim.models import MarkovLM, as_language_model, next_distributions
+from specbound.sim.prf import (
+    PrefixLabels,
+    as_window,
+    digest_label,
+    key_digest,
+    key_id,
+    prf_uniform,
+)
+from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 
-__all__ = ["DECODERS", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "DecodeResult",
-           "speculative_decode"]
+__all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS",
+           "DecodeBackend", "DecodeResult", "SyntheticBackend", "WatermarkConfig",
+           "acceptance_compensator", "expected_block_tokens", "speculative_decode"]
 
 DECODERS = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
             "mws", "mse", "mse_pseudo")
@@ -122,8 +174,49 @@ DECODERS = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "
 KEYED_DECODERS = frozenset({"basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"})
 #: decoders that accept ``B > 1``
 MULTI_DRAFT_DECODERS = frozenset({"mpfr", "invariant", "specinfer"})
+#: per-context coupling of each speculative decoder: the ``scheme`` of
+#: :func:`specbound.theory.exact_acceptance` giving the acceptance probability of one
+#: verification decision with ``nu`` consistent drafts (``"sd"``: 1 - TV, Alg. 1;
+#: ``"exp_race"``: the exponential race; ``"mpfr"``: Thm. B.1 of Liu et al. 2026, exact for
+#: Alg. 6; ``"gls"``: Rowan et al. 2025).  ``specinfer`` (recursive rejection) has no
+#: per-context closed form here; ``ar`` and ``basic_uwm`` have no drafts.
+DECODER_SCHEME = types.MappingProxyType({
+    "vsps": "sd",
+    "mse": "sd",
+    "mse_pseudo": "sd",
+    "pfr": "exp_race",
+    "pfr_nowm": "exp_race",
+    "mws": "exp_race",
+    "mpfr": "mpfr",
+    "invariant": "gls",
+})
+#: largest ``B`` of :func:`speculative_decode`
+MAX_DRAFTS = 1024
+#: largest ``max_new_tokens`` of :func:`speculative_decode` (the block loop is Python)
+MAX_NEW_TOKENS = 100_000
 _NO_DRAFT = frozenset({"ar", "basic_uwm"})
 _U64 = np.uint64
+
+
+@dataclass(frozen=True)
+class WatermarkConfig:
+    """The keyed-randomness configuration a sequence was decoded with.
+
+    Attributes
+    ----------
+    key_id : str or None
+        Non-secret fingerprint of the key (:func:`specbound.sim.prf.key_id`); None for the
+        unkeyed decoders (``ar``, ``vsps``, ``pfr_nowm``, ``invariant``, ``specinfer``).
+    window : int or None
+        The watermark's context window (None: the whole prefix).  Detection must use the
+        same window; :func:`specbound.sim.detect.detect` takes it from the result.
+    mask_repeats : bool
+        Whether repeated context windows used unkeyed clocks.
+    """
+
+    key_id: str | None
+    window: int | None
+    mask_repeats: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,9 +229,20 @@ class DecodeResult:
         Prompt followed by the generated tokens (as transformers' ``generate`` returns them).
     prompt_length : int
         Number of prompt tokens at the start of ``tokens``.
-    accepted : ndarray of int64
+    emitted_per_block : ndarray of int64
         Tokens emitted by every block (accepted drafts plus the correction or bonus token), so
-        ``accepted.mean()`` is the AATPS; ``ar`` and ``basic_uwm`` give all 1s.
+        ``emitted_per_block.mean()`` is the AATPS; ``ar`` and ``basic_uwm`` give all 1s.
+    accepted_per_block : ndarray of int64
+        Accepted drafts of every block (``emitted_per_block`` minus the correction or bonus
+        token; 0 for ``ar``/``basic_uwm``).
+    nu : ndarray of int64
+        One entry per verification decision, in order (module docstring): the number of
+        drafts consistent with the emitted prefix when the decoder decided (MPFR
+        multiplicity, GLS / SpecInfer active-set size, 1 for single-draft decoders).
+    decision_accepted : ndarray of bool
+        Whether each decision accepted a draft.
+    decision_position : ndarray of int64
+        Index among the generated tokens of the token each decision emitted.
     n_target_evals, n_draft_evals : int
         Target and draft forward passes: one target pass per block (per token for
         ``ar``/``basic_uwm``), one draft pass per draft depth (tree levels are batched).
@@ -146,18 +250,27 @@ class DecodeResult:
         Next-token distributions the passes compute (a batched tree pass counts every
         context of the tree, depth 0..ell for the target).
     pivots : ndarray of float64
-        Per generated position, the keyed pivot ``prf_uniform(context_label(key, c_t, m), w_t,
-        0)`` for keyed decoders (the detector's ``U_t``); NaN for unkeyed decoders.
+        Per generated position, the keyed pivot ``prf_uniform(context_label(key, c_t,
+        window), w_t, 0)`` for keyed decoders (the detector's ``U_t``); NaN for unkeyed
+        decoders.
     drafts : tuple of ndarray
         Per block, the realised draft sequences, shape ``(B, ell)`` (tree decoders: the B
         root-to-leaf paths with multiplicity, sorted); empty for ``ar``/``basic_uwm``.
     decoder : str
         Decoder name.
+    L, B : int
+        Lookahead and number of drafts.
+    watermark : WatermarkConfig
+        Key fingerprint, window and repeat masking of the run.
     """
 
     tokens: np.ndarray
     prompt_length: int
-    accepted: np.ndarray
+    emitted_per_block: np.ndarray
+    accepted_per_block: np.ndarray
+    nu: np.ndarray
+    decision_accepted: np.ndarray
+    decision_position: np.ndarray
     n_target_evals: int
     n_draft_evals: int
     n_target_contexts: int
@@ -165,6 +278,9 @@ class DecodeResult:
     pivots: np.ndarray
     drafts: tuple = field(repr=False)
     decoder: str = ""
+    L: int = 1
+    B: int = 1
+    watermark: WatermarkConfig = WatermarkConfig(None, None, False)
 
     @property
     def generated(self) -> np.ndarray:
@@ -173,44 +289,38 @@ class DecodeResult:
 
     @property
     def aatps(self) -> float:
-        """Average accepted tokens per step (mean of ``accepted``; NaN if nothing ran)."""
-        if self.accepted.size == 0:
+        """Average accepted tokens per step: mean of ``emitted_per_block`` (NaN if none)."""
+        if self.emitted_per_block.size == 0:
             return float("nan")
-        return float(self.accepted.mean())
+        return float(self.emitted_per_block.mean())
+
+    @property
+    def accepted(self) -> np.ndarray:
+        """Deprecated name of :attr:`emitted_per_block` (it counts emitted tokens)."""
+        warn_deprecated("DecodeResult.accepted", "DecodeResult.emitted_per_block")
+        return self.emitted_per_block
+
+    def block_of_decision(self) -> np.ndarray:
+        """Index of the block of every decision (int64, aligned with :attr:`nu`)."""
+        ends = np.cumsum(self.emitted_per_block)
+        return np.searchsorted(ends, self.decision_position, side="right").astype(np.int64)
 
 
 # ------------------------------------------------------------------------- validation
 
 
-def _check_model(model, name):
-    if isinstance(model, SyntheticLM | MarkovLM):
-        return model
-    if hasattr(model, "vocab_size") and hasattr(model, "next_distribution"):
-        return model
-    raise ValueError(
-        f"{name}: must be a SyntheticLM, a MarkovLM or an object with vocab_size and "
-        f"next_distribution, got {type(model).__name__}"
-    )
-
-
-def _probs_fn(model):
-    if hasattr(model, "_probs"):
-        return model._probs
-    return lambda ctx: np.asarray(model.next_distribution(ctx), dtype=np.float64)
-
-
-def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, context_length):
+def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window):
     decoder = as_choice(decoder, "decoder", DECODERS)
-    target = _check_model(target, "target")
+    target = as_language_model(target, "target")
     if decoder not in _NO_DRAFT or draft is not None:
-        draft = _check_model(draft, "draft")
+        draft = as_language_model(draft, "draft")
         if draft.vocab_size != target.vocab_size:
             raise ValueError(
                 f"draft: vocabulary size {draft.vocab_size} differs from the target's "
                 f"{target.vocab_size}"
             )
     L = as_int(L, "L", min_value=1)
-    B = as_int(B, "B", min_value=1)
+    B = as_int(B, "B", min_value=1, max_value=MAX_DRAFTS)
     if B > 1 and decoder not in MULTI_DRAFT_DECODERS:
         raise ValueError(
             f"B: decoder {decoder!r} is single-draft (B must be 1); multi-draft decoders are "
@@ -220,9 +330,9 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, context
         raise ValueError(f"key: decoder {decoder!r} is keyed and needs a key (int, str, bytes)")
     if key is not None:
         key_digest(key)  # raises "key: ..." for an unusable key
-    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
-    if context_length is not None:
-        context_length = as_int(context_length, "context_length", min_value=0)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
+                            max_value=MAX_NEW_TOKENS)
+    window = as_window(window)
     arr = np.asarray(prompt if prompt is not None else [])
     if arr.ndim > 1:
         raise ValueError(f"prompt: must be a 1-D sequence of token ids, got shape {arr.shape}")
@@ -234,57 +344,210 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, context
             f"prompt: token ids must lie in [0, {target.vocab_size}), got range "
             f"[{arr.min()}, {arr.max()}]"
         )
-    return target, draft, arr, decoder, L, B, max_new_tokens, context_length
+    return target, draft, arr, decoder, L, B, max_new_tokens, window
+
+
+# ------------------------------------------------------------------------- the backend
+
+
+@runtime_checkable
+class DecodeBackend(Protocol):
+    """The model evaluation the decoders call (module docstring, "Backend protocol").
+
+    Paths are tuples of token ids continuing the committed sequence.  :class:`SyntheticBackend`
+    implements it for the models of :mod:`specbound.sim.models`; a backend for real networks
+    holds key-value caches, verifies a block with one batched forward pass and crops its
+    caches in :meth:`commit`.
+    """
+
+    def reset(self, prompt) -> None:
+        """Start a sequence whose committed tokens are ``prompt``."""
+
+    def draft_step(self, paths) -> Sequence:
+        """Draft distributions after each path (one batched pass at one draft depth)."""
+
+    def verify(self, paths) -> Sequence:
+        """Target distributions after each path (one batched pass per block)."""
+
+    def commit(self, tokens) -> None:
+        """Append the tokens a block emitted to the committed sequence."""
+
+
+class _LazyRows(Sequence):
+    """Target distributions of a block's paths, evaluated on first access (and kept)."""
+
+    __slots__ = ("_committed", "_fn", "_paths", "_rows")
+
+    def __init__(self, fn, committed, paths):
+        self._fn = fn
+        self._committed = committed
+        self._paths = paths
+        self._rows: list = [None] * len(paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __getitem__(self, i):
+        row = self._rows[i]
+        if row is None:
+            ctx = np.array(self._committed + list(self._paths[i]), dtype=np.int64)
+            row = self._fn([ctx])[0]
+            self._rows[i] = row
+        return row
+
+
+def _batched(model):
+    """``contexts -> 2-D distributions`` of a protocol model, unchecked (the fast path)."""
+    fn = getattr(model, "next_distributions", None)
+    if fn is not None:
+        return lambda ctxs: fn(ctxs, validate=False)
+    return lambda ctxs: next_distributions(model, ctxs, validate=False)
+
+
+class SyntheticBackend:
+    """The decoders' model evaluation for models of the model protocol.
+
+    Implements the backend protocol of this module (``reset``, ``draft_step``, ``verify``,
+    ``commit``) for any object with ``vocab_size`` and ``next_distribution``
+    (:class:`~specbound.sim.models.SyntheticLM`, :class:`~specbound.sim.models.MarkovLM`,
+    :class:`~specbound.sim.models.CachedLM`, ...), through the batched
+    ``next_distributions(contexts, validate=False)`` fast path when the model has it.  Such
+    models are pure functions of the context and hold no cache, so ``commit`` only extends
+    the committed sequence, and ``verify`` evaluates the rows lazily (only the realised path
+    of a block is computed; the counts of :class:`DecodeResult` still count every context a
+    batched pass evaluates).
+
+    Parameters
+    ----------
+    target, draft
+        Protocol models (``draft`` may be None for decoders without drafts).
+    """
+
+    def __init__(self, target, draft=None):
+        self.target = target
+        self.draft = draft
+        self._p = _batched(target)
+        self._q = _batched(draft) if draft is not None else None
+        self._committed: list[int] = []
+
+    def reset(self, prompt) -> None:
+        """Start a sequence whose committed tokens are ``prompt``."""
+        self._committed = [int(t) for t in prompt]
+
+    def _contexts(self, paths) -> list:
+        h = self._committed
+        return [np.array(h + list(path), dtype=np.int64) for path in paths]
+
+    def draft_step(self, paths) -> np.ndarray:
+        """Draft distributions after every path (one row per path)."""
+        return self._q(self._contexts(paths))
+
+    def verify(self, paths) -> Sequence:
+        """Target distributions after every path (rows computed on first access)."""
+        return _LazyRows(self._p, list(self._committed), paths)
+
+    def commit(self, tokens) -> None:
+        """Append the tokens emitted by a block to the committed sequence."""
+        self._committed.extend(int(t) for t in tokens)
 
 
 # ------------------------------------------------------------------------- the runner
 
 
 class _Run:
-    """State of one decoding run (tokens, counters, label caches)."""
+    """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
-    def __init__(self, target, draft, prompt, decoder, L, B, key, N, rng, m, mask):
-        self.p = _probs_fn(target)
-        self.q = _probs_fn(draft) if draft is not None else None
-        self.decoder, self.L, self.B, self.N, self.rng, self.m, self.mask = (
-            decoder, L, B, N, rng, m, mask)
+    def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, mask):
+        self.backend = backend
+        self.decoder, self.L, self.B, self.N, self.rng, self.w, self.mask = (
+            decoder, L, B, N, rng, window, mask)
         self.tokens = [int(t) for t in prompt]
         self.n0 = len(self.tokens)
         self.keyed = decoder in KEYED_DECODERS
         self.digest = key_digest(key) if key is not None else None
+        self.key_id = key_id(self.digest) if self.keyed else None
         self.acc_digest = (key_digest(b"mse_pseudo-acceptance:" + self.digest)
                            if decoder == "mse_pseudo" else None)
+        # whole-prefix labels keep the hash state of the committed tokens
+        self.prefix = (PrefixLabels(self.digest, self.tokens)
+                       if self.keyed and window is None else None)
+        self.acc_prefix = (PrefixLabels(self.acc_digest, self.tokens)
+                           if self.acc_digest is not None and window is None else None)
         self.run_label = _U64(rng.integers(0, 2**64, dtype=np.uint64))
+        self.emitted: list[int] = []
         self.accepted: list[int] = []
+        self.nus: list[int] = []
+        self.dec_ok: list[bool] = []
+        self.dec_pos: list[int] = []
         self.pivots: list[float] = []
         self.drafts: list[np.ndarray] = []
         self.seen: set = set()
         self.n_target_evals = self.n_draft_evals = 0
         self.n_target_contexts = self.n_draft_contexts = 0
+        self.h_len = self.n0  # committed tokens when the current block started
+        self._vindex: dict = {}
+        self._vrows: Sequence = ()
+        backend.reset(self.tokens)
+
+    # -- model evaluation (through the backend only) --------------------------------
+    def draft_step(self, paths):
+        """One batched draft evaluation at one depth (``paths`` relative to the block)."""
+        self.n_draft_evals += 1
+        self.n_draft_contexts += len(paths)
+        return self.backend.draft_step(paths)
+
+    def verify(self, paths):
+        """The block's one batched target evaluation over all its path prefixes."""
+        self.n_target_evals += 1
+        self.n_target_contexts += len(paths)
+        self._vindex = {path: i for i, path in enumerate(paths)}
+        self._vrows = self.backend.verify(paths)
+
+    def p(self, ctx):
+        """The verified target distribution of context ``ctx`` (committed + block path)."""
+        tail = ctx[self.h_len:]
+        path = tuple(tail.tolist() if isinstance(tail, np.ndarray) else tail)
+        try:
+            return self._vrows[self._vindex[path]]
+        except KeyError:  # pragma: no cover - a decoder reading an unverified context
+            raise RuntimeError(f"context path {path} was not verified in this block") from None
 
     # -- labels ---------------------------------------------------------------------
     @property
     def generated(self) -> int:
         return len(self.tokens) - self.n0
 
-    def window(self, ctx):
-        if self.m is None:
+    def win(self, ctx):
+        """The watermark window of ``ctx`` as a tuple (repeat masking)."""
+        if self.w is None:
             return None
-        return tuple(ctx[len(ctx) - self.m:]) if self.m > 0 else ()
+        return tuple(ctx[max(len(ctx) - self.w, 0):]) if self.w > 0 else ()
 
     def position_label(self, t):
         """Unkeyed clocks of absolute position ``t`` (pfr_nowm, masked repeats)."""
         return _U64(_dk.position_label(self.run_label, t))
 
+    def _windowed(self, ctx):
+        arr = np.asarray(ctx, dtype=np.int64)
+        return arr[max(arr.size - self.w, 0):] if self.w > 0 else arr[:0]
+
     def keyed_label(self, ctx):
-        return context_label(self.digest, np.asarray(ctx, dtype=np.int64), self.m)
+        if self.prefix is not None:  # ctx = committed tokens + a path of this block
+            return self.prefix.label(ctx[self.h_len:])
+        return digest_label(self.digest, self._windowed(ctx))
+
+    def acceptance_label(self, ctx):
+        """mse_pseudo: the label of the keyed acceptance coin (second key)."""
+        if self.acc_prefix is not None:
+            return self.acc_prefix.label(ctx[self.h_len:])
+        return digest_label(self.acc_digest, self._windowed(ctx))
 
     def clock_label(self, ctx, path_windows=()):
         """Label whose clocks drive draft and target in context ``ctx``."""
         if self.decoder == "pfr_nowm":
             return self.position_label(len(ctx))
-        if self.mask and self.m is not None:
-            w = self.window(ctx)
+        if self.mask and self.w is not None:
+            w = self.win(ctx)
             if w in self.seen or w in path_windows:
                 return self.position_label(len(ctx))
         return self.keyed_label(ctx)
@@ -296,19 +559,23 @@ class _Run:
             self.pivots.append(float(prf_uniform(self.keyed_label(ctx), y, 0)))
         else:
             self.pivots.append(float("nan"))
-        if self.mask and self.m is not None:
-            self.seen.add(self.window(ctx))
+        if self.mask and self.w is not None:
+            self.seen.add(self.win(ctx))
         self.tokens.append(y)
+
+    def decide(self, nu, ok):
+        """Record a verification decision (after :meth:`emit` of its token)."""
+        self.nus.append(int(nu))
+        self.dec_ok.append(bool(ok))
+        self.dec_pos.append(self.generated - 1)
 
     def ctx_array(self, extra=()):
         return np.array(self.tokens + list(extra), dtype=np.int64)
 
     # -- decoders -------------------------------------------------------------------
     def step_ar(self):
-        ctx = self.ctx_array()
-        p = self.p(ctx)
-        self.n_target_evals += 1
-        self.n_target_contexts += 1
+        self.verify([()])
+        p = self.p(self.tokens)
         if self.decoder == "ar":
             y = _dk.inverse_cdf(p, self.rng.random())
         else:
@@ -317,9 +584,9 @@ class _Run:
         return 1
 
     def _path_windows(self, h, path):
-        if not (self.mask and self.m is not None):
+        if not (self.mask and self.w is not None):
             return ()
-        return {self.window(h + list(path[:i])) for i in range(len(path))}
+        return {self.win(h + list(path[:i])) for i in range(len(path))}
 
     def block_tree(self, ell):
         """pfr / pfr_nowm / mws (B = 1) and mpfr: Alg. 10 with lazy target evaluation."""
@@ -337,9 +604,7 @@ class _Run:
         buf = np.empty(self.B, dtype=np.int64)
         for _ in range(ell):
             nxt: dict = {}
-            for path in level:
-                qv = self.q(np.array(h + list(path), dtype=np.int64))
-                self.n_draft_contexts += 1
+            for path, qv in zip(level, self.draft_step(level), strict=True):
                 k = mult[path]
                 _dk.mpfr_topk(lab(path), qv, k, buf)
                 kids = children.setdefault(path, set())
@@ -347,13 +612,11 @@ class _Run:
                     child = path + (int(t),)
                     nxt[child] = nxt.get(child, 0) + 1
                     kids.add(int(t))
-            self.n_draft_evals += 1
             mult.update(nxt)
             level = list(nxt)
         leaves = sorted(p for p in level for _ in range(mult[p]))
         self.drafts.append(np.array(leaves, dtype=np.int64).reshape(self.B, ell))
-        self.n_target_evals += 1
-        self.n_target_contexts += len(mult)
+        self.verify(list(mult))
         path: tuple = ()
         emitted = 0
         for _ in range(ell):
@@ -361,7 +624,9 @@ class _Run:
             y = int(_dk.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
             self.emit(y, ctx)
             emitted += 1
-            if y not in children.get(path, ()):
+            ok = y in children.get(path, ())
+            self.decide(mult[path], ok)
+            if not ok:
                 return emitted
             path = path + (y,)
         if self.generated < self.N:
@@ -381,8 +646,7 @@ class _Run:
         labs = []
         for s in range(ell):
             ctx = h + xs
-            qv = self.q(np.array(ctx, dtype=np.int64))
-            self.n_draft_contexts += 1
+            qv = self.draft_step([tuple(xs)])[0]
             if self.decoder == "vsps":
                 x = int(_dk.inverse_cdf(qv, us[s, 0]))
                 labs.append(None)
@@ -390,29 +654,28 @@ class _Run:
                 lab = self.clock_label(ctx, path_windows)
                 labs.append(lab)
                 x = int(_dk.race_argmin(lab, qv, 0))
-                if self.mask and self.m is not None:
-                    path_windows.add(self.window(ctx))
+                if self.mask and self.w is not None:
+                    path_windows.add(self.win(ctx))
             xs.append(x)
             qs.append(qv)
-        self.n_draft_evals += ell
         self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
-        self.n_target_evals += 1
-        self.n_target_contexts += ell + 1
+        self.verify([tuple(xs[:i]) for i in range(ell + 1)])
         emitted = 0
         for s in range(ell):
             ctx = h + xs[:s]
             pv = self.p(np.array(ctx, dtype=np.int64))
             x = xs[s]
             if self.decoder == "mse_pseudo":
-                coin = prf_uniform(
-                    context_label(self.acc_digest, np.array(ctx, dtype=np.int64), self.m), 0, 0)
+                coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
             else:
                 coin = us[s, 1]
             emitted += 1
             if coin * qs[s][x] <= pv[x]:
                 self.emit(x, ctx)
+                self.decide(1, True)
                 continue
             self.emit(_dk.residual_sample(pv, qs[s], us[s, 2]), ctx)
+            self.decide(1, False)
             return emitted
         if self.generated < self.N:
             ctx = h + xs
@@ -431,17 +694,13 @@ class _Run:
         cache: dict = {}
         paths = [[] for _ in range(self.B)]
         for s in range(ell):
+            # one batched draft pass over the distinct paths of depth s (first-seen order)
+            todo = list(dict.fromkeys(tuple(pb) for pb in paths))
+            cache.update(zip(todo, self.draft_step(todo), strict=True))
             for b in range(self.B):
-                key = tuple(paths[b])
-                if key not in cache:
-                    cache[key] = self.q(np.array(h + paths[b], dtype=np.int64))
-                    self.n_draft_contexts += 1
-                paths[b].append(int(draw(s, b, cache[key])))
-        self.n_draft_evals += ell
+                paths[b].append(int(draw(s, b, cache[tuple(paths[b])])))
         self.drafts.append(np.array(paths, dtype=np.int64).reshape(self.B, ell))
-        prefixes = {tuple(pb[:i]) for pb in paths for i in range(ell + 1)}
-        self.n_target_evals += 1
-        self.n_target_contexts += len(prefixes)
+        self.verify(list(dict.fromkeys(tuple(pb[:i]) for i in range(ell + 1) for pb in paths)))
         return h, paths, cache
 
     def block_gls(self, ell):
@@ -456,7 +715,9 @@ class _Run:
             y = int(_dk.gls_argmin(labels[s], self.p(np.array(ctx, dtype=np.int64)), active))
             self.emit(y, ctx)
             emitted += 1
+            nu = active.size
             active = np.array([b for b in active if paths[b][s] == y], dtype=np.int64)
+            self.decide(nu, active.size > 0)
             if active.size == 0:
                 return emitted
         if self.generated < self.N:
@@ -482,6 +743,7 @@ class _Run:
                                          us[s, 0, 2])
             self.emit(y, ctx)
             emitted += 1
+            self.decide(active.size, ok)
             if not ok:
                 return emitted
             active = np.array([b for b in active if paths[b][s] == y], dtype=np.int64)
@@ -497,6 +759,8 @@ class _Run:
         blocks = 0
         while self.generated < self.N and (max_blocks is None or blocks < max_blocks):
             ell = min(self.L, self.N - self.generated)
+            self.h_len = len(self.tokens)
+            n_dec = len(self.dec_ok)
             if d in _NO_DRAFT:
                 k = self.step_ar()
             elif d in ("pfr", "pfr_nowm", "mpfr", "mws"):
@@ -507,12 +771,23 @@ class _Run:
                 k = self.block_gls(ell)
             else:
                 k = self.block_specinfer(ell)
-            self.accepted.append(k)
+            self.emitted.append(k)
+            self.accepted.append(sum(self.dec_ok[n_dec:]))
+            new = self.tokens[self.h_len:]
+            self.backend.commit(new)
+            if self.prefix is not None:
+                self.prefix.extend(new)
+            if self.acc_prefix is not None:
+                self.acc_prefix.extend(new)
             blocks += 1
         return DecodeResult(
             tokens=np.array(self.tokens, dtype=np.int64),
             prompt_length=self.n0,
-            accepted=np.array(self.accepted, dtype=np.int64),
+            emitted_per_block=np.array(self.emitted, dtype=np.int64),
+            accepted_per_block=np.array(self.accepted, dtype=np.int64),
+            nu=np.array(self.nus, dtype=np.int64),
+            decision_accepted=np.array(self.dec_ok, dtype=bool),
+            decision_position=np.array(self.dec_pos, dtype=np.int64),
             n_target_evals=self.n_target_evals,
             n_draft_evals=self.n_draft_evals,
             n_target_contexts=self.n_target_contexts,
@@ -520,55 +795,71 @@ class _Run:
             pivots=np.array(self.pivots, dtype=np.float64),
             drafts=tuple(self.drafts),
             decoder=d,
+            L=self.L,
+            B=self.B,
+            watermark=WatermarkConfig(self.key_id, self.w, self.mask),
         )
 
 
-def _decode(target, draft, prompt, decoder, *, L=4, B=1, key=None, max_new_tokens=64, seed=0,
-            context_length=None, mask_repeats=False, max_blocks=None):
-    target, draft, prompt, decoder, L, B, N, m = _validate(
-        target, draft, prompt, decoder, L, B, key, max_new_tokens, context_length)
-    if not isinstance(mask_repeats, bool | np.bool_):
-        raise ValueError(f"mask_repeats: must be a bool, got {mask_repeats!r}")
-    mask = bool(mask_repeats)
-    rng = as_rng(seed)
-    return _Run(target, draft, prompt, decoder, L, B, key, N, rng, m, mask).run(max_blocks)
+# ------------------------------------------------------------------------- public API
 
 
+@renamed_kwargs(context_length="window")
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
-                       max_new_tokens=64, seed=0, context_length=None,
-                       mask_repeats=False) -> DecodeResult:
+                       max_new_tokens=64, seed=0, window=None, mask_repeats=False,
+                       max_blocks=None, backend=None) -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
     Parameters
     ----------
-    target, draft : SyntheticLM or MarkovLM
-        Target and draft models with equal vocabulary sizes (``draft`` may be None for
-        ``"ar"`` and ``"basic_uwm"``).
+    target, draft : models
+        Target and draft models with equal vocabulary sizes: any objects of the model
+        protocol of :mod:`specbound.sim.models` (``vocab_size`` and ``next_distribution``),
+        e.g. :class:`~specbound.sim.models.SyntheticLM`,
+        :class:`~specbound.sim.models.MarkovLM`, :class:`~specbound.sim.models.CachedLM`.
+        ``draft`` may be None for ``"ar"`` and ``"basic_uwm"``.
     prompt : sequence of int
         Prompt token ids in ``[0, vocab_size)`` (may be empty).
     decoder : str
         One of :data:`DECODERS` (see the module docstring for each algorithm).
     L : int >= 1
         Lookahead (draft length per block).
-    B : int >= 1
+    B : int, 1 <= B <= 1024
         Number of drafts; B > 1 only for ``"mpfr"``, ``"invariant"``, ``"specinfer"``.
     key : int, str or bytes
         Secret key; required by the keyed decoders (:data:`KEYED_DECODERS`), ignored by the
         others.
-    max_new_tokens : int >= 0
-        Number of tokens to generate.
+    max_new_tokens : int, 0 <= max_new_tokens <= 100,000
+        Number of tokens to generate (:data:`MAX_NEW_TOKENS`: the block loop is Python).
     seed : int, SeedSequence or Generator
         Source of the unkeyed randomness (SPEC 7); results are bit-for-bit reproducible.
-    context_length : int or None
-        Window ``m`` of the keyed context labels (None: the whole prefix); must match the
-        detector's ``context_length``.
+    window : int >= 0 or None
+        The watermark's context window: keyed labels hash the last ``window`` tokens (None:
+        the whole prefix).  Recorded in ``result.watermark``, from which
+        :func:`specbound.sim.detect.detect` takes it.  (``context_length=`` is its deprecated
+        name; a model's own window is its ``context_length``.)
     mask_repeats : bool
         Use unkeyed clocks at positions whose context window already occurred (module
         docstring).
+    max_blocks : int >= 1 or None
+        Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
+        drafter-invariance checks run single blocks this way.
+    backend : DecodeBackend or None
+        The model evaluation (module docstring, "Backend protocol"); None builds a
+        :class:`SyntheticBackend` on ``target`` and ``draft``.  A custom backend must return
+        the distributions of the same models (the decision logic is shared, so the same
+        distributions give the same tokens).
 
     Returns
     -------
     DecodeResult
+
+    Raises
+    ------
+    ValueError
+        An argument out of range, named in the message (unknown decoder, ``B > 1`` for a
+        single-draft decoder, missing key, vocabulary mismatch, prompt ids out of range,
+        sizes above the documented limits, ...).
 
     Notes
     -----
@@ -576,134 +867,178 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     autoregressive law, for the keyed decoders when the key is random (each distinct context
     gets independent clocks).  With a fixed key and repeated context windows the keyed
     decoders reuse clocks (the known repeated-context bias of keyed watermarks); use
-    ``mask_repeats`` or ``context_length=None`` to avoid it.  ``pfr``, ``mpfr`` and ``mws``
-    emit exactly the ``basic_uwm`` sequence for every drafter (seed 000 Prop. C.3).
+    ``mask_repeats`` or ``window=None`` to avoid it.  ``pfr``, ``mpfr`` and ``mws``
+    emit exactly the ``basic_uwm`` sequence for every drafter (Liu, Wan, Gao & Gündüz 2026,
+    arXiv:2609.21858, Prop. C.3).
     """
-    return _decode(target, draft, prompt, decoder, L=L, B=B, key=key,
-                   max_new_tokens=max_new_tokens, seed=seed, context_length=context_length,
-                   mask_repeats=mask_repeats)
+    target, draft, prompt, decoder, L, B, N, w = _validate(
+        target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
+    mask = as_bool(mask_repeats, "mask_repeats")
+    if max_blocks is not None:
+        max_blocks = as_int(max_blocks, "max_blocks", min_value=1)
+    rng = as_rng(seed)
+    if backend is None:
+        backend = SyntheticBackend(target, draft)
+    elif not isinstance(backend, DecodeBackend):
+        raise ValueError(
+            f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
+            f"got {type(backend).__name__}"
+        )
+    return _Run(backend, prompt, decoder, L, B, key, N, rng, w, mask).run(max_blocks)
 
 
-# --------------------------------------------------------------- theory: tokens per block
-
-
-def _race_joint(p, q):
-    """``P(X = Y = i)`` of the exponential race: ``1 / sum_j max(p_j/p_i, q_j/q_i)``."""
-    out = np.zeros_like(p)
-    for i in np.flatnonzero((p > 0) & (q > 0)):
-        out[i] = 1.0 / np.sum(np.maximum(p / p[i], q / q[i]))
-    return out
-
-
-def mpfr_multiplicity_law(p, q, nu) -> np.ndarray:
-    """Joint law of the MPFR target winner and its multiplicity among ``nu`` drafts.
-
-    Returns ``J`` with ``J[i, k] = P(Y = i, N_i = k)``, ``k = 0..nu``, where
-    ``Y = argmin_v G_{v,1}/p_v`` and ``N_i`` is the number of the ``nu`` direct MPFR drafts
-    (seed 000 Alg. 6 on ``q``) equal to ``i``.
-
-    Derivation (extends the sketch of MATH.md §2.2): given ``Y = i`` and ``G_{i,1} = g``
-    (density ``e^{-g/p_i}``), token ``j``'s draft arrivals form a Poisson process of rate
-    ``q_j`` on score times ``t > g p_j / (p_i q_j)``, and ``i``'s ``k``-th draft arrival is at
-    ``(g + Gamma_{k-1}) / q_i``.  Hence ``N_i >= k`` iff at most ``nu - k`` other arrivals
-    precede it:
-    ``P(Y=i, N_i>=k) = int_0^inf e^{-g/p_i} E[F_Pois(nu-k; Lambda(g, Gamma_{k-1}))] dg`` with
-    ``Lambda(g, s) = sum_{j != i} (q_j (g + s)/q_i - g p_j/p_i)_+``.  ``k = 1`` has the closed
-    form ``p_i (1 - (alpha_i/(1+alpha_i))^nu)``; ``k >= 2`` is a nested adaptive quadrature
-    (scipy ``quad``, split at the kinks of ``Lambda``).
-    """
-    from scipy import integrate, special, stats
-
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    n = p.shape[0]
-    ge = np.zeros((n, nu + 2))  # ge[i, k] = P(Y = i, N_i >= k)
-    for i in np.flatnonzero(p > 0):
-        ge[i, 0] = p[i]
-        if q[i] <= 0:
-            continue
-        others = np.arange(n) != i
-        qj, pj = q[others], p[others]
-        a = np.sum(np.maximum(qj / q[i] - pj / p[i], 0.0))  # alpha_i / p_i
-        alpha = a * p[i]
-        ge[i, 1] = p[i] * (1.0 - (alpha / (1.0 + alpha)) ** nu)
-        for k in range(2, nu + 1):
-            def inner(s, k=k, qj=qj, pj=pj, i=i):
-                slope = qj / q[i] - pj / p[i]
-                icpt = qj * s / q[i]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    kinks = np.where(slope < 0, -icpt / slope, np.nan)
-                kinks = np.sort(kinks[np.isfinite(kinks) & (kinks > 0)])
-
-                def f(g):
-                    lam = np.sum(np.maximum(icpt + slope * g, 0.0))
-                    return np.exp(-g / p[i]) * special.pdtr(nu - k, lam)
-
-                edges = np.concatenate([[0.0], kinks])
-                val = 0.0
-                for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-                    val += integrate.quad(f, lo, hi, epsabs=1e-11, epsrel=1e-8)[0]
-                val += integrate.quad(f, edges[-1], np.inf, epsabs=1e-11, epsrel=1e-8)[0]
-                return val * stats.gamma.pdf(s, k - 1)
-
-            ge[i, k] = integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7,
-                                      limit=200)[0]
-    return ge[:, :-1] - ge[:, 1:]
+def _model_window(target, draft):
+    """Common window of two models for memoising (None if either depends on all tokens)."""
+    ws = [getattr(m, "context_length", None) for m in (target, draft)]
+    if any(not isinstance(x, int | np.integer) or isinstance(x, bool) for x in ws):
+        return None
+    return int(max(ws))
 
 
 def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     """Exact expected number of tokens emitted by one block (theory for the AATPS).
 
-    Propagates the exact per-context acceptance along the block by recursion over the draft
-    paths: ``E_d(c) = 1 + sum_x P(accept x | c) E_{d-1}(c x)`` with ``E_0 = 1`` (bonus), where
-    ``P(accept x)`` is ``min(p_x, q_x)`` (``vsps``, ``mse``, ``mse_pseudo``: Alg. 1, total
-    1 - TV), ``1 / sum_j max(p_j/p_x, q_j/q_x)`` (``pfr``, ``pfr_nowm``, ``mws``: exponential
-    race) or, for ``mpfr``, the joint law of the winner and its multiplicity
-    (:func:`mpfr_multiplicity_law`), the child inheriting that multiplicity.
+    The model-object form of :func:`specbound.theory.blocks.expected_block_tokens`: the
+    per-context coupling is ``DECODER_SCHEME[decoder]`` (``min(p, q)`` for ``vsps``,
+    ``mse``, ``mse_pseudo``; the exponential race for ``pfr``, ``pfr_nowm``, ``mws``; the
+    joint law of the winner and its multiplicity, :func:`specbound.theory.blocks.
+    mpfr_multiplicity_law`, for ``mpfr``), and the enumeration is memoised by the models'
+    window (``context_length``, 1 for a :class:`~specbound.sim.models.MarkovLM`).
 
     Assumes independent clocks in distinct contexts (a random key and distinct context labels,
-    e.g. ``context_length=None``) and a full block (``max_new_tokens >= L + 1``).  Enumerates
-    up to ``n^L`` paths (memoised by state for a :class:`MarkovLM`), so it is meant for small
-    vocabularies.
+    e.g. ``window=None``) and a full block (``max_new_tokens >= L + 1``).  Meant for small
+    vocabularies (at most 1e6 enumerated context states).
+
+    Raises
+    ------
+    ValueError
+        ``decoder`` without an exact block law (``ar``, ``basic_uwm``, ``invariant``,
+        ``specinfer``), ``B > 1`` for a single-draft decoder, invalid models or prompt, or an
+        enumeration that is too large (named ``L``).
     """
-    dec = as_choice(decoder, "decoder",
-                    ("vsps", "mse", "mse_pseudo", "pfr", "pfr_nowm", "mws", "mpfr"))
+    allowed = tuple(d for d in DECODERS if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr"))
+    dec = as_choice(decoder, "decoder", allowed)
     target, draft, prompt, dec, L, B, _, _ = _validate(
-        target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, L + 1, None)
-    n = target.vocab_size
+        target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, 0, None)
     markov = isinstance(target, MarkovLM) and isinstance(draft, MarkovLM)
-    if not markov and float(n) ** L > 1e6:
-        raise ValueError(f"L: enumerating {n}^{L} draft paths is too many (limit 1e6)")
-    pf, qf = _probs_fn(target), _probs_fn(draft)
-    h = [int(t) for t in prompt]
-    memo: dict = {}
-    laws: dict = {}
+    window = 1 if markov else _model_window(target, draft)
 
-    def law(ctx, nu):
-        state = (ctx[-1] if ctx else -1) if markov else tuple(ctx)
-        if (state, nu) not in laws:
-            c = np.array(ctx, dtype=np.int64)
-            p, q = pf(c), qf(c)
-            if dec in ("vsps", "mse", "mse_pseudo"):
-                laws[(state, nu)] = np.minimum(p, q)[:, None]
-            elif dec in ("pfr", "pfr_nowm", "mws"):
-                laws[(state, nu)] = _race_joint(p, q)[:, None]
-            else:
-                laws[(state, nu)] = mpfr_multiplicity_law(p, q, nu)[:, 1:]
-        return laws[(state, nu)]
+    def p_fn(ctx):
+        return next_distributions(target, [ctx], validate=False)[0]
 
-    def E(ctx, d, nu):
-        if d == 0:
-            return 1.0
-        state = ((ctx[-1] if ctx else -1) if markov else tuple(ctx), d, nu)
-        if state not in memo:
-            J = law(ctx, nu)
-            tot = 1.0
-            for x in range(n):
-                for k in range(J.shape[1]):
-                    if J[x, k] > 0:
-                        tot += J[x, k] * E(ctx + [x], d - 1, k + 1)
-            memo[state] = tot
-        return memo[state]
+    def q_fn(ctx):
+        return next_distributions(draft, [ctx], validate=False)[0]
 
-    return E(h, L, B)
+    return float(_theory_block_tokens(p_fn, q_fn, prompt, DECODER_SCHEME[dec], L=L, B=B,
+                                      context_length=window))
+
+
+def acceptance_compensator(results, target, draft, *, blocks=None):
+    """Per-block accepted drafts and their exact compensator (the theory of the AATPS).
+
+    At decision ``s`` of a block (context ``c_s``, ``nu_s`` consistent drafts, both recorded
+    by the decoder in :class:`DecodeResult`), the decoder accepts with conditional
+    probability ``a_s = exact_acceptance(p(c_s), q(c_s), DECODER_SCHEME[decoder], nu_s)``
+    given everything before the decision, because the clocks or coins of a context not yet
+    decided are fresh (distinct context labels, per-position unkeyed labels).  Hence
+    ``sum_s (1[accept_s] - a_s)`` is a sum of martingale differences: the compensator
+    ``sum_s a_s`` is an unbiased prediction of the accepted drafts of a block, with no
+    independence or stationarity assumption on the contexts.  Replacing every block's
+    accepted count by its compensator gives an unbiased theory prediction of the AATPS; the
+    per-block differences are uncorrelated, so their standard error gives its z-score.
+
+    ``mpfr`` and ``invariant`` decisions with ``nu = 1`` use the exponential race (MPFR and
+    GLS with one draft are the race).  ``exact_acceptance`` for ``"gls"`` is a quadrature
+    (slow): restrict with ``blocks``.
+
+    Parameters
+    ----------
+    results : DecodeResult or sequence of DecodeResult
+        Runs of one decoder of :data:`DECODER_SCHEME` (prompt index = position in the
+        sequence).
+    target, draft : models
+        The models used for the runs (wrapped in a :class:`~specbound.sim.models.CachedLM` or
+        not).
+    blocks : set of (prompt, block) pairs, optional
+        Restrict the theory to these blocks.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, columns ``prompt, block, emitted, accepted, n_decisions,
+        predicted, a_first``: emitted tokens, accepted drafts, number of decisions, the
+        compensator, and the acceptance at the block's first decision (all ``B`` drafts).
+
+    Raises
+    ------
+    ValueError
+        ``results`` empty, not decoding results, from several decoders or from a decoder
+        without a per-context scheme (``ar``, ``basic_uwm``, ``specinfer``).
+    """
+    import pandas as pd
+
+    from specbound.theory import exact_acceptance
+
+    if isinstance(results, DecodeResult):
+        results = [results]
+    try:
+        results = list(results)
+    except TypeError:
+        raise ValueError("results: must be a DecodeResult or a sequence of them") from None
+    if not results or not all(isinstance(r, DecodeResult) for r in results):
+        raise ValueError("results: must be a non-empty sequence of DecodeResult")
+    decs = {r.decoder for r in results}
+    if len(decs) != 1:
+        raise ValueError(f"results: runs of one decoder expected, got {sorted(decs)}")
+    decoder = decs.pop()
+    if decoder not in DECODER_SCHEME:
+        raise ValueError(
+            f"results: decoder {decoder!r} has no per-context acceptance scheme; supported: "
+            f"{sorted(DECODER_SCHEME)}"
+        )
+    target = as_language_model(target, "target")
+    draft = as_language_model(draft, "draft")
+    scheme = DECODER_SCHEME[decoder]
+    rows = []
+    ctx_rows: list[tuple[int, np.ndarray, int]] = []  # (row index, context, nu)
+    for i, res in enumerate(results):
+        toks = np.asarray(res.tokens)
+        n0 = res.prompt_length
+        blk = res.block_of_decision()
+        for b, k in enumerate(res.emitted_per_block):
+            if blocks is not None and (i, b) not in blocks:
+                continue
+            sel = np.flatnonzero(blk == b)
+            r = len(rows)
+            rows.append({"prompt": i, "block": b, "emitted": int(k),
+                         "accepted": int(res.accepted_per_block[b]),
+                         "n_decisions": int(sel.size)})
+            for j in sel:
+                ctx_rows.append((r, toks[:n0 + int(res.decision_position[j])], int(res.nu[j])))
+    pred = np.zeros(len(rows))
+    first = np.full(len(rows), np.nan)
+    if ctx_rows:
+        P = next_distributions(target, [c for _, c, _ in ctx_rows])
+        Q = next_distributions(draft, [c for _, c, _ in ctx_rows])
+        nus = np.array([nu for _, _, nu in ctx_rows])
+        a = np.empty(len(ctx_rows))
+        for nu in np.unique(nus):
+            sel = nus == nu
+            sch = scheme if nu > 1 or scheme in ("sd", "exp_race") else "exp_race"
+            a[sel] = np.atleast_1d(exact_acceptance(P[sel], Q[sel], sch, int(nu)))
+        seen = set()
+        for (r, _, _), val in zip(ctx_rows, a, strict=True):
+            pred[r] += val
+            if r not in seen:
+                first[r] = val
+                seen.add(r)
+    df = pd.DataFrame(rows, columns=["prompt", "block", "emitted", "accepted", "n_decisions"])
+    df["predicted"] = pred
+    df["a_first"] = first
+    return df
+
+
+#: moved to :mod:`specbound.theory.blocks` (deprecated aliases for one release)
+__getattr__ = module_aliases(__name__, {
+    "mpfr_multiplicity_law": "specbound.theory.blocks:mpfr_multiplicity_law",
+})

@@ -1,35 +1,56 @@
-"""Watermark detection from keyed pivots (seed 000 §4.1, Alg. 8, App. E; MATH.md §4).
+"""Watermark detection from keyed pivots (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858,
+§4.1, Alg. 8, App. E).
 
 The keyed generators of this package (``basic_uwm``, ``pfr``, ``mpfr``, ... in
 :func:`specbound.sim.speculative_decode`) give token ``v`` in context ``c`` the first
-arrival time ``E_{v,1} = -log(prf_uniform(context_label(key, c, m), v, 0))`` and emit
+arrival time ``E_{v,1} = -log(prf_uniform(context_label(key, c, window), v, 0))`` and emit
 ``argmin_v E_{v,1} / P(v)`` (the exponential race / Gumbel-max watermark).  The detector
 recovers, at every position ``t`` after the prompt, the pivot
 
-    ``U_t = exp(-E_{w_t,1}) = prf_uniform(context_label(key, tokens[:t], m), w_t, 0)``,
+    ``U_t = exp(-E_{w_t,1}) = prf_uniform(context_label(key, tokens[:t], window), w_t, 0)``,
 
 which is U(0, 1) under H0 (text not generated with the key) and concentrates near 1 under
-the watermark, and scores the pivots with :mod:`specbound.theory.watermark`.
+the watermark, and scores the pivots with :mod:`specbound.theory.watermark` (Aaronson's
+score with its exact Gamma null; the U-score of Hu & Huang 2024; the scores of Li et al.
+2025 and Lattimore 2026).
 
 Repeated contexts reuse the same keyed randomness, so their pivots are not independent; with
 ``dedup=True`` each (context window, token) pair is scored once (the habit of the
 three_bricks detectors), which keeps the H0 law of the pivots exactly i.i.d. U(0, 1) for a
 fixed key drawn at random.
+
+Every function accepts a :class:`~specbound.sim.decode.DecodeResult` (or any result with
+``tokens``, ``prompt_length`` and ``watermark``) in place of the token sequence: the prompt
+length and the watermark window are then taken from it, and an explicit ``window`` that
+differs from the result's raises ``ValueError`` (decoding with one window and detecting with
+another cannot happen silently).  With a result the key is the second positional argument:
+``detect(result, key)``.
 """
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from specbound._validation import as_int
-from specbound.sim.prf import context_label, key_digest, prf_uniform_numpy
+from specbound._deprecation import renamed_kwargs, warn_deprecated
+from specbound._validation import as_bool, as_int
+from specbound.results import ResultBatch
+from specbound.sim.prf import PrefixLabels, as_window, digest_label, key_digest, prf_uniform_numpy
 from specbound.theory.watermark import null_log_sf, parse_score_params, token_scores
 
-__all__ = ["DetectionBatch", "DetectionResult", "detect", "detect_many", "keyed_pivots"]
+__all__ = ["DetectionBatch", "DetectionResult", "Pivots", "detect", "detect_many",
+           "keyed_pivots"]
+
+
+class _FromResult:
+    """Default of ``window``: the result's window, or None (whole prefix) for plain tokens."""
+
+    def __repr__(self) -> str:
+        return "<the result's window; None for token sequences>"
+
+
+_FROM_RESULT = _FromResult()
 
 
 @dataclass(frozen=True)
@@ -63,12 +84,21 @@ class DetectionResult:
     score_name: str
 
 
-@dataclass(frozen=True)
-class DetectionBatch:
-    """Result of :func:`detect_many`: one entry per sequence (arrays of equal length).
+@dataclass(frozen=True, eq=False)
+class DetectionBatch(ResultBatch):
+    """Result of :func:`detect_many`: one entry per sequence (the batched-result pattern).
 
-    ``pivots`` and ``positions`` are lists of 1-D arrays; :meth:`to_frame` gives a
-    DataFrame with columns ``score``, ``log_pvalue``, ``anlppt``, ``n_scored``.
+    ``len(batch)`` sequences; ``batch[i]`` is the :class:`DetectionResult` of sequence ``i``;
+    :meth:`to_frame` gives a DataFrame with columns ``score``, ``log_pvalue``, ``anlppt``,
+    ``n_scored``.
+
+    Attributes
+    ----------
+    score, log_pvalue, anlppt : ndarray of float64
+    n_scored : ndarray of int64
+    pivots, positions : list of ndarray
+        Per sequence, the scored pivots and their token indices.
+    score_name : str
     """
 
     score: np.ndarray
@@ -79,15 +109,54 @@ class DetectionBatch:
     positions: list
     score_name: str
 
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "score": self.score,
-                "log_pvalue": self.log_pvalue,
-                "anlppt": self.anlppt,
-                "n_scored": self.n_scored,
-            }
-        )
+    _item_fields = ("score", "log_pvalue", "anlppt", "n_scored", "pivots", "positions")
+    _item_type = DetectionResult
+    _frame_fields = ("score", "log_pvalue", "anlppt", "n_scored")
+
+
+@dataclass(frozen=True, eq=False)
+class Pivots(ResultBatch):
+    """Result of :func:`keyed_pivots`: the scored pivots and their token indices.
+
+    ``len(p)`` is the number of scored positions; :meth:`to_frame` gives the columns
+    ``pivots`` and ``positions``.  For one release it still unpacks like the tuple that
+    :func:`keyed_pivots` used to return (``U, positions = keyed_pivots(...)``, and ``p[0]``,
+    ``p[1]``), with a :class:`DeprecationWarning`; use the attributes.
+
+    Attributes
+    ----------
+    pivots : ndarray of float64
+        Pivots ``U_t`` in (0, 1), in position order.
+    positions : ndarray of int64
+        The scored token indices ``t``.
+    """
+
+    pivots: np.ndarray
+    positions: np.ndarray
+
+    _item_fields = ("pivots", "positions")
+
+    @property
+    def n_scored(self) -> int:
+        """Number of scored positions."""
+        return int(self.pivots.size)
+
+    def _warn_tuple(self) -> None:
+        warn_deprecated("using the result of keyed_pivots as a (pivots, positions) tuple",
+                        "keyed_pivots(...).pivots and .positions", stacklevel=4)
+
+    def __iter__(self):
+        self._warn_tuple()
+        return iter((self.pivots, self.positions))
+
+    def __getitem__(self, i):
+        if isinstance(i, int | np.integer) and not isinstance(i, bool) and -2 <= i <= 1:
+            self._warn_tuple()
+            return (self.pivots, self.positions)[i]
+        raise IndexError(f"Pivots index must be 0 or 1 (deprecated tuple access), got {i!r}")
+
+
+# ------------------------------------------------------------------------- validation
 
 
 def _as_tokens(tokens, name: str = "tokens") -> np.ndarray:
@@ -105,89 +174,138 @@ def _as_tokens(tokens, name: str = "tokens") -> np.ndarray:
     return arr
 
 
-def _as_context_length(m):
-    if m is None:
-        return None
-    if isinstance(m, bool | np.bool_) or not isinstance(m, numbers.Integral) or m < 0:
-        raise ValueError(f"context_length: must be None or an integer >= 0, got {m!r}")
-    return int(m)
+def _is_result(x) -> bool:
+    return all(hasattr(x, a) for a in ("tokens", "prompt_length", "watermark"))
 
 
-def _pivots(tok: np.ndarray, prompt_length: int, digest, m, dedup: bool):
+def _resolve(tokens, prompt_length, key, window, name="tokens"):
+    """``(tokens array, prompt_length, key, window)`` for a sequence or a decoding result."""
+    if _is_result(tokens):
+        res = tokens
+        if key is None:  # detect(result, key): the key is the second positional argument
+            key, prompt_length = prompt_length, None
+        if prompt_length is not None and as_int(prompt_length, "prompt_length") != int(
+            res.prompt_length
+        ):
+            raise ValueError(
+                f"prompt_length: {prompt_length!r} conflicts with the result's prompt length "
+                f"{res.prompt_length}"
+            )
+        wm_window = res.watermark.window
+        if window is _FROM_RESULT:
+            window = wm_window
+        elif as_window(window) != wm_window:
+            raise ValueError(
+                f"window: {window!r} differs from the window {wm_window!r} the sequence was "
+                f"decoded with (omit window to use the result's)"
+            )
+        tok = _as_tokens(res.tokens, name)
+        prompt_length = int(res.prompt_length)
+    else:
+        tok = _as_tokens(tokens, name)
+        if prompt_length is None:
+            raise ValueError("prompt_length: required for a token sequence (an integer >= 0)")
+        if window is _FROM_RESULT:
+            window = None
+    if key is None:
+        raise ValueError("key: the detection key is required (int, str or bytes)")
+    prompt_length = as_int(prompt_length, "prompt_length", min_value=0, max_value=tok.size)
+    return tok, prompt_length, key, as_window(window)
+
+
+def _pivots(tok: np.ndarray, prompt_length: int, digest, window, dedup: bool) -> Pivots:
     """Keyed pivots of positions prompt_length..len-1 (validated input)."""
     labels = []
     positions = []
-    seen = set()
-    for t in range(prompt_length, tok.size):
-        lo = 0 if m is None else max(0, t - m)
-        window = tok[lo:t]
-        if dedup and m is not None:
-            key = (window.tobytes(), int(tok[t]))
-            if key in seen:
-                continue
-            seen.add(key)
-        labels.append(context_label(digest, window))
-        positions.append(t)
+    if window is None:
+        # whole-prefix labels: keep the hash state along the sequence (O(1) per position)
+        prefix = PrefixLabels(digest, tok[:prompt_length])
+        for t in range(prompt_length, tok.size):
+            labels.append(prefix.label())
+            positions.append(t)
+            prefix.extend(tok[t:t + 1])
+    else:
+        seen = set()
+        for t in range(prompt_length, tok.size):
+            ctx = tok[max(0, t - window):t]
+            if dedup:
+                key = (ctx.tobytes(), int(tok[t]))
+                if key in seen:
+                    continue
+                seen.add(key)
+            labels.append(digest_label(digest, ctx))
+            positions.append(t)
     positions = np.asarray(positions, dtype=np.int64)
     if not labels:
-        return np.zeros(0), positions
+        return Pivots(np.zeros(0), positions)
     U = prf_uniform_numpy(np.asarray(labels, dtype=np.uint64), tok[positions], 0)
-    return U, positions
+    return Pivots(U, positions)
 
 
-def keyed_pivots(tokens, prompt_length, key, *, context_length=None, dedup=True):
+# ------------------------------------------------------------------------- public API
+
+
+@renamed_kwargs(context_length="window")
+def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
+                 dedup=True) -> Pivots:
     """Per-position keyed pivots ``U_t = exp(-E_{w_t,1})`` of a token sequence.
 
     Parameters
     ----------
-    tokens : sequence of int
+    tokens : sequence of int, or a DecodeResult
         The full sequence (prompt followed by the generated tokens), as
-        ``speculative_decode(...).tokens`` returns it.
+        ``speculative_decode(...).tokens`` returns it; or the result itself (then call
+        ``keyed_pivots(result, key)``).
     prompt_length : int
-        Number of leading prompt tokens (not scored), ``0 <= prompt_length <= len(tokens)``.
+        Number of leading prompt tokens (not scored), ``0 <= prompt_length <= len(tokens)``;
+        taken from a result.
     key : int, str or bytes
         The secret key.
-    context_length : int or None
-        Watermark context window ``m``: the label of position ``t`` hashes
-        ``tokens[t-m:t]`` (fewer at the start; ``None``: the whole prefix).  Must match the
-        generator's window.
+    window : int >= 0 or None
+        Watermark context window: the label of position ``t`` hashes ``tokens[t-window:t]``
+        (fewer at the start; None: the whole prefix).  Must match the generator's window;
+        default: a result's window, None for a token sequence.  (``context_length=`` is its
+        deprecated name.)
     dedup : bool
         Score each (context window, token) pair once (first occurrence).  Has no effect for
-        ``context_length=None``, where every prefix is distinct.
+        ``window=None``, where every prefix is distinct.
 
     Returns
     -------
-    (pivots, positions) : tuple of numpy.ndarray
-        Pivots in (0, 1) and the scored token indices.
+    Pivots
+        ``pivots`` in (0, 1) and the scored token indices ``positions``.
 
     Raises
     ------
     ValueError
-        ``tokens`` not 1-D non-negative integers; ``prompt_length`` out of range; ``key`` of
-        an unsupported type; ``context_length`` negative or not an integer.
+        ``tokens`` not 1-D non-negative integers; ``prompt_length`` missing or out of range;
+        ``key`` missing or of an unsupported type; ``window`` negative, not an integer, or
+        different from a result's; ``dedup`` not a bool.
     """
-    tok = _as_tokens(tokens)
-    prompt_length = as_int(prompt_length, "prompt_length", min_value=0, max_value=tok.size)
-    m = _as_context_length(context_length)
-    digest = key_digest(key)
-    return _pivots(tok, prompt_length, digest, m, bool(dedup))
+    tok, prompt_length, key, window = _resolve(tokens, prompt_length, key, window)
+    dedup = as_bool(dedup, "dedup")
+    return _pivots(tok, prompt_length, key_digest(key), window, dedup)
 
 
+@renamed_kwargs(context_length="window")
 def detect(
     tokens,
-    prompt_length,
-    key,
+    prompt_length=None,
+    key=None,
     *,
-    context_length=None,
+    window=_FROM_RESULT,
     score: str = "aaronson",
     dedup: bool = True,
     **score_params,
 ) -> DetectionResult:
-    """Detect the keyed watermark in one token sequence (seed 000 Alg. 8, App. E).
+    """Detect the keyed watermark in one token sequence (Liu et al. 2026, Alg. 8, App. E).
+
+    Call as ``detect(tokens, prompt_length, key, window=...)`` or ``detect(result, key)``
+    with a :class:`~specbound.sim.decode.DecodeResult` (prompt length and window from it).
 
     Parameters
     ----------
-    tokens, prompt_length, key, context_length, dedup
+    tokens, prompt_length, key, window, dedup
         As in :func:`keyed_pivots`.
     score : {"aaronson", "u", "li", "lattimore"}
         The score; ``score_params`` are passed on (``delta`` for ``"li"``, ``epsilon`` for
@@ -207,8 +325,8 @@ def detect(
         Invalid input (see :func:`keyed_pivots`), unknown score or invalid score parameters.
     """
     score, params = parse_score_params(score, score_params)
-    U, pos = keyed_pivots(tokens, prompt_length, key, context_length=context_length, dedup=dedup)
-    return _result(U, pos, score, params)
+    piv = keyed_pivots(tokens, prompt_length, key, window=window, dedup=dedup)
+    return _result(piv.pivots, piv.positions, score, params)
 
 
 def _result(U, pos, score, params) -> DetectionResult:
@@ -220,12 +338,13 @@ def _result(U, pos, score, params) -> DetectionResult:
     return DetectionResult(S, lp, -lp / M + 0.0, M, U, pos, score)
 
 
+@renamed_kwargs(context_length="window")
 def detect_many(
     sequences,
-    prompt_length,
-    key,
+    prompt_length=None,
+    key=None,
     *,
-    context_length=None,
+    window=_FROM_RESULT,
     score: str = "aaronson",
     dedup: bool = True,
     **score_params,
@@ -234,11 +353,13 @@ def detect_many(
 
     Parameters
     ----------
-    sequences : 2-D array_like of int or sequence of 1-D sequences
-        One token sequence per row (ragged allowed).
+    sequences : 2-D array_like of int, sequence of 1-D sequences, or sequence of results
+        One token sequence per row (ragged allowed), or decoding results (then call
+        ``detect_many(results, key)``: prompt lengths and the window come from the results,
+        which must share one window).
     prompt_length : int or sequence of int
         Prompt length of every sequence (one value for all, or one per sequence).
-    key, context_length, score, dedup, **score_params
+    key, window, score, dedup, **score_params
         As in :func:`detect`.
 
     Returns
@@ -252,7 +373,8 @@ def detect_many(
     ------
     ValueError
         ``sequences`` empty or not integer sequences; ``prompt_length`` of the wrong length
-        or out of range; as in :func:`detect` otherwise.
+        or out of range; results with different windows, or a ``window`` that differs from
+        theirs; as in :func:`detect` otherwise.
     """
     score, params = parse_score_params(score, score_params)
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
@@ -264,25 +386,45 @@ def detect_many(
             raise ValueError("sequences: must be a 2-D array or a list of sequences") from None
     if not rows:
         raise ValueError("sequences: must contain at least one sequence")
-    toks = [_as_tokens(r, "sequences") for r in rows]
-    pl = np.asarray(prompt_length)
-    if pl.ndim == 0:
-        pls = [pl.item()] * len(toks)
-    elif pl.ndim == 1 and pl.size == len(toks):
-        pls = list(pl.tolist())
+    dedup = as_bool(dedup, "dedup")
+    if all(_is_result(r) for r in rows):
+        if key is None:
+            key, prompt_length = prompt_length, None
+        windows = {r.watermark.window for r in rows}
+        if len(windows) > 1:
+            raise ValueError(f"sequences: results decoded with different windows {windows}")
+        if prompt_length is not None:
+            raise ValueError("prompt_length: taken from the results (do not pass it)")
+        resolved = [_resolve(r, None, key, window, "sequences") for r in rows]
+    elif any(_is_result(r) for r in rows):
+        raise ValueError("sequences: mixes decoding results and token sequences")
     else:
-        raise ValueError(
-            f"prompt_length: must be one integer or one per sequence ({len(toks)}), "
-            f"got shape {pl.shape}"
-        )
-    m = _as_context_length(context_length)
-    digest = key_digest(key)
+        toks = [_as_tokens(r, "sequences") for r in rows]
+        if prompt_length is None:
+            raise ValueError("prompt_length: required for token sequences")
+        pl = np.asarray(prompt_length)
+        if pl.ndim == 0:
+            pls = [pl.item()] * len(toks)
+        elif pl.ndim == 1 and pl.size == len(toks):
+            pls = list(pl.tolist())
+        else:
+            raise ValueError(
+                f"prompt_length: must be one integer or one per sequence ({len(toks)}), "
+                f"got shape {pl.shape}"
+            )
+        w = None if window is _FROM_RESULT else as_window(window)
+        if key is None:
+            raise ValueError("key: the detection key is required (int, str or bytes)")
+        resolved = [
+            (tok, as_int(p, "prompt_length", min_value=0, max_value=tok.size), key, w)
+            for tok, p in zip(toks, pls, strict=True)
+        ]
+    digest = key_digest(resolved[0][2])
     piv, poss = [], []
-    for tok, p in zip(toks, pls, strict=True):
-        p = as_int(p, "prompt_length", min_value=0, max_value=tok.size)
-        U, pos = _pivots(tok, p, digest, m, bool(dedup))
-        piv.append(U)
-        poss.append(pos)
+    for tok, p, _, w in resolved:
+        pv = _pivots(tok, p, digest, w, dedup)
+        piv.append(pv.pivots)
+        poss.append(pv.positions)
     n = np.array([u.size for u in piv], dtype=np.int64)
     S = np.array([float(token_scores(u, score, **params).sum()) if u.size else 0.0 for u in piv])
     lp = np.zeros(len(piv))

@@ -1,4 +1,5 @@
-"""Drafter-invariance checkers (seed 000 App. C, Defs. C.4-C.6, Prop. C.3).
+"""Drafter-invariance checkers (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, App. C,
+Defs. C.4-C.6, Prop. C.3).
 
 For a speculative block started from an initial context ``x`` with shared randomness ``R``,
 let ``Y_{1:tau}`` be the emitted tokens and ``X`` the realised draft sequences.  Given ``R``
@@ -12,7 +13,7 @@ the definitions is an indicator and a definition is violated by a single pair of
   (``X = X~``; ordered by draft index for draft-indexed decoders, as the multiset of
   root-to-leaf paths for the context tree of ``pfr``/``mpfr``/``mws``) but the emitted
   prefixes differ at some ``j <= min(tau, tau~)``;
-- **stopping time** (Def. C.6, seed 000 Def. 4.3): the block lengths are equal
+- **stopping time** (Def. C.6; Def. 4.3 of Liu et al. 2026): the block lengths are equal
   (``tau = tau~``) but ``Y_{1:tau} != Y~_{1:tau}``.
 
 ``R`` is the key (keyed decoders) together with the seed of the unkeyed randomness, laid out
@@ -51,14 +52,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specbound._deprecation import renamed_kwargs
 from specbound._validation import as_choice, as_int, as_rng
 from specbound.sim.decode import (
     DECODERS,
     KEYED_DECODERS,
     MULTI_DRAFT_DECODERS,
-    _check_model,
-    _decode,
+    speculative_decode,
 )
+from specbound.sim.models import as_language_model
+from specbound.sim.prf import as_window
 
 __all__ = ["Counterexample", "DefinitionCheck", "InvarianceResult", "check_drafter_invariance"]
 
@@ -133,8 +136,9 @@ def _canonical_drafts(decoder, drafts):
     return tuple(rows)
 
 
+@renamed_kwargs(context_length="window")
 def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0, L=4, B=1,
-                             prompt_length=3, context_length=None) -> InvarianceResult:
+                             prompt_length=3, window=None) -> InvarianceResult:
     """Search for violations of strong, conditional and stopping-time drafter invariance.
 
     Each trial draws a key, a seed for the unkeyed randomness, a prompt of
@@ -150,15 +154,16 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
     drafters : sequence of models
         At least two draft models with the target's vocabulary.  Small vocabularies make
         equal draft sequences (the condition of Def. C.5) frequent.
-    n_trials : int >= 1
+    n_trials : int, 1 <= n_trials <= 10**6
         Number of (key, prompt, drafter pair) trials.
     seed : int, SeedSequence or Generator
         Seed of the search.
     L, B : int
         Lookahead and number of drafts of the decoder (B > 1 only for multi-draft decoders).
     prompt_length : int >= 0
-    context_length : int or None
-        Window of the keyed labels (None: whole prefix).
+    window : int >= 0 or None
+        Window of the keyed labels (None: whole prefix; ``context_length=`` is its deprecated
+        name).
 
     Returns
     -------
@@ -166,10 +171,10 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
         With the first counterexample found for each definition.
     """
     decoder = as_choice(decoder, "decoder", DECODERS)
-    target = _check_model(target, "target")
+    target = as_language_model(target, "target")
     if isinstance(drafters, np.ndarray) or not hasattr(drafters, "__len__"):
         raise ValueError("drafters: must be a sequence of draft models")
-    drafters = [_check_model(d, "drafters") for d in drafters]
+    drafters = [as_language_model(d, "drafters") for d in drafters]
     if len(drafters) < 2:
         raise ValueError(f"drafters: need at least 2 drafters, got {len(drafters)}")
     for d in drafters:
@@ -178,12 +183,13 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
                 f"drafters: vocabulary size {d.vocab_size} differs from the target's "
                 f"{target.vocab_size}"
             )
-    n_trials = as_int(n_trials, "n_trials", min_value=1)
+    n_trials = as_int(n_trials, "n_trials", min_value=1, max_value=10**6)
     L = as_int(L, "L", min_value=1)
     B = as_int(B, "B", min_value=1)
     if B > 1 and decoder not in MULTI_DRAFT_DECODERS:
         raise ValueError(f"B: decoder {decoder!r} is single-draft (B must be 1)")
     prompt_length = as_int(prompt_length, "prompt_length", min_value=0)
+    window = as_window(window)
     rng = as_rng(seed)
     keyed = decoder in KEYED_DECODERS
     n = target.vocab_size
@@ -197,9 +203,9 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
         i, j = (int(x) for x in rng.choice(len(drafters), size=2, replace=False))
         outs = []
         for k in (i, j):
-            res = _decode(target, drafters[k], prompt, decoder, L=L, B=B, key=key,
-                          max_new_tokens=L + 1, seed=run_seed, context_length=context_length,
-                          max_blocks=1)
+            res = speculative_decode(target, drafters[k], prompt, decoder, L=L, B=B, key=key,
+                                     max_new_tokens=L + 1, seed=run_seed, window=window,
+                                     max_blocks=1)
             dr = _canonical_drafts(decoder, res.drafts[0]) if res.drafts else ()
             outs.append((tuple(int(t) for t in res.generated), dr))
         (y1, x1), (y2, x2) = outs

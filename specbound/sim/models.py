@@ -18,15 +18,15 @@ can query any context without storage:
       permutations rather than a uniform one: O(n) per evaluation instead of a sort).
 
     then temperature and top-k (the same logits processing for target and draft, as in
-    seed 000 App. A.4).  Contexts shorter than ``m`` are padded with a beginning-of-sequence
-    token.
+    Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, App. A.4).  Contexts shorter than ``m``
+    are padded with a beginning-of-sequence token.
 
     **Realistic entropy (defaults).**  The default ``scale=None`` means
     ``scale = sqrt(2 log n)``, the "freezing" point of the Gaussian softmax, which gives a
     mean next-token entropy (T = 1, no top-k, m = 2) of about 3.3 nats at n = 50,000, 2.5 at
     n = 1,000 and 2.0 at n = 100 (measured with :meth:`SyntheticLM.mean_entropy`, 60
     contexts); LLM chat models at T = 1 sit around 1.5-3.5 nats per token.  ``top_k=50``
-    (seed 000 App. D.1) caps the entropy at log 50 = 3.9 nats.
+    (App. D.1 of Liu et al. 2026) caps the entropy at log 50 = 3.9 nats.
 
     **Drafts.**  :meth:`SyntheticLM.draft` returns a model with the same base fields plus an
     independent Gaussian logit-noise field of standard deviation ``mismatch * scale`` (so its
@@ -41,18 +41,58 @@ can query any context without storage:
     A first-order chain over a small vocabulary (rows of ``transition_matrix`` are the
     next-token distributions, ``initial`` is used for an empty context) whose exact sequence
     law can be enumerated with :meth:`MarkovLM.sequence_law`.
+
+:class:`CachedLM`
+    A memoising wrapper of any model (the next-token law is a pure function of the context).
+
+:func:`log_perplexity`
+    LPPL, the per-token log-perplexity of a sequence under a model (the quality metric of
+    Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, §6).
+
+:func:`random_prompts`
+    Uniform prompts and per-prompt decoding seeds for sequence-level studies.
+
+The model protocol
+------------------
+Everything that evaluates a model in :mod:`specbound.sim` (the decoders of
+:func:`specbound.sim.speculative_decode`, :func:`specbound.sim.expected_block_tokens`,
+:func:`log_perplexity`) accepts any object with
+
+- ``vocab_size`` (int) and
+- ``next_distribution(context) -> p``: the next-token distribution (1-D float64, sums to 1)
+  after ``context`` (a 1-D sequence of token ids in ``[0, vocab_size)``), a pure function of
+  the context;
+
+and optionally
+
+- ``next_distributions(contexts, *, validate=True) -> P``: the batched form, one row per
+  context (2-D float64).  With ``validate=False`` the contexts must already be C-contiguous
+  int64 arrays of valid token ids and nothing is checked: the decoders' fast path.
+
+:func:`next_distributions` applies the batched form of any model (falling back to
+``next_distribution`` row by row), and :func:`as_language_model` validates an object against
+the protocol.  The three models of this module implement both methods.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from specbound._validation import as_choice, as_int, as_prob, as_real, as_seedseq
+from specbound._deprecation import legacy_positional
+from specbound._validation import as_bool, as_choice, as_int, as_prob, as_real, as_seedseq
 from specbound.sim import _model_kernels as _mk
 
-__all__ = ["MarkovLM", "SyntheticLM"]
+__all__ = ["CachedLM", "MarkovLM", "PromptSet", "SyntheticLM", "as_language_model",
+           "log_perplexity", "next_distributions", "random_prompts"]
 
 MAX_VOCAB = 50_000
+#: largest window ``context_length`` of a :class:`SyntheticLM` (an evaluation costs
+#: ``O(m^2 + m n)`` for the Gaussian kind)
+MAX_CONTEXT_LENGTH = 256
+#: largest number of entries of the array :meth:`MarkovLM.sequence_law` returns
+MAX_LAW_ENTRIES = 10**7
 
 
 def _as_context(context, vocab_size, name="context") -> np.ndarray:
@@ -71,6 +111,21 @@ def _as_context(context, vocab_size, name="context") -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def _as_contexts(contexts, vocab_size, validate, name="contexts") -> list:
+    """A list of C-contiguous int64 contexts (checked unless ``validate`` is False)."""
+    if isinstance(contexts, np.ndarray) and contexts.ndim == 2:
+        rows = list(contexts)
+    else:
+        try:
+            rows = list(contexts)
+        except TypeError:
+            raise ValueError(f"{name}: must be a sequence of contexts (1-D token id "
+                             f"sequences)") from None
+    if not as_bool(validate, "validate"):
+        return rows
+    return [_as_context(r, vocab_size, name) for r in rows]
+
+
 def _seed_u64(seed, name="seed") -> np.uint64:
     ss = as_seedseq(seed, name)
     return np.uint64(ss.generate_state(1, dtype=np.uint64)[0])
@@ -84,9 +139,11 @@ class SyntheticLM:
     vocab_size : int
         Vocabulary size n, 1 <= n <= 50,000.
     context_length : int
-        Window length m >= 0 of the context the distribution depends on.
+        Window length ``0 <= m <= 256`` of the context the distribution depends on (an
+        evaluation costs ``O(m^2 + m n)``; :data:`MAX_CONTEXT_LENGTH`).
     seed : int or SeedSequence
-        Model seed (different seeds give unrelated models).
+        Model seed (different seeds give unrelated models).  Keyword-only (``seed``,
+        ``temperature`` and ``top_k`` by position are deprecated).
     temperature : float
         Softmax temperature T > 0.
     top_k : int or None
@@ -106,10 +163,12 @@ class SyntheticLM:
     a token has probability 0 only when cut by top-k (or underflow at tiny temperatures).
     """
 
-    def __init__(self, vocab_size, context_length=2, seed=0, temperature=1.0, top_k=None, *,
+    @legacy_positional("seed", "temperature", "top_k")
+    def __init__(self, vocab_size, context_length=2, *, seed=0, temperature=1.0, top_k=None,
                  kind="gaussian", scale=None, zipf_exponent=1.1, _noise=None):
         self.vocab_size = as_int(vocab_size, "vocab_size", min_value=1, max_value=MAX_VOCAB)
-        self.context_length = as_int(context_length, "context_length", min_value=0)
+        self.context_length = as_int(context_length, "context_length", min_value=0,
+                                     max_value=MAX_CONTEXT_LENGTH)
         self.temperature = as_real(temperature, "temperature", low=0.0, low_open=True)
         if top_k is not None:
             top_k = as_int(top_k, "top_k", min_value=1)
@@ -159,9 +218,32 @@ class SyntheticLM:
         """Next-token distribution after ``context`` (a 1-D float64 array summing to 1)."""
         return self._probs(_as_context(context, self.vocab_size))
 
-    def mean_entropy(self, n_contexts=200, seed=0) -> float:
+    def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
+        """Next-token distributions after each of ``contexts`` (the batched model protocol).
+
+        Parameters
+        ----------
+        contexts : sequence of 1-D sequences of int
+            One context per row of the result (lengths may differ).
+        validate : bool
+            False: every context is already a C-contiguous int64 array of ids in
+            ``[0, vocab_size)`` and nothing is checked (the decoders' fast path).
+
+        Returns
+        -------
+        ndarray, shape (len(contexts), vocab_size)
+            Row ``i`` is bit-for-bit ``next_distribution(contexts[i])``.
+        """
+        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        out = np.empty((len(ctxs), self.vocab_size))
+        for i, ctx in enumerate(ctxs):
+            _mk.synthetic_probs(self._ints, self._uints, self._floats, self._base, ctx, out[i])
+        return out
+
+    @legacy_positional("seed")
+    def mean_entropy(self, n_contexts=200, *, seed=0) -> float:
         """Mean next-token entropy (nats) over ``n_contexts`` random contexts."""
-        n_contexts = as_int(n_contexts, "n_contexts", min_value=1)
+        n_contexts = as_int(n_contexts, "n_contexts", min_value=1, max_value=10**6)
         rng = np.random.default_rng(as_seedseq(seed))
         h = 0.0
         for _ in range(n_contexts):
@@ -172,7 +254,8 @@ class SyntheticLM:
         return h / n_contexts
 
     # ------------------------------------------------------------------ drafts
-    def draft(self, mismatch, seed=1, *, temperature=None, context_length=None, top_k="same"):
+    @legacy_positional("seed")
+    def draft(self, mismatch, *, seed=1, temperature=None, context_length=None, top_k="same"):
         """A draft model derived from this target with a controlled mismatch.
 
         Parameters
@@ -181,7 +264,9 @@ class SyntheticLM:
             Standard deviation of an independent Gaussian logit-noise field, in units of
             ``scale`` (for ``kind="zipf"``: of ``zipf_exponent``).  0 adds no noise.
         seed : int or SeedSequence
-            Seed of the noise field (different seeds give different drafts).
+            Seed of the noise field (different seeds give different drafts); keyword-only.
+            Its default is 1, not 0, so that the default noise field is not the field of a
+            default target (model seed 0).
         temperature : float or None
             Draft temperature (None: the target's).
         context_length : int or None
@@ -205,12 +290,12 @@ class SyntheticLM:
             tk == self.top_k
         ):
             return self
-        m = as_int(m, "context_length", min_value=0)
+        m = as_int(m, "context_length", min_value=0, max_value=MAX_CONTEXT_LENGTH)
         unit = self.scale if self.kind == "gaussian" else self.zipf_exponent
         noise = (_seed_u64(seed), m, mismatch * unit, mismatch)
         return SyntheticLM(
-            self.vocab_size, m, self.seed, temp, tk, kind=self.kind, scale=self.scale,
-            zipf_exponent=self.zipf_exponent, _noise=noise,
+            self.vocab_size, m, seed=self.seed, temperature=temp, top_k=tk, kind=self.kind,
+            scale=self.scale, zipf_exponent=self.zipf_exponent, _noise=noise,
         )
 
     def __repr__(self) -> str:
@@ -259,7 +344,8 @@ class MarkovLM:
         self.initial = init
 
     @classmethod
-    def random(cls, vocab_size, seed=0, concentration=1.0, initial=None) -> MarkovLM:
+    @legacy_positional("seed", "concentration", "initial")
+    def random(cls, vocab_size, *, seed=0, concentration=1.0, initial=None) -> MarkovLM:
         """Rows drawn i.i.d. from a symmetric Dirichlet(``concentration``)."""
         n = as_int(vocab_size, "vocab_size", min_value=1)
         a = as_real(concentration, "concentration", low=0.0, low_open=True)
@@ -283,6 +369,14 @@ class MarkovLM:
         """Next-token distribution after ``context``."""
         return self._probs(_as_context(context, self.vocab_size))
 
+    def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
+        """Batched :meth:`next_distribution` (see :meth:`SyntheticLM.next_distributions`)."""
+        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        out = np.empty((len(ctxs), self.vocab_size))
+        for i, ctx in enumerate(ctxs):
+            out[i] = self.initial if ctx.shape[0] == 0 else self.transition_matrix[ctx[-1]]
+        return out
+
     def sequence_law(self, prompt, length) -> np.ndarray:
         """Exact law of the next ``length`` tokens after ``prompt``.
 
@@ -290,10 +384,24 @@ class MarkovLM:
         -------
         ndarray, shape (n,) * length
             ``out[u1, ..., uL] = P(W_{t+1} = u1, ..., W_{t+L} = uL | prompt)``; sums to 1.
+
+        Raises
+        ------
+        ValueError
+            ``length`` not in ``[1, 32]`` (NumPy's dimension limit), or ``n**length``
+            above :data:`MAX_LAW_ENTRIES` (1e7; the message gives the size it would need).
         """
         ctx = _as_context(prompt, self.vocab_size, "prompt")
         length = as_int(length, "length", min_value=1)
         n = self.vocab_size
+        if length * np.log(n) > np.log(MAX_LAW_ENTRIES) + 1e-12:
+            raise ValueError(
+                f"length: the law of {length} tokens over a vocabulary of {n} has {n}^{length} "
+                f"(about 10^{length * np.log10(n):.1f}) entries, 8 bytes each; the limit is "
+                f"{MAX_LAW_ENTRIES:.0e} entries"
+            )
+        if length > 32:
+            raise ValueError(f"length: must be <= 32 (NumPy's dimension limit), got {length}")
         law = self._probs(ctx)
         for _ in range(length - 1):
             law = law[..., None] * self.transition_matrix.reshape((1,) * (law.ndim - 1) + (n, n))
@@ -302,3 +410,209 @@ class MarkovLM:
     def __repr__(self) -> str:
         return f"MarkovLM(vocab_size={self.vocab_size})"
 
+
+
+# ---------------------------------------------------------------------- the model protocol
+
+
+def as_language_model(model, name: str = "model"):
+    """Check that ``model`` follows the model protocol (module docstring); returns it.
+
+    Raises ``ValueError`` naming ``name`` when ``vocab_size`` or ``next_distribution`` is
+    missing, or ``vocab_size`` is not a positive integer.
+    """
+    if isinstance(model, SyntheticLM | MarkovLM | CachedLM):
+        return model
+    if not (hasattr(model, "vocab_size") and callable(getattr(model, "next_distribution",
+                                                                   None))):
+        raise ValueError(
+            f"{name}: must be a SyntheticLM, a MarkovLM or an object with vocab_size and "
+            f"next_distribution, got {type(model).__name__}"
+        )
+    as_int(model.vocab_size, f"{name}.vocab_size", min_value=1)
+    return model
+
+
+def next_distributions(model, contexts, *, validate: bool = True) -> np.ndarray:
+    """Batched next-token distributions of any protocol model (one row per context).
+
+    Uses ``model.next_distributions`` when the model has it, else ``next_distribution`` row
+    by row (converted to float64).  ``validate=False`` is the unchecked fast path: the
+    contexts are C-contiguous int64 arrays of valid ids.
+    """
+    validate = as_bool(validate, "validate")
+    batched = getattr(model, "next_distributions", None)
+    if batched is not None:
+        return batched(contexts, validate=validate)
+    rows = _as_contexts(contexts, model.vocab_size, validate)
+    out = np.empty((len(rows), int(model.vocab_size)))
+    for i, ctx in enumerate(rows):
+        out[i] = np.asarray(model.next_distribution(ctx), dtype=np.float64)
+    return out
+
+
+class CachedLM:
+    """Memoised wrapper of a model: next-token distributions cached by the exact context.
+
+    A pure performance device: the wrapped model's output is a deterministic function of the
+    context, so caching by the full context (no assumption on the window length) returns the
+    same numbers.  Sweeps whose configurations revisit the same contexts (PFR at every
+    lookahead, MWS and BASIC-UWM emit the same keyed chain, MPFR trees for several B share
+    nodes) then evaluate each context once.  Call :meth:`clear` between prompts to bound the
+    memory.
+
+    Parameters
+    ----------
+    model
+        Any object of the model protocol (module docstring).
+
+    Attributes
+    ----------
+    model, vocab_size, context_length
+        The wrapped model, its vocabulary size and its window (None if it has none).
+    hits, misses : int
+        Cache statistics.
+    """
+
+    def __init__(self, model):
+        self.model = as_language_model(model, "model")
+        self.vocab_size = int(model.vocab_size)
+        self.context_length = getattr(model, "context_length", None)
+        self._cache: dict[bytes, np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _lookup(self, ctx: np.ndarray) -> np.ndarray:
+        k = np.ascontiguousarray(ctx, dtype=np.int64).tobytes()
+        out = self._cache.get(k)
+        if out is None:
+            self.misses += 1
+            out = np.asarray(self.model.next_distribution(ctx), dtype=np.float64)
+            out.setflags(write=False)
+            self._cache[k] = out
+        else:
+            self.hits += 1
+        return out
+
+    def next_distribution(self, context) -> np.ndarray:
+        """The wrapped model's distribution after ``context`` (a read-only cached array)."""
+        return self._lookup(_as_context(context, self.vocab_size))
+
+    def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
+        """Batched :meth:`next_distribution` (a new 2-D array; rows from the cache)."""
+        rows = _as_contexts(contexts, self.vocab_size, validate)
+        out = np.empty((len(rows), self.vocab_size))
+        for i, ctx in enumerate(rows):
+            out[i] = self._lookup(ctx)
+        return out
+
+    def clear(self) -> None:
+        """Empty the cache (the statistics are kept)."""
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"CachedLM({self.model!r}, cached={len(self._cache)})"
+
+
+def log_perplexity(model, tokens, prompt_length=None) -> float:
+    """LPPL: the per-token log-perplexity of the generated part of a sequence under a model.
+
+    ``LPPL = -(1/T) sum_{t = prompt_length}^{len - 1} log p(w_t | w_{<t})``, the quality
+    metric of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §6 (lower is better; the
+    target's own samples have expected LPPL equal to the mean next-token entropy).
+
+    Parameters
+    ----------
+    model
+        Any object of the model protocol (usually the target).
+    tokens : sequence of int, or a decoding result
+        Prompt followed by the generated tokens.  A result of
+        :func:`specbound.sim.speculative_decode` (anything with ``tokens`` and
+        ``prompt_length``) may be passed instead; its prompt length is then used.
+    prompt_length : int
+        Number of leading prompt tokens (not scored); required for a plain token sequence.
+
+    Returns
+    -------
+    float
+        The mean negative log-probability (nats per token); NaN when nothing is generated,
+        ``inf`` when a token has probability 0 under the model.
+    """
+    model = as_language_model(model, "model")
+    if hasattr(tokens, "tokens") and hasattr(tokens, "prompt_length"):
+        if prompt_length is not None and int(prompt_length) != int(tokens.prompt_length):
+            raise ValueError(
+                f"prompt_length: {prompt_length!r} conflicts with the result's "
+                f"{tokens.prompt_length}"
+            )
+        prompt_length = tokens.prompt_length
+        tokens = tokens.tokens
+    toks = _as_context(tokens, model.vocab_size, "tokens")
+    if prompt_length is None:
+        raise ValueError("prompt_length: required when tokens is a plain sequence")
+    n0 = as_int(prompt_length, "prompt_length", min_value=0, max_value=toks.size)
+    if n0 == toks.size:
+        return float("nan")
+    with np.errstate(divide="ignore"):
+        lp = [np.log(model.next_distribution(toks[:t])[toks[t]]) for t in range(n0, toks.size)]
+    return float(-np.mean(lp))
+
+
+@dataclass(frozen=True, eq=False)
+class PromptSet:
+    """Prompts and per-prompt decoding seeds (what :func:`random_prompts` returns).
+
+    Attributes
+    ----------
+    tokens : ndarray of int64, shape (n, length)
+        Prompt ``i`` is ``tokens[i]``.
+    seeds : tuple of numpy.random.SeedSequence
+        Seed of the unkeyed randomness for decoding prompt ``i`` (pass ``seeds[i]`` as the
+        decoder's ``seed``), identical for every decoder and setting compared on the prompts.
+    """
+
+    tokens: np.ndarray
+    seeds: tuple
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+
+def random_prompts(n, length, vocab_size, *, seed=0) -> PromptSet:
+    """``n`` uniform prompts of ``length`` token ids and ``n`` independent decoding seeds.
+
+    Token ids are drawn with ``default_rng(SeedSequence([seed, 0]))`` (uniform on
+    ``[0, vocab_size)``), the seeds are ``SeedSequence([seed, 1]).spawn(n)`` (never
+    ``seed + i``), so the prompts and seeds do not depend on anything else and the same
+    ``seed`` reproduces a study.  For a ``SeedSequence`` seed, its entropy takes the place of
+    ``seed`` (its spawn key is kept).
+
+    Parameters
+    ----------
+    n : int >= 0
+        Number of prompts.
+    length : int >= 0
+        Tokens per prompt.
+    vocab_size : int >= 1
+        Vocabulary size of the models.
+    seed : int >= 0 or SeedSequence
+        Study seed.
+
+    Returns
+    -------
+    PromptSet
+    """
+    n = as_int(n, "n", min_value=0, max_value=10**7)
+    length = as_int(length, "length", min_value=0, max_value=10**6)
+    if n * length > 10**8:
+        raise ValueError(f"n: {n} prompts of {length} tokens exceed the limit of 1e8 token ids")
+    vocab_size = as_int(vocab_size, "vocab_size", min_value=1)
+    if isinstance(seed, np.random.Generator):
+        raise ValueError("seed: must be an int or SeedSequence (prompts are reproducible)")
+    ss = as_seedseq(seed)
+    ent = ss.entropy
+    ent = list(ent) if isinstance(ent, list | tuple) else [ent]
+    rng = np.random.default_rng(np.random.SeedSequence(ent + [0], spawn_key=ss.spawn_key))
+    tokens = rng.integers(0, vocab_size, size=(n, length), dtype=np.int64)
+    seeds = tuple(np.random.SeedSequence(ent + [1], spawn_key=ss.spawn_key).spawn(n))
+    return PromptSet(tokens, seeds)

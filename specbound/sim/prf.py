@@ -9,8 +9,11 @@ Construction
    (``b"i:" + decimal`` for ints, ``b"s:" + UTF-8`` for strings, ``b"b:" + raw`` for bytes;
    never ``bytes(int)``) and digested with BLAKE2b (32 bytes, personalised).
 2. A context label is a 64-bit integer: BLAKE2b-64 of the key digest followed by the last
-   ``m`` context tokens as little-endian int64 (``m=None``: the whole prefix).  It is
-   computed once per context, in Python.
+   ``window`` context tokens as little-endian int64 (``window=None``: the whole prefix).  It
+   is computed once per context, in Python; :class:`PrefixLabels` keeps the hash state along
+   a growing sequence so that whole-prefix labels cost O(1) per new token instead of O(t).
+   (``window`` is the watermark's context window; a model's own window is its
+   ``context_length``.)
 3. The expansion label -> uniforms is SplitMix64's finaliser applied to two counter rounds,
    ``s = mix(mix(label + G*(token+1)) + G*(arrival+1))`` with the golden-ratio increment ``G``;
    the uniform is ``((s >> 12) + 0.5) / 2**52``, which lies in ``[2**-53, 1 - 2**-53]``,
@@ -18,6 +21,13 @@ Construction
    to ``2**53`` and gives exactly 1.0).
 4. Exponential clocks are ``-log(u)``; the ``j``-th arrival time of token ``v``'s unit
    Poisson process is the sum of the first ``j`` clocks (arrivals ``0..j-1``).
+
+:func:`key_id` is a short non-secret fingerprint of a key (recorded with decoding results so
+that a detector can tell which key produced them without storing the key).
+
+The construction is the keyed source of the watermarkable speculative samplers of Liu, Wan,
+Gao & Gündüz (2026), arXiv:2609.21858, §4.1 (one unit Poisson process per token and
+context, shared by generation and detection).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import numbers
 import numpy as np
 from numba import njit
 
+from specbound._deprecation import renamed_kwargs
 from specbound.sim._config import JIT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -40,6 +51,7 @@ _S12 = np.uint64(12)
 _ONE = np.uint64(1)
 _INV52 = 1.0 / 4503599627370496.0  # 2**-52
 _PERSON = b"specbound-prf"
+_PERSON_ID = b"specbound-keyid"
 
 
 def encode_key(key) -> bytes:
@@ -72,25 +84,95 @@ def key_digest(key) -> KeyDigest:
     return KeyDigest(hashlib.blake2b(encode_key(key), digest_size=32, person=_PERSON).digest())
 
 
-def _window(context, m):
+def key_id(key) -> str:
+    """Short non-secret fingerprint of a key: 8 hex digits.
+
+    BLAKE2b-32 of the key digest under its own personalisation, so it reveals nothing useful
+    about the key (nor about the context labels) but tells two keys apart with probability
+    ``1 - 2**-32``.  Recorded as ``DecodeResult.watermark.key_id``.
+    """
+    return hashlib.blake2b(key_digest(key), digest_size=4, person=_PERSON_ID).hexdigest()
+
+
+def as_window(window, name: str = "window"):
+    """Validate a watermark context window: None (the whole prefix) or an integer >= 0."""
+    if window is None:
+        return None
+    if isinstance(window, bool | np.bool_) or not isinstance(window, numbers.Integral) or (
+        window < 0
+    ):
+        raise ValueError(f"{name}: must be None or a non-negative integer, got {window!r}")
+    return int(window)
+
+
+def _window(context, window):
     raw = np.asarray(context if context is not None else [])
     if raw.size and raw.dtype.kind not in "iu":
         raise ValueError(f"context: must be a sequence of integer token ids, got dtype {raw.dtype}")
     ctx = raw.astype(np.int64).reshape(-1)
-    if m is not None:
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
-            raise ValueError(f"m: must be None or a non-negative integer, got {m!r}")
-        ctx = ctx[max(len(ctx) - m, 0) :] if m > 0 else ctx[:0]
+    if window is not None:
+        window = as_window(window)
+        ctx = ctx[max(len(ctx) - window, 0) :] if window > 0 else ctx[:0]
     return ctx
 
 
-def context_label(key, context, m=None) -> np.uint64:
-    """64-bit label of (key, last ``m`` tokens of ``context``)."""
-    digest = key_digest(key)
-    ctx = _window(context, m)
+def digest_label(digest: bytes, window_tokens: np.ndarray) -> np.uint64:
+    """Context label from a key digest and the window's tokens, with no checks.
+
+    The fast path of :func:`context_label` for the decoders and the detector:
+    ``digest_label(key_digest(key), tokens[-window:]) == context_label(key, tokens, window)``.
+    ``window_tokens`` must be an integer array (it is hashed as little-endian int64).
+    """
+    ctx = window_tokens
     h = hashlib.blake2b(digest, digest_size=8, person=_PERSON)
     h.update(ctx.astype("<i8").tobytes())
     return np.uint64(int.from_bytes(h.digest(), "little"))
+
+
+@renamed_kwargs(m="window")
+def context_label(key, context, window=None) -> np.uint64:
+    """64-bit label of (key, last ``window`` tokens of ``context``; None: all of them).
+
+    ``m=`` is the deprecated name of ``window``.
+    """
+    return digest_label(key_digest(key), _window(context, window))
+
+
+class PrefixLabels:
+    """Whole-prefix context labels (``window=None``) along one growing token sequence.
+
+    Keeps the BLAKE2b state after the key digest and the tokens committed so far, so the
+    label of ``committed + suffix`` costs O(len(suffix)) instead of O(len(committed)):
+    ``PrefixLabels(key, tokens).label(suffix) == context_label(key, tokens + suffix)`` bit
+    for bit (the hash of a concatenation is the hash of successive updates).  Used by the
+    decoders and the detector.
+
+    Parameters
+    ----------
+    key : int, str, bytes or KeyDigest
+    tokens : sequence of int
+        The committed tokens (more are added with :meth:`extend`).
+    """
+
+    __slots__ = ("_h", "n")
+
+    def __init__(self, key, tokens=()):
+        self._h = hashlib.blake2b(key_digest(key), digest_size=8, person=_PERSON)
+        self.n = 0
+        self.extend(tokens)
+
+    def extend(self, tokens) -> None:
+        """Append committed tokens."""
+        arr = np.asarray(tokens, dtype="<i8").reshape(-1)
+        self._h.update(arr.tobytes())
+        self.n += int(arr.size)
+
+    def label(self, suffix=()) -> np.uint64:
+        """Label of the committed tokens followed by ``suffix``."""
+        h = self._h.copy()
+        if len(suffix):
+            h.update(np.asarray(suffix, dtype="<i8").tobytes())
+        return np.uint64(int.from_bytes(h.digest(), "little"))
 
 
 @njit(**JIT)
@@ -138,7 +220,9 @@ def prf_uniform_numpy(label, tokens, arrivals) -> np.ndarray:
         return ((s >> _S12).astype(np.float64) + 0.5) * _INV52
 
 
-def keyed_uniforms(key, context, tokens, arrivals=1, *, m=None, backend="numba") -> np.ndarray:
+@renamed_kwargs(m="window")
+def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None,
+                   backend="numba") -> np.ndarray:
     """The keyed source's uniforms for ``tokens`` in ``context``.
 
     Parameters
@@ -146,11 +230,13 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, m=None, backend="numba")
     key : int, str or bytes
         Secret key (encoded unambiguously, see module docstring).
     context : sequence of int
-        Token ids before the position; only the last ``m`` are used (``m=None``: all).
+        Token ids before the position; only the last ``window`` are used (None: all).
     tokens : sequence of int
         Token ids whose clocks are wanted (non-negative).
     arrivals : int
         Number of arrivals per token (columns of the result).
+    window : int >= 0 or None
+        The watermark's context window (``m=`` is its deprecated name).
     backend : {"numba", "numpy"}
         Both give bit-identical results.
 
@@ -173,7 +259,7 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, m=None, backend="numba")
     ctx = np.asarray(context if context is not None else [])
     if ctx.size and ctx.dtype.kind not in "iu":
         raise ValueError("context: must be a sequence of integer token ids")
-    label = context_label(key, ctx, m)
+    label = digest_label(key_digest(key), _window(ctx, window))
     if backend == "numpy":
         return prf_uniform_numpy(label, tok[:, None], np.arange(int(arrivals))[None, :])
     out = np.empty((tok.shape[0], int(arrivals)), dtype=np.float64)

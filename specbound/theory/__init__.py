@@ -11,6 +11,11 @@ from specbound.theory.acceptance import (
     pml_bound,
     pml_weak_bound,
 )
+from specbound.theory.blocks import (
+    BLOCK_SCHEMES,
+    expected_block_tokens,
+    mpfr_multiplicity_law,
+)
 from specbound.theory.divergences import kl_divergence, no_communication_limit, tv_distance
 from specbound.theory.efficiency import block_efficiency
 from specbound.theory.lossy import (
@@ -86,3 +91,4 @@ __all__ += ["aaronson_entropy_bound", "aaronson_log_pvalue", "aaronson_score", "
             "expected_aaronson_score", "lattimore_log_pvalue", "lattimore_score", "li_log_pvalue",
             "li_score", "null_log_sf", "score_log_pvalue", "score_threshold", "token_scores",
             "tpr_at_fpr", "u_score", "u_score_log_pvalue"]
+__all__ += ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]

@@ -1,0 +1,292 @@
+r"""Tokens per speculative block: exact expectations by enumeration of the draft paths.
+
+A speculative block (Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023,
+arXiv:2302.01318; Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 3/9 and 4/10) drafts
+``L`` tokens, verifies them left to right and emits the accepted prefix plus one correction
+or bonus token.  Given a next-token law of the target and of the draft in every context
+(``p_fn(context)``, ``q_fn(context)``), the expected number of emitted tokens of one block
+satisfies the recursion
+
+.. math:: E_d(c) = 1 + \sum_x \sum_k P(\text{accept } x,\ \nu' = k \mid c, \nu)\,
+          E_{d-1}(c x; k), \qquad E_0 = 1,
+
+where ``nu`` is the number of drafts still consistent with the emitted prefix in context
+``c`` and the acceptance law depends on the coupling:
+
+``"sd"`` (standard speculative sampling, Alg. 1 of Liu et al. 2026; Leviathan et al. 2023)
+    ``P(accept x) = min(p_x, q_x)`` (total ``1 - TV(p, q)``), ``B = 1``;
+``"exp_race"`` (the exponential race / single-draft PFR, Alg. 2-3 of Liu et al. 2026)
+    ``P(X = Y = x) = 1 / sum_j max(p_j/p_x, q_j/q_x)`` (:func:`_race_joint`), ``B = 1``;
+``"mpfr"`` (direct multi-draft MPFR with token clocks, Alg. 6 and Alg. 4/10)
+    the joint law of the target winner and its multiplicity among the ``nu`` drafts
+    (:func:`mpfr_multiplicity_law`); the accepted child inherits that multiplicity.
+
+The formulas assume fresh (independent) clocks in every context of the block, which is what
+a random key and distinct context labels give (whole-prefix labels, for instance).
+
+This module is deterministic and knows nothing about models: the distributions come from
+the two callables, so a synthetic model, a logged model or a real network can be plugged in
+(:func:`specbound.sim.expected_block_tokens` wraps the simulator's model objects).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from specbound._validation import as_choice, as_int, as_pair
+
+__all__ = ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]
+
+#: couplings for which :func:`expected_block_tokens` has an exact per-context law
+BLOCK_SCHEMES = ("sd", "exp_race", "mpfr")
+
+#: largest multiplicity ``nu`` of :func:`mpfr_multiplicity_law` (``n nu`` nested quadratures)
+MAX_MULTIPLICITY = 64
+#: largest lookahead of :func:`expected_block_tokens` (the recursion is ``L`` deep)
+MAX_LOOKAHEAD = 256
+#: most distinct (context state, depth) pairs :func:`expected_block_tokens` enumerates
+MAX_STATES = 1e6
+
+
+def _race_joint(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``P(X = Y = i)`` of the exponential race: ``1 / sum_j max(p_j/p_i, q_j/q_i)``.
+
+    Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, Alg. 2 (the single-draft PFR coupling);
+    the sum over ``i`` is the exact acceptance ``sum_i p_i / (1 + alpha_i)``.  Tokens with
+    ``p_i = 0`` or ``q_i = 0`` contribute 0.  Valid 1-D input assumed.
+    """
+    out = np.zeros_like(p)
+    for i in np.flatnonzero((p > 0) & (q > 0)):
+        out[i] = 1.0 / np.sum(np.maximum(p / p[i], q / q[i]))
+    return out
+
+
+def _multiplicity_law(p: np.ndarray, q: np.ndarray, nu: int) -> np.ndarray:
+    """:func:`mpfr_multiplicity_law` on valid 1-D input (no checks)."""
+    from scipy import integrate, special, stats
+
+    n = p.shape[0]
+    ge = np.zeros((n, nu + 2))  # ge[i, k] = P(Y = i, N_i >= k)
+    for i in np.flatnonzero(p > 0):
+        ge[i, 0] = p[i]
+        if q[i] <= 0:
+            continue
+        others = np.arange(n) != i
+        qj, pj = q[others], p[others]
+        a = np.sum(np.maximum(qj / q[i] - pj / p[i], 0.0))  # alpha_i / p_i
+        alpha = a * p[i]
+        ge[i, 1] = p[i] * (1.0 - (alpha / (1.0 + alpha)) ** nu)
+        for k in range(2, nu + 1):
+            def inner(s, k=k, qj=qj, pj=pj, i=i):
+                slope = qj / q[i] - pj / p[i]
+                icpt = qj * s / q[i]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    kinks = np.where(slope < 0, -icpt / slope, np.nan)
+                kinks = np.sort(kinks[np.isfinite(kinks) & (kinks > 0)])
+
+                def f(g):
+                    lam = np.sum(np.maximum(icpt + slope * g, 0.0))
+                    return np.exp(-g / p[i]) * special.pdtr(nu - k, lam)
+
+                edges = np.concatenate([[0.0], kinks])
+                val = 0.0
+                for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+                    val += integrate.quad(f, lo, hi, epsabs=1e-11, epsrel=1e-8)[0]
+                val += integrate.quad(f, edges[-1], np.inf, epsabs=1e-11, epsrel=1e-8)[0]
+                return val * stats.gamma.pdf(s, k - 1)
+
+            ge[i, k] = integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7,
+                                      limit=200)[0]
+    return ge[:, :-1] - ge[:, 1:]
+
+
+def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
+    r"""Joint law of the MPFR target winner and its multiplicity among ``nu`` drafts.
+
+    Returns ``J`` with ``J[i, k] = P(Y = i, N_i = k)``, ``k = 0..nu``, where
+    ``Y = argmin_v G_{v,1}/p_v`` and ``N_i`` is the number of the ``nu`` direct MPFR drafts
+    (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 6, on ``q``) equal to ``i``.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (n,)
+        Target and draft distributions.
+    nu : int, 1 <= nu <= 64
+        Number of drafts (the multiplicity of the context in the MPFR context tree).
+    normalize : bool
+        Rescale ``p`` and ``q`` to sum to 1.
+
+    Returns
+    -------
+    ndarray, shape (n, nu + 1)
+        Rows sum to ``p`` (up to the quadrature error, about 1e-8); ``1 - J[:, 0].sum()`` is
+        the exact MPFR acceptance ``1 - sum_i p_i (alpha_i/(1+alpha_i))^nu``
+        (:func:`specbound.theory.exact_acceptance` with ``scheme="mpfr"``).
+
+    Notes
+    -----
+    Derivation (extends the proof that the PML expression of Liu et al. 2026, Thm. B.1, is the
+    exact acceptance of Alg. 6): given ``Y = i`` and ``G_{i,1} = g`` (density
+    ``e^{-g/p_i}``), token ``j``'s draft arrivals form a Poisson process of rate ``q_j`` on
+    score times ``t > g p_j / (p_i q_j)``, and ``i``'s ``k``-th draft arrival is at
+    ``(g + Gamma_{k-1}) / q_i``.  Hence ``N_i >= k`` iff at most ``nu - k`` other arrivals
+    precede it:
+    ``P(Y=i, N_i>=k) = int_0^inf e^{-g/p_i} E[F_Pois(nu-k; Lambda(g, Gamma_{k-1}))] dg`` with
+    ``Lambda(g, s) = sum_{j != i} (q_j (g + s)/q_i - g p_j/p_i)_+``.  ``k = 1`` has the closed
+    form ``p_i (1 - (alpha_i/(1+alpha_i))^nu)``; ``k >= 2`` is a nested adaptive quadrature
+    (scipy ``quad``, split at the kinks of ``Lambda``), ``n (nu - 1)`` of them, hence the
+    bound on ``nu``.  Checked against Monte Carlo of the kernels in
+    ``tests/test_theory_blocks.py``.  Zeros: a token with ``p_i = 0`` has an all-zero row; one
+    with ``q_i = 0`` is never drafted (``J[i, 0] = p_i``).
+
+    Raises
+    ------
+    ValueError
+        ``p``/``q`` not distributions of equal length (named), ``nu`` not an integer in
+        ``[1, 64]``.
+    """
+    p2, q2, batched = as_pair(p, q, normalize=normalize)
+    if batched:
+        raise ValueError(f"p: must be 1-D (one context), got shape {np.shape(p)}")
+    nu = as_int(nu, "nu", min_value=1, max_value=MAX_MULTIPLICITY)
+    return _multiplicity_law(p2[0], q2[0], nu)
+
+
+def _n_states(n: int, L: int, window: int | None) -> float:
+    """Upper bound on the (context state, depth) pairs visited by the enumeration."""
+    if n <= 1:
+        return float(L)
+    if window is None:
+        return math.inf if L * math.log(n) > math.log(MAX_STATES) + 1e-12 else float(n) ** L
+    if window * math.log(n) > math.log(MAX_STATES) + 1e-12:
+        return math.inf
+    short = sum(float(n) ** d for d in range(1, min(L, window) + 1))
+    return short + max(L - window, 0) * float(n) ** window
+
+
+def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *, L: int = 4,
+                          B: int = 1, context_length: int | None = None) -> float:
+    """Exact expected number of tokens emitted by one speculative block (theory of the AATPS).
+
+    Propagates the exact per-context acceptance along the block by recursion over the draft
+    paths (module docstring): ``E_d(c) = 1 + sum_x P(accept x | c) E_{d-1}(c x)`` with
+    ``E_0 = 1`` (the bonus token).
+
+    Parameters
+    ----------
+    p_fn, q_fn : callable
+        ``p_fn(context) -> p`` and ``q_fn(context) -> q``: the target's and the draft's
+        next-token distributions (1-D, equal length) after ``context``, a 1-D int64 array of
+        token ids (the prompt followed by the path).  Called once per distinct context
+        state; each output is validated.
+    prompt : sequence of int
+        The context the block starts from.
+    scheme : {"sd", "exp_race", "mpfr"}
+        The per-context coupling (module docstring): ``"sd"`` for standard speculative
+        sampling (vsps, mse, mse_pseudo), ``"exp_race"`` for single-draft PFR (pfr,
+        pfr_nowm, mws), ``"mpfr"`` for multi-draft MPFR.
+    L : int, 1 <= L <= 256
+        Lookahead (drafts per block).  The block is a full one (``L`` drafts and a bonus).
+    B : int >= 1
+        Number of drafts; ``B > 1`` only for ``"mpfr"``.
+    context_length : int >= 0 or None
+        Window of the models: ``p_fn`` and ``q_fn`` depend on the last ``context_length``
+        tokens only (None: on the whole context).  The enumeration is memoised by that
+        window, so a first-order chain (``context_length=1``) costs ``O(L n^2)`` instead of
+        ``O(n^L)``.
+
+    Returns
+    -------
+    float
+        ``E_L(prompt)``, between 1 and ``L + 1``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``scheme``; ``B > 1`` for a single-draft scheme; ``L`` out of range or so
+        large that more than 1e6 context states would be enumerated; a callable returning
+        something that is not a distribution, or distributions of different lengths.
+
+    Notes
+    -----
+    Assumes independent clocks in distinct contexts (a random key and distinct context
+    labels).  Checked against the simulated AATPS of :func:`specbound.sim.speculative_decode`
+    (``tests/test_decode.py``) and against the martingale compensator of
+    :func:`specbound.sim.acceptance_compensator` (``tests/test_wm_studies.py``).
+    """
+    if not callable(p_fn):
+        raise ValueError(f"p_fn: must be a callable context -> distribution, got "
+                         f"{type(p_fn).__name__}")
+    if not callable(q_fn):
+        raise ValueError(f"q_fn: must be a callable context -> distribution, got "
+                         f"{type(q_fn).__name__}")
+    scheme = as_choice(scheme, "scheme", BLOCK_SCHEMES)
+    L = as_int(L, "L", min_value=1, max_value=MAX_LOOKAHEAD)
+    B = as_int(B, "B", min_value=1, max_value=MAX_MULTIPLICITY)
+    if B > 1 and scheme != "mpfr":
+        raise ValueError(f"B: scheme {scheme!r} is single-draft (B must be 1)")
+    if context_length is not None:
+        context_length = as_int(context_length, "context_length", min_value=0)
+    h = np.asarray(prompt if prompt is not None else [])
+    if h.ndim > 1 or (h.size and (h.dtype == np.bool_ or h.dtype.kind not in "iu")):
+        raise ValueError("prompt: must be a 1-D sequence of integer token ids")
+    if h.size and h.min() < 0:
+        raise ValueError("prompt: token ids must be non-negative")
+    h = [int(t) for t in h.reshape(-1)]
+    w = context_length
+
+    def state_of(ctx):
+        if w is None:
+            return tuple(ctx)
+        return tuple(ctx[max(len(ctx) - w, 0):]) if w > 0 else ()
+
+    n_vocab: list[int] = []
+    laws: dict = {}
+    memo: dict = {}
+
+    def law(ctx, nu):
+        key = (state_of(ctx), nu)
+        if key not in laws:
+            c = np.array(ctx, dtype=np.int64)
+            p2, q2, batched = as_pair(p_fn(c), q_fn(c), names=("p_fn(context)",
+                                                                "q_fn(context)"))
+            if batched:
+                raise ValueError("p_fn: must return one 1-D distribution per context")
+            p, q = p2[0], q2[0]
+            if not n_vocab:
+                n_vocab.append(p.shape[0])
+                if _n_states(p.shape[0], L, w) > MAX_STATES:
+                    raise ValueError(
+                        f"L: enumerating the draft paths of depth {L} over {p.shape[0]} tokens "
+                        f"visits more than {MAX_STATES:.0e} context states (pass the models' "
+                        f"context_length, or use a smaller L or vocabulary)"
+                    )
+            elif p.shape[0] != n_vocab[0]:
+                raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to "
+                                 f"{p.shape[0]}")
+            if scheme == "sd":
+                laws[key] = np.minimum(p, q)[:, None]
+            elif scheme == "exp_race":
+                laws[key] = _race_joint(p, q)[:, None]
+            else:
+                laws[key] = _multiplicity_law(p, q, nu)[:, 1:]
+        return laws[key]
+
+    def E(ctx, d, nu):
+        if d == 0:
+            return 1.0
+        key = (state_of(ctx), d, nu)
+        if key not in memo:
+            J = law(ctx, nu)
+            tot = 1.0
+            for x in range(J.shape[0]):
+                for k in range(J.shape[1]):
+                    if J[x, k] > 0:
+                        tot += J[x, k] * E(ctx + [x], d - 1, k + 1)
+            memo[key] = tot
+        return memo[key]
+
+    return E(h, L, B)
