@@ -350,7 +350,7 @@ def test_validation_errors(kwargs, match):
     n = kwargs.pop("n", 10)
     seed = kwargs.pop("seed", 0)
     with pytest.raises(ValueError, match=match):
-        sample_induced(P0, Q0, rule, n, seed, **kwargs)
+        sample_induced(P0, Q0, rule, n, seed=seed, **kwargs)
 
 
 @pytest.mark.parametrize("p, q, match", [
@@ -362,4 +362,4 @@ def test_validation_errors(kwargs, match):
 ])
 def test_validation_of_distributions(p, q, match):
     with pytest.raises(ValueError, match=match):
-        sample_induced(p, q, "lossless", 10, 0)
+        sample_induced(p, q, "lossless", 10, seed=0)
