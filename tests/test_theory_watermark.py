@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
+from specbound.theory import _nulls as N
 from specbound.theory import (
     aaronson_entropy_bound,
     aaronson_log_pvalue,
@@ -34,7 +35,6 @@ from specbound.theory import (
     u_score,
     u_score_log_pvalue,
 )
-from specbound.theory import _nulls as N
 from specbound.theory import watermark as W
 from tests.strategies import prob_vectors
 
