@@ -82,15 +82,14 @@ def _refuse_kind(arr: np.ndarray, name: str, what: str) -> None:
     kind = arr.dtype.kind
     if kind == "c":
         raise ValueError(
-            f"{name}: complex values are not accepted (the imaginary part would be dropped); "
-            f"expected {what}"
+            f"{name}: must be {what}, got complex values (the imaginary part would be dropped)"
         )
     if kind in "US":
-        raise ValueError(f"{name}: strings are not accepted; expected {what}")
+        raise ValueError(f"{name}: must be {what}, got strings")
     if kind == "b":
-        raise ValueError(f"{name}: booleans are not accepted; expected {what}")
+        raise ValueError(f"{name}: must be {what}, got booleans")
     if kind not in "iuf":
-        raise ValueError(f"{name}: dtype {arr.dtype} is not accepted; expected {what}")
+        raise ValueError(f"{name}: must be {what}, got dtype {arr.dtype}")
 
 
 def _is_real_scalar(v) -> bool:

@@ -355,9 +355,9 @@ def test_absurd_sizes_are_refused_up_front():
 def test_strings_complex_and_flags_are_refused(fn):
     with pytest.raises(ValueError, match="counts"):
         fn(np.array([1 + 1j, 2]), [0.5, 0.5])
-    with pytest.raises(ValueError, match="probs: strings"):
+    with pytest.raises(ValueError, match="probs: must be real numbers .*strings"):
         fn([1, 2], ["0.5", "0.5"])
-    with pytest.raises(ValueError, match="probs: complex"):
+    with pytest.raises(ValueError, match="probs: .*complex"):
         fn([1, 2], np.array([0.5 + 0j, 0.5]))
     with pytest.raises(ValueError, match="normalize: must be True or False"):
         fn([1, 2], [1.0, 1.0], normalize="yes")
