@@ -23,7 +23,7 @@ A row must sum to 1 within ``atol = max(SUM_ATOL, SUM_EPS_FACTOR * sqrt(n) * eps
 ``n`` is the row length and ``eps`` the machine epsilon of the array's floating dtype
 (float64 for lists and integer arrays).  For float64 input this is ``1e-9`` up to
 ``n ~ 10^11``.  For a float32 softmax it scales with the rounding a real model's output
-carries: ``8 * sqrt(n) * 1.19e-7``, i.e. ``1.5e-4`` for a 32k vocabulary and ``4.9e-4`` for
+carries: ``8 * sqrt(n) * 1.19e-7``, i.e. ``1.7e-4`` for a 32k vocabulary and ``4.9e-4`` for
 256k tokens, about five times the worst error measured for ``torch.softmax`` in float32 over
 256k logits (``9.4e-5``), while a vector off by ``1e-3`` is still refused.  ``normalize=True``
 rescales every row instead (its sum must be positive); the tolerance is then not applied.

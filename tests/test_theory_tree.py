@@ -199,3 +199,45 @@ def test_tree_validation_errors():
     with pytest.raises(ValueError, match="bonus"):
         T.tree_block_efficiency(P3, [0], "lossless", allowed=A3, L=2, bonus=1)
 
+
+
+def test_argument_order_matches_the_simulator_and_old_order_is_deprecated():
+    # (p, candidates, rule, *, allowed) like simulate_tree_verification(p, q, rule, *, ...)
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    A = np.array([True, True, True, False])
+    C = np.array([1, 3])
+    for fn in (T.tree_acceptance, T.tree_emitted_distribution):
+        new = fn(p, C, "lossless", allowed=A)
+        with pytest.warns(DeprecationWarning, match=r"\(p, candidates, rule, allowed=...\)"):
+            old = fn(p, C, A, "lossless")
+        np.testing.assert_array_equal(old, new)
+        with pytest.warns(DeprecationWarning):
+            np.testing.assert_array_equal(fn(p, C, A, rule="lossless"), new)
+    with pytest.warns(DeprecationWarning):
+        old = T.tree_block_efficiency(p, C, A, "lossless", 4, True)
+    assert old == T.tree_block_efficiency(p, C, "lossless", allowed=A, L=4, bonus=True)
+    # without allowed: no truncation (p_Θ = p), which only the lossless rule accepts
+    np.testing.assert_allclose(T.tree_emitted_distribution(p, C, "lossless"), p, rtol=1e-15)
+    with pytest.raises(ValueError, match="allowed: required by rule 'typical'"):
+        T.tree_acceptance(p, C, "typical")
+
+
+def test_names_moved_from_theory_lossy_still_resolve_with_a_warning():
+    for name in ("min_p_allowed", "eta_allowed", "truncated_target", "tree_acceptance",
+                 "kl_truncation_sd", "truncation_efficiency_delta"):
+        with pytest.warns(DeprecationWarning, match=f"specbound.theory.tree.{name}"):
+            assert getattr(L, name) is getattr(T, name)
+    with pytest.raises(AttributeError):
+        L.no_such_name  # noqa: B018
+
+
+def test_hostile_inputs_name_the_argument():
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    with pytest.raises(ValueError, match="^candidates: "):
+        T.tree_acceptance(p, np.array([2**64 - 1], dtype=np.uint64), "lossless")
+    with pytest.raises(ValueError, match="^candidates: "):
+        T.tree_acceptance(p, "01", "lossless")
+    with pytest.raises(ValueError, match="^L: too large"):
+        T.tree_block_efficiency(p, [0], "lossless", L=10**12)
+    with pytest.raises(ValueError, match="^bonus: must be True or False"):
+        T.tree_block_efficiency(p, [0], "lossless", L=2, bonus="no")
