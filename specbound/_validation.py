@@ -53,12 +53,28 @@ def sum_atol(n: int, dtype=np.float64) -> float:
     return max(SUM_ATOL, SUM_EPS_FACTOR * math.sqrt(max(int(n), 1)) * eps)
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"  # pragma: no cover
+def _human_bytes(n: int) -> str:
+    n = int(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 * 1024 or unit == "EiB":
+            break
+        n //= 1024
+    if unit == "EiB" and n >= 1024 * 1024:
+        return f"2^{n.bit_length() + 60} bytes"
+    return f"{n} {unit}" if unit == "bytes" else f"{n / 1024:.1f} {_NEXT[unit]}"
+
+
+_NEXT = {"bytes": "KiB", "KiB": "MiB", "MiB": "GiB", "GiB": "TiB", "TiB": "PiB", "PiB": "EiB",
+         "EiB": "ZiB"}
+
+
+def asarray_named(x, name: str, **kwargs) -> np.ndarray:
+    """``np.asarray(x, **kwargs)``, with NumPy's own errors (ragged nesting, unconvertible
+    objects) re-raised as a ``ValueError`` naming ``name``."""
+    try:
+        return np.asarray(x, **kwargs)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name}: not a well-formed array ({exc})") from None
 
 
 def check_alloc(name: str, n_items, itemsize: int = 8, *, what: str | None = None) -> None:
@@ -106,10 +122,7 @@ def as_real_array(x, name: str, *, what: str = "real numbers") -> tuple[np.ndarr
     """
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name}: must be {what}, got {x!r}")
-    try:
-        raw = np.asarray(x)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}: must be an array of {what} ({exc})") from None
+    raw = asarray_named(x, name)
     if raw.dtype.kind == "O":
         flat = raw.reshape(-1)
         for v in flat:
@@ -148,10 +161,13 @@ def as_prob(x, name: str, *, normalize: bool = False, ndim: tuple[int, ...] = (1
         raise ValueError(f"{name}: contains NaN or infinite entries")
     if np.any(arr < 0):
         raise ValueError(f"{name}: contains negative entries (min {arr.min():.3g})")
-    sums = arr.sum(axis=-1)
+    with np.errstate(over="ignore"):
+        sums = arr.sum(axis=-1)
     if normalize:
         if np.any(sums <= 0):
             raise ValueError(f"{name}: cannot normalize a vector whose entries sum to 0")
+        if not np.all(np.isfinite(sums)):
+            raise ValueError(f"{name}: cannot normalize a vector whose sum overflows")
         arr /= sums[..., None]
     else:
         atol = sum_atol(arr.shape[-1], src)
@@ -228,7 +244,7 @@ def as_int_array(x, name: str, *, min_value: int | None = None,
     max_value = min(int(max_value), INT64_MAX)
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name}: must be integers, got {x!r}")
-    raw = np.asarray(x)
+    raw = asarray_named(x, name)
     if raw.dtype.kind == "O":
         flat = raw.reshape(-1)
         for v in flat:
@@ -261,8 +277,8 @@ def as_int_array(x, name: str, *, min_value: int | None = None,
 
 
 def as_B(B, name: str = "B") -> int:
-    """Number of drafts: an integer >= 1."""
-    return as_int(B, name, min_value=1)
+    """Number of drafts: an integer in ``[1, 2**63 - 1]`` (formulas use it as an exponent)."""
+    return as_int(B, name, min_value=1, max_value=INT64_MAX)
 
 
 def as_real(x, name: str, *, low=None, high=None, low_open=False, high_open=False) -> float:
@@ -356,7 +372,7 @@ def as_bool_mask(x, name: str, shape) -> np.ndarray:
     """Validate a boolean mask broadcastable to ``shape`` (0/1 integer arrays are accepted)."""
     if x is None or isinstance(x, str | bytes):
         raise ValueError(f"{name}: must be a boolean array, got {x!r}")
-    arr = np.asarray(x)
+    arr = asarray_named(x, name)
     if arr.dtype != np.bool_:
         if arr.dtype.kind in "iu" and np.all((arr == 0) | (arr == 1)):
             arr = arr.astype(bool)

@@ -1,4 +1,4 @@
-"""Tests for :func:`specbound.theory.block_efficiency` (MATH.md §3, Leviathan et al. Eq. 1)."""
+"""Tests for :func:`specbound.theory.block_efficiency` (Leviathan et al. 2023, Eq. 1)."""
 
 from __future__ import annotations
 

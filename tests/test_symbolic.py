@@ -28,7 +28,8 @@ def test_max_identity(n, method):
     expected_cases = n if method == "abs" else n * 2 ** (n - 1)
     assert res.cases == expected_cases == len(res.statements) == len(res.residuals)
     assert all(isinstance(s, sp.Eq) for s in res.statements)
-    # the statement really is the identity of MATH.md §1 (not something trivial)
+    # the statement really is the identity of Liu et al. (2026), proof of Thm B.2 (not
+    # something trivial)
     assert all(s.lhs.has(sp.Max) for s in res.statements)
     if method == "cases":
         _assert_cases_partition(res, n, n, 2 ** (n - 1))

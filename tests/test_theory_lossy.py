@@ -1,4 +1,5 @@
-"""Tests for specbound.theory.lossy: induced laws of lossy verification rules (seed 004)."""
+"""Tests for specbound.theory.lossy: induced laws of lossy verification rules
+(Zhou et al. 2026, arXiv:2607.26627)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _mask(n, seed, p):
 
 
 def _generic_sd(p, q, h, nu=None):
-    """P(Y=x) = q h + [1 - Σ q h] r, r = (nu - q)+ normalized (MATH.md §3) -- independent code."""
+    """P(Y=x) = q h + [1 - Σ q h] r, r = (nu - q)+ normalized (generic SD law) -- independent
+    code."""
     nu = p if nu is None else nu
     rej = 1.0 - np.sum(q * h)
     resid = np.maximum(nu - q, 0.0)
@@ -167,7 +169,7 @@ def test_lenience_closed_form_equals_generic_sd_formula(pq, ell):
     d = L.induced_distribution(p, q, "lenience", ell=ell)
     h = L.acceptance_function(p, q, "lenience", ell=ell)
     np.testing.assert_allclose(d, _generic_sd(p, q, h), atol=1e-12)
-    # acceptance of lenience = Σ min(q, p/ℓ) (MATH.md §3)
+    # acceptance of lenience = Σ min(q, p/ℓ) (Zhou et al. 2026, Eq. 10)
     assert L.acceptance_rate(p, q, "lenience", ell=ell) == pytest.approx(
         float(np.minimum(q, p / ell).sum()), abs=1e-12
     )

@@ -1,4 +1,5 @@
-"""Every validation error path of the acceptance theory (MATH.md §1–2 functions) raises a
+"""Every validation error path of the acceptance theory (and, below, every theory
+function taking distributions) raises a
 ``ValueError`` whose message names the argument and the problem."""
 
 from __future__ import annotations

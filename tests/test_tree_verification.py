@@ -1,5 +1,6 @@
 """Tree verification with greedy drafting (``specbound.sim.simulate_tree_verification``)
-against the per-position laws of seed 004 App. G (``theory.tree_*``)."""
+against the per-position laws of Zhou et al. (2026), arXiv:2607.26627, App. G
+(``theory.tree_*``)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from specbound._validation import as_int, as_int_array, as_prob, as_real, check_alloc
+from specbound._validation import (
+    as_int,
+    as_int_array,
+    as_prob,
+    as_real,
+    asarray_named,
+    check_alloc,
+)
 
 __all__ = [
     "EXACT_AUTO_OUTCOMES",
@@ -109,7 +116,8 @@ def _as_counts(counts, name: str = "counts") -> np.ndarray:
     Unsigned or float counts above ``2**63 - 1`` and totals above :data:`MAX_TOTAL_COUNT`
     (``2**62``) are refused, so ``n`` and the expected counts are always exact.
     """
-    arr = np.asarray(counts) if not isinstance(counts, str | bytes) else np.asarray([counts])
+    arr = (asarray_named(counts, name) if not isinstance(counts, str | bytes)
+           else np.asarray([counts]))
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name}: must be a 1-D array of non-negative integer counts")
     if arr.ndim != 1 or arr.size == 0:
@@ -195,7 +203,7 @@ def bonferroni_alpha(total_rate, n_tests) -> float:
         probability at most ``total_rate`` (union bound; no independence needed).
     """
     r = as_real(total_rate, "total_rate", low=0.0, high=1.0, low_open=True, high_open=True)
-    m = as_int(n_tests, "n_tests", min_value=1)
+    m = as_int(n_tests, "n_tests", min_value=1, max_value=2**63 - 1)
     return r / m
 
 
@@ -208,7 +216,8 @@ def counts_from_samples(samples, n_cells) -> np.ndarray:
     """
     k = as_int(n_cells, "n_cells", min_value=1)
     check_alloc("n_cells", k, 8, what="one int64 count per cell")
-    s = np.asarray(samples) if not isinstance(samples, str | bytes) else np.asarray([samples])
+    s = (asarray_named(samples, "samples") if not isinstance(samples, str | bytes)
+         else np.asarray([samples]))
     if s.size and (s.dtype == np.bool_ or s.dtype.kind not in "iu"):
         raise ValueError("samples: must be an array of integer token ids")
     if s.size and s.dtype.kind == "u" and int(s.max()) >= k:

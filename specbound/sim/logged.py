@@ -96,6 +96,7 @@ from specbound._validation import (
     as_choice,
     as_int,
     as_real_array,
+    asarray_named,
     check_alloc,
 )
 
@@ -252,7 +253,8 @@ class LogWriter:
 
     def _side(self, idx, val, tail, name: str, T: int):
         V = self.meta["vocab_size"]
-        ia = np.asarray(idx) if not isinstance(idx, str | bytes) else np.asarray([idx])
+        ia = (asarray_named(idx, f"{name}_idx") if not isinstance(idx, str | bytes)
+              else np.asarray([idx]))
         try:
             va = as_real_array(val, f"{name}_val")[0]
         except ValueError as exc:
@@ -314,8 +316,10 @@ class LogWriter:
         """
         if self._closed:
             raise ValueError("append: the writer is closed")
-        pid = as_int(prompt_id, "prompt_id", min_value=0)
-        pi = np.asarray(p_idx)
+        pid = as_int(prompt_id, "prompt_id", min_value=0, max_value=2**63 - 1)
+        pi = asarray_named(p_idx, "p_idx") if not isinstance(p_idx, str | bytes) else None
+        if pi is None:
+            raise ValueError("p_idx: must contain integer token ids")
         T = 1 if pi.ndim == 1 else (pi.shape[0] if pi.ndim == 2 else -1)
         if T < 1:
             raise ValueError(f"p_idx: must have shape (k,) or (T, k) with T >= 1, "

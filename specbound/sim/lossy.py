@@ -72,7 +72,8 @@ def _categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """``min(1, num/den)`` where ``den > 0``, and 0 where ``den == 0`` (never drafted)."""
     out = np.zeros_like(num)
-    np.divide(num, den, out=out, where=den > 0)
+    with np.errstate(over="ignore"):  # num/den -> inf (tiny ell): min(1, inf) = 1
+        np.divide(num, den, out=out, where=den > 0)
     return np.minimum(out, 1.0)
 
 

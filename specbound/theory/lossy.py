@@ -350,7 +350,8 @@ def _fuzzy_gate(p, q, threshold, divergence):
 
 
 def _lenience_delta_rows(p, q, ell):
-    num = _pos(q - p / ell).sum(axis=1)  # = 1 - sum min(q, p/ell)
+    with np.errstate(over="ignore"):  # p/ell -> inf for a tiny ell: (q - inf)+ = 0
+        num = _pos(q - p / ell).sum(axis=1)  # = 1 - sum min(q, p/ell)
     den = _pos(p - q).sum(axis=1)  # = TV(p, q)
     out = np.zeros(p.shape[0])
     ok = den > 0
@@ -386,7 +387,16 @@ def _complete(y, p, completion):
 
 
 def _law(rule, p, q, P):
-    """Return (h, yield, induced) for 2-D validated input."""
+    """Return (h, yield, induced) for 2-D validated input.
+
+    ``p/ell`` may overflow to ``inf`` for a tiny ``ell`` (the limit: every draft with
+    ``p > 0`` is accepted); that is the intended value, so overflow is silenced.
+    """
+    with np.errstate(over="ignore"):
+        return _law_rows(rule, p, q, P)
+
+
+def _law_rows(rule, p, q, P):
     if rule == "lossless":
         y = np.minimum(q, p)
         return _ratio_h(p, q), y, _sd_generic(q, y, p)

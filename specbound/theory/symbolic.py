@@ -220,8 +220,8 @@ def max_identity(vocab_size: int = 3, method: str = "abs",
     Derivation
         One statement per index i (``"abs"``) or per (i, case) (``"cases"``).
     """
-    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
     method = as_choice(method, "method", ("abs", "cases"))
+    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
     normalized = as_bool(normalized, "normalized")
     p, q = _vectors(n)
     subs = _normalize_subs(p) if normalized else {}
@@ -426,8 +426,8 @@ def lenience_numerator(vocab_size: int = 3, method: str = "abs") -> Derivation:
         Also contains, as the last statement, the ℓ = 1 check that the numerator equals
         TV(p, q) = ½Σ|q − p| (so Δ_1 = 1 and lenience 1 is lossless).
     """
-    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
     method = as_choice(method, "method", ("abs", "cases"))
+    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
     p, q = _vectors(n)
     ell = sp.Symbol("ell", positive=True)
     subs = {**_normalize_subs(p), **_normalize_subs(q)}

@@ -40,6 +40,7 @@ from specbound._validation import (
     as_pair,
     as_prob,
     as_real,
+    asarray_named,
     check_alloc,
     squeeze_out,
 )
@@ -218,7 +219,7 @@ def kl_truncation_sd(p, q, allowed, *, normalize: bool = False):
 def _as_candidates(candidates, n, m):
     if candidates is None or isinstance(candidates, str | bytes):
         raise ValueError(f"candidates: must be a non-empty 1-D or 2-D array, got {candidates!r}")
-    arr = np.asarray(candidates)
+    arr = asarray_named(candidates, "candidates")
     if arr.ndim not in (1, 2) or arr.size == 0:
         raise ValueError(f"candidates: must be a non-empty 1-D or 2-D array, got {arr.shape}")
     if arr.dtype.kind not in "iuf":
@@ -262,13 +263,16 @@ def _legacy_tree_order(fn):
     """Accept the old positional order ``(p, candidates, allowed, rule, ...)`` with a warning.
 
     The new order is ``(p, candidates, rule, *, allowed=...)``: a third positional argument
-    that is not a string is the old ``allowed``.
+    that is not a string, followed by a string rule (4th positional or ``rule=``), is the old
+    ``allowed``.
     """
     extra_names = {"tree_block_efficiency": ("L", "bonus")}.get(fn.__name__, ())
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if len(args) >= 3 and not isinstance(args[2], str):
+        old_form = len(args) >= 3 and not isinstance(args[2], str) and (
+            (len(args) >= 4 and isinstance(args[3], str)) or isinstance(kwargs.get("rule"), str))
+        if old_form:
             if "allowed" in kwargs:
                 raise TypeError(f"{fn.__name__}() got multiple values for 'allowed'")
             old = list(args[2:])

@@ -51,6 +51,7 @@ from specbound._validation import (
     as_prob,
     as_real,
     as_real_array,
+    asarray_named,
     check_alloc,
 )
 from specbound.theory._nulls import (
@@ -582,7 +583,7 @@ def empirical_threshold(null_scores, fpr: float = 0.01) -> float:
     ``n`` null scores is at most ``fpr`` (exactly ``k/n`` without ties).  The one empirical
     threshold of the package (:func:`tpr_at_fpr` uses it).
     """
-    S0 = np.asarray(null_scores, dtype=np.float64).reshape(-1)
+    S0 = as_real_array(null_scores, "null_scores")[0].reshape(-1)
     if S0.size == 0:
         raise ValueError("null_scores: must contain at least one score")
     if not np.all(np.isfinite(S0)):
@@ -707,7 +708,8 @@ def tpr_at_fpr(
         or ``"empirical"`` without ``U_null``; invalid score parameters.
     """
     wm = _as_sequences(U_wm, "U_wm")
-    raw = np.atleast_1d(np.asarray(T_eval)) if not isinstance(T_eval, str | bytes) else None
+    raw = (np.atleast_1d(asarray_named(T_eval, "T_eval"))
+           if not isinstance(T_eval, str | bytes) else None)
     if raw is None or raw.ndim != 1 or raw.size == 0 or raw.dtype.kind not in "iu":
         raise ValueError(f"T_eval: must be positive integers, got {T_eval!r}")
     Ts = as_int_array(raw, "T_eval", min_value=1)
