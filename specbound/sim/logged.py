@@ -99,6 +99,7 @@ from specbound._validation import (
     asarray_named,
     check_alloc,
 )
+from specbound.theory.divergences import tv_rows
 
 __all__ = ["DenseBatch", "LogReader", "LogWriter", "SparseBatch"]
 
@@ -433,7 +434,7 @@ class DenseBatch:
         """
         if self.tail != "other":
             raise ValueError(f"tail: tv_bounds needs tail='other', got {self.tail!r}")
-        low = 0.5 * np.abs(self.p - self.q).sum(axis=1)
+        low = tv_rows(self.p, self.q)
         return low, low + np.minimum(self.p[:, -1], self.q[:, -1])
 
 
