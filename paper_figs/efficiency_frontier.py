@@ -43,13 +43,8 @@ import pandas as pd
 from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, zipf
 from specbound.theory import block_efficiency
-from specbound.theory.lossy import (
-    acceptance_rate,
-    distortion,
-    eta_allowed,
-    induced_distribution,
-    min_p_allowed,
-)
+from specbound.theory.lossy import acceptance_rate, distortion, induced_distribution
+from specbound.theory.tree import eta_allowed, min_p_allowed
 
 FIGURE = True
 NAME = "efficiency_frontier"

@@ -40,7 +40,7 @@ import pandas as pd
 
 from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, temperature_draft, zipf
-from specbound.theory.lossy import (
+from specbound.theory.tree import (
     eta_allowed,
     min_p_allowed,
     truncated_target,

@@ -32,7 +32,8 @@ import pandas as pd
 from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft
-from specbound.theory.lossy import distortion, induced_distribution, min_p_allowed
+from specbound.theory.lossy import distortion, induced_distribution
+from specbound.theory.tree import min_p_allowed
 
 FIGURE = True
 NAME = "lossy_gallery"

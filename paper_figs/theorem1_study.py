@@ -37,7 +37,7 @@ import pandas as pd
 from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced, simulate_tree_verification
 from specbound.sim.distributions import noisy_draft, zipf
-from specbound.theory.lossy import (
+from specbound.theory.tree import (
     eta_allowed,
     kl_truncation_sd,
     kl_truncation_tree,

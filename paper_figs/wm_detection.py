@@ -89,7 +89,7 @@ def cumulative_scores(U: np.ndarray, score: str) -> np.ndarray:
 
 
 def exact_threshold(T: int, score: str) -> float:
-    return score_threshold(T, FPR, score)
+    return score_threshold(T, score=score, fpr=FPR)
 
 
 def _extra(s: wc.Settings) -> dict:

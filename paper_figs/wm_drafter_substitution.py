@@ -105,7 +105,7 @@ def worker(arg) -> list[dict]:
             d.clear()
     H = models["D0"][0].mean_entropy(n_contexts=500, seed=s.run_seed)
     Ts = t_values(s)
-    thr = {T: score_threshold(T, FPR, "aaronson") for T in Ts}
+    thr = {T: score_threshold(T, score="aaronson", fpr=FPR) for T in Ts}
     common = {"decoder": decoder, "B": B, "mean_entropy_nats": H, **s.columns()}
     rows = []
     tprs = {}

@@ -243,8 +243,8 @@ def test_noisy_draft_unreachable():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: dirichlet(0, 1.0), "n: must be >= 1"),
-        (lambda: dirichlet(3.5, 1.0), "n: must be an integer"),
+        (lambda: dirichlet(0, 1.0), "vocab_size: must be >= 1"),
+        (lambda: dirichlet(3.5, 1.0), "vocab_size: must be an integer"),
         (lambda: dirichlet(3, 0.0), "alpha"),
         (lambda: dirichlet(3, [1.0, 2.0]), "alpha"),
         (lambda: dirichlet(3, "a"), "alpha"),
@@ -255,13 +255,13 @@ def test_noisy_draft_unreachable():
         (lambda: dirichlet(3, 1.0, seed=True), "seed"),
         (lambda: zipf(3, -0.5), "s: must be >= 0"),
         (lambda: zipf(3, np.inf), "s: must be finite"),
-        (lambda: zipf(True, 1.0), "n: must be an integer"),
+        (lambda: zipf(True, 1.0), "vocab_size: must be an integer"),
         (lambda: softmax_gaussian(3, temperature=0.0), "temperature"),
         (lambda: softmax_gaussian(3, scale=-1.0), "scale"),
         (lambda: softmax_gaussian(3, size=2.5), "size"),
         (lambda: top_k([0.5, 0.5], 0), "k: must be >= 1"),
         (lambda: top_k([0.5, 0.6], 1), "p: entries must sum to 1"),
-        (lambda: temperature_draft([0.5, 0.5], 0.0), "T: must be > 0"),
+        (lambda: temperature_draft([0.5, 0.5], 0.0), "temperature: must be > 0"),
         (lambda: temperature_draft([-0.5, 1.5], 1.0), "p: contains negative"),
         (lambda: mixture_draft([0.5, 0.5], [1.0], 0.5), "other: shape mismatch"),
         (lambda: mixture_draft([0.5, 0.5], [1.0, 0.0], 1.5), "weight"),
@@ -288,3 +288,84 @@ def test_noisy_draft_tv_is_monotone_in_sigma_on_average():
     tvs = [noisy_draft(p, t, seed=3).sigma for t in (0.05, 0.1, 0.2, 0.4)]
     assert np.all(np.diff(tvs) > 0)
     assert stats.spearmanr([0.05, 0.1, 0.2, 0.4], tvs).statistic == 1.0
+
+
+# ----------------------------------------------------------------------------- hardening
+
+
+def test_extreme_temperatures_give_the_limit_not_nan():
+    # regression: temperature_draft(p, 1e-310) and softmax_gaussian(4, temperature=5e-324)
+    # returned all NaN; the limit T -> 0 is the argmax (ties share the mass uniformly)
+    p = np.array([0.1, 0.0, 0.6, 0.3])
+    for t in (1e-310, 5e-324, 1e-300):
+        np.testing.assert_array_equal(temperature_draft(p, t), [0, 0, 1, 0])
+    np.testing.assert_array_equal(temperature_draft([0.4, 0.4, 0.2], 5e-324), [0.5, 0.5, 0])
+    np.testing.assert_array_equal(temperature_draft(np.stack([p, p[::-1]]), 5e-324),
+                                  [[0, 0, 1, 0], [0, 1, 0, 0]])
+    q = softmax_gaussian(4, temperature=5e-324, seed=0)
+    z = np.random.default_rng(0).standard_normal(4)
+    np.testing.assert_array_equal(q, np.eye(4)[np.argmax(z)])
+    Q = softmax_gaussian(6, temperature=1e-320, scale=3.0, size=5, seed=2)
+    assert np.all(np.isfinite(Q)) and np.all(Q.sum(axis=1) == 1.0)
+    # the finite path is untouched (bit for bit the plain formula)
+    lp = np.log(np.array([0.1, 0.6, 0.3])) / 0.7
+    ref = np.exp(lp - lp.max())
+    np.testing.assert_array_equal(temperature_draft([0.1, 0.6, 0.3], 0.7), ref / ref.sum())
+
+
+def test_renamed_arguments_are_deprecated_aliases():
+    with pytest.warns(DeprecationWarning, match=r"dirichlet\(n=...\)"):
+        old = dirichlet(n=5, alpha=0.5, seed=3)
+    np.testing.assert_array_equal(old, dirichlet(vocab_size=5, alpha=0.5, seed=3))
+    with pytest.warns(DeprecationWarning, match=r"zipf\(n=...\)"):
+        np.testing.assert_array_equal(zipf(n=7, s=1.0, seed=1), zipf(7, 1.0, seed=1))
+    with pytest.warns(DeprecationWarning, match=r"softmax_gaussian\(n=...\)"):
+        np.testing.assert_array_equal(softmax_gaussian(n=7, seed=1), softmax_gaussian(7, seed=1))
+    with pytest.warns(DeprecationWarning, match=r"temperature_draft\(T=...\)"):
+        np.testing.assert_array_equal(temperature_draft([0.2, 0.8], T=2.0),
+                                      temperature_draft([0.2, 0.8], temperature=2.0))
+    # seed became keyword-only: the old positional form still works, with a warning
+    with pytest.warns(DeprecationWarning, match="'seed' to dirichlet"):
+        np.testing.assert_array_equal(dirichlet(5, 0.5, None, 3), dirichlet(5, 0.5, seed=3))
+    with pytest.warns(DeprecationWarning, match="'seed' to noisy_draft"):
+        np.testing.assert_array_equal(noisy_draft([0.3, 0.7], 0.1, 4).q,
+                                      noisy_draft([0.3, 0.7], 0.1, seed=4).q)
+    with pytest.raises(ValueError, match="vocab_size: given together"):
+        zipf(vocab_size=5, s=1.0, n=5)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: dirichlet(3, "0.5"), "alpha"),
+        (lambda: dirichlet(3, 0.5 + 1j), "alpha"),
+        (lambda: zipf(3, "1.0"), "s: must be a real number"),
+        (lambda: zipf("3", 1.0), "vocab_size: must be an integer"),
+        (lambda: softmax_gaussian(3, temperature="1"), "temperature"),
+        (lambda: temperature_draft([0.5, 0.5], "2"), "temperature"),
+        (lambda: temperature_draft(["0.5", "0.5"], 2.0), "p: must be real numbers .*strings"),
+        (lambda: temperature_draft(np.array([0.5 + 0.1j, 0.5]), 2.0), "p: .*complex"),
+        (lambda: mixture_draft([0.5, 0.5], [1.0, 0.0], "0.5"), "weight"),
+        (lambda: noisy_draft([0.5, 0.5], "0.1"), "tv"),
+        (lambda: noisy_draft([[0.5, 0.5]] * 2, ["0.1", "0.2"]), "tv"),
+        (lambda: top_k([0.5, 0.5], 1, normalize="no"), "normalize: must be True or False"),
+        (lambda: dirichlet(10**12, 1.0), "vocab_size: too large"),
+        (lambda: zipf(10**6, 1.0, size=10**6), "size: too large"),
+        (lambda: softmax_gaussian(10**11), "vocab_size: too large"),
+    ],
+)
+def test_hostile_inputs_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_normalize_rescales_rows_in_every_draft_family():
+    raw = np.array([2.0, 6.0, 2.0])
+    p = raw / raw.sum()
+    np.testing.assert_array_equal(top_k(raw, 2, normalize=True), top_k(p, 2))
+    np.testing.assert_array_equal(temperature_draft(raw, 1.5, normalize=True),
+                                  temperature_draft(p, 1.5))
+    np.testing.assert_array_equal(mixture_draft(raw, [0, 0, 1.0], 0.5, normalize=True),
+                                  mixture_draft(p, [0, 0, 1.0], 0.5))
+    np.testing.assert_array_equal(noisy_draft(raw, 0.2, seed=1, normalize=True).q,
+                                  noisy_draft(p, 0.2, seed=1).q)

@@ -1,4 +1,4 @@
-"""Tests for :func:`specbound.theory.block_efficiency` (MATH.md §3, Leviathan et al. Eq. 1)."""
+"""Tests for :func:`specbound.theory.block_efficiency` (Leviathan et al. 2023, Eq. 1)."""
 
 from __future__ import annotations
 
@@ -166,3 +166,16 @@ def test_validation(a, L, match):
 
 def test_integral_float_L_accepted():
     assert block_efficiency(0.5, 3.0) == block_efficiency(0.5, 3)
+
+
+def test_strings_complex_and_absurd_lookaheads():
+    # regression: block_efficiency('0.5', 4) returned a 0-d array (the string was parsed),
+    # and L = 10**400 raised OverflowError
+    for bad in ("0.5", ["0.5", "0.2"], 0.5 + 0j, np.array([0.5 + 0.1j])):
+        with pytest.raises(ValueError, match="^a: must be a real number or an array of reals"):
+            block_efficiency(bad, 4)
+    with pytest.raises(ValueError, match="^L: too large"):
+        block_efficiency(0.9, 10**400)
+    # huge but finite lookaheads are exact in O(1): a^(L+1) underflows to 0
+    assert block_efficiency(0.9, 10**300) == pytest.approx(10.0, rel=1e-12)
+    assert block_efficiency(1.0, 2**80) == float(2**80 + 1)

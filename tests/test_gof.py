@@ -316,3 +316,50 @@ def test_validation_errors_options():
         counts_from_samples([0, 3], 3)
     with pytest.raises(ValueError, match="samples: must be an array of integer"):
         counts_from_samples([0.5], 3)
+
+
+# ---------------------------------------------------------------------- hardening
+
+
+def test_counts_that_would_wrap_are_refused():
+    # regression: np.uint64 counts were cast to int64 (2**64 - 1 -> -1) and n came out as 4;
+    # counts [2**62] * 3 summed to a negative n with p = 1
+    with pytest.raises(ValueError, match="counts: values must be at most"):
+        chisquare_gof(np.array([2**64 - 1, 5], dtype=np.uint64), [0.5, 0.5])
+    for fn in (chisquare_gof, gof_test, multinomial_exact_gof):
+        with pytest.raises(ValueError, match="counts: the total number of observations"):
+            fn([2**62] * 3, [1 / 3] * 3)
+        with pytest.raises(ValueError, match="counts"):
+            fn(np.array([1e300, 1.0]), [0.5, 0.5])
+    # large but representable counts are exact
+    r = chisquare_gof(np.array([2**40, 2**40], dtype=np.uint64), [0.5, 0.5])
+    assert r.n == 2**41 and r.statistic == 0.0 and r.pvalue == 1.0
+
+
+def test_absurd_sizes_are_refused_up_front():
+    # regression: counts_from_samples([0], 10**10) tried to allocate 80 GB
+    with pytest.raises(ValueError, match=r"n_cells: too large: .* GiB"):
+        counts_from_samples([0], 10**10)
+    with pytest.raises(ValueError, match="samples: token ids must lie"):
+        counts_from_samples(np.array([2**64 - 1], dtype=np.uint64), 3)
+    # gof_test's choice rule and the exact test's limit decide without the exact binomial
+    # of a huge n over many cells (millions of digits)
+    big = np.full(50_000, 2**40)
+    r = gof_test(big, np.full(50_000, 1 / 50_000))
+    assert r.method == "chisquare" and r.n == 50_000 * 2**40
+    with pytest.raises(ValueError, match="limit 2000000"):
+        multinomial_exact_gof(big, np.full(50_000, 1 / 50_000))
+
+
+@pytest.mark.parametrize("fn", [chisquare_gof, multinomial_exact_gof, gof_test])
+def test_strings_complex_and_flags_are_refused(fn):
+    with pytest.raises(ValueError, match="counts"):
+        fn(np.array([1 + 1j, 2]), [0.5, 0.5])
+    with pytest.raises(ValueError, match="probs: must be real numbers .*strings"):
+        fn([1, 2], ["0.5", "0.5"])
+    with pytest.raises(ValueError, match="probs: .*complex"):
+        fn([1, 2], np.array([0.5 + 0j, 0.5]))
+    with pytest.raises(ValueError, match="normalize: must be True or False"):
+        fn([1, 2], [1.0, 1.0], normalize="yes")
+    with pytest.raises(ValueError, match="alpha"):
+        fn([1, 2], [0.5, 0.5], alpha="0.01")

@@ -371,3 +371,80 @@ def test_writer_and_reader_option_validation(tmp_path):
     _write(tmp_path / "c", P, Q, 2, 2)
     with pytest.raises(ValueError, match="tail: tv_bounds needs tail='other'"):
         next(LogReader(tmp_path / "c").batches(3, tail="drop")).tv_bounds()
+
+
+# ------------------------------------------------------------------- hardening
+
+
+def test_bad_slice_bounds_name_the_argument(tmp_path):
+    # regression: these raised IndexError or TypeError
+    r = LogReader(_make(tmp_path))
+    for start, stop, match in ((0, 8, "stop"), (-1, 3, "start"), (5, 2, "stop"),
+                               (8, 9, "start"), ("0", 3, "start"), (0, 2.5, "stop"),
+                               (0, None, "stop")):
+        for fn in (r.sparse, r.dense):
+            with pytest.raises(ValueError, match=match):
+                fn(start, stop)
+    # valid bounds, including the empty slice at the end, still work
+    assert r.dense(7, 7).p.shape == (0, V + 1)
+    assert r.sparse(2, 5).prompt_id.shape == (3,)
+    with pytest.raises(ValueError, match="validate: must be True or False"):
+        LogReader(tmp_path / "log", validate="no")
+    with pytest.raises(ValueError, match="dense: must be True or False"):
+        next(r.batches(2, dense=1))
+
+
+def test_validate_catches_a_token_repeated_within_a_position(tmp_path):
+    # regression: validate=True accepted it, and dense() then silently dropped mass
+    path = _make(tmp_path)
+    off = np.load(path / "p_offsets.npy")
+    assert off[1] - off[0] >= 2  # position 0 stores at least two tokens
+
+    def dup(a):
+        a[off[0] + 1] = a[off[0]]
+        return a
+
+    _edit_array(path, "p_idx", dup)
+    with pytest.raises(ValueError, match="p_idx.npy repeats token .* within position 0"):
+        LogReader(path)
+    # the same token in two different positions is fine
+    path2 = _make(tmp_path / "b")
+    assert len(LogReader(path2)) == 7
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda d: d["committed"].update(positions="seven"), "committed\\['positions'\\]"),
+        (lambda d: d["committed"].update(p_nnz=-3), "committed\\['p_nnz'\\]"),
+        (lambda d: d.update(committed=[1, 2, 3]), "malformed field"),
+        (lambda d: d["meta"].update(vocab_size="40"), "vocab_size"),
+    ],
+)
+def test_malformed_meta_fields_name_the_file(tmp_path, edit, match):
+    # regression: e.g. a non-numeric committed count gave a bare "invalid literal for int()"
+    path = _make(tmp_path)
+    _edit_meta(path, edit)
+    with pytest.raises(ValueError, match=match) as info:
+        LogReader(path)
+    assert str(path / "meta.json") in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"p_val": ["0.5", "0.5"]}, "p_val: must contain real numbers"),
+        ({"q_val": np.array([1.0 + 0j])}, "q_val: must contain real numbers"),
+        ({"p_tail": "0.0"}, "p_tail"),
+        ({"q_idx": ["1"]}, "q_idx: must contain integer"),
+    ],
+)
+def test_append_refuses_strings_and_complex(tmp_path, kwargs, match):
+    # regression: probabilities given as strings were parsed as numbers
+    args = {"prompt_id": 0, "p_idx": [1, 2], "p_val": [0.5, 0.5], "q_idx": [1], "q_val": [1.0]}
+    args.update(kwargs)
+    with LogWriter(tmp_path / "log", META) as w, pytest.raises(ValueError, match=match):
+        w.append(**args)
+    assert len(LogReader(tmp_path / "log")) == 0
+    with pytest.raises(ValueError, match="resume: must be True or False"):
+        LogWriter(tmp_path / "other", META, resume="yes")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specbound import theory
 from specbound.sim import sample_induced
 from specbound.sim.gof import bonferroni_alpha, chisquare_gof, counts_from_samples
 from specbound.sim.lossy import LOSSY_RULES
@@ -209,11 +210,27 @@ def test_batched_input_with_per_context_lambda():
 
 
 def test_one_d_argument_broadcasts_against_a_batch():
+    # a 1-D p against a 2-D Q is the batch with p repeated on every row: the same tokens bit
+    # for bit, and row i follows the law induced by (p, Q[i]) -- not Q[j] -- by GOF
+    # (2 acceptances at alpha = 1e-5: false-failure probability 2e-5; the two rejections of
+    # the other row's law hold for this fixed seed, with p-values far below 1e-5)
     rng = np.random.default_rng(6)
     p = rng.dirichlet(np.ones(6))
     Q = rng.dirichlet(np.ones(6), size=2)
-    x = sample_induced(p, Q, "lenience", 1000, seed=0, ell=0.7)
-    assert x.shape == (2, 1000)
+    x = sample_induced(p, Q, "lenience", 20_000, seed=0, ell=0.7)
+    assert x.shape == (2, 20_000) and x.dtype == np.int64
+    np.testing.assert_array_equal(
+        x, sample_induced(np.tile(p, (2, 1)), Q, "lenience", 20_000, seed=0, ell=0.7))
+    law = induced_distribution(p, Q, "lenience", ell=0.7)
+    for i in range(2):
+        counts = counts_from_samples(x[i], 6)
+        assert chisquare_gof(counts, law[i]).pvalue >= 1e-5
+        assert chisquare_gof(counts, law[1 - i]).pvalue < 1e-5
+    # and a 1-D q against a 2-D P likewise
+    y = sample_induced(np.stack([p, Q[0]]), Q[1], "lenience", 20_000, seed=0, ell=0.7)
+    np.testing.assert_array_equal(
+        y, sample_induced(np.stack([p, Q[0]]), np.tile(Q[1], (2, 1)), "lenience", 20_000,
+                          seed=0, ell=0.7))
 
 
 # ----------------------------------------------------------------- exact special cases
@@ -350,7 +367,7 @@ def test_validation_errors(kwargs, match):
     n = kwargs.pop("n", 10)
     seed = kwargs.pop("seed", 0)
     with pytest.raises(ValueError, match=match):
-        sample_induced(P0, Q0, rule, n, seed, **kwargs)
+        sample_induced(P0, Q0, rule, n, seed=seed, **kwargs)
 
 
 @pytest.mark.parametrize("p, q, match", [
@@ -362,4 +379,54 @@ def test_validation_errors(kwargs, match):
 ])
 def test_validation_of_distributions(p, q, match):
     with pytest.raises(ValueError, match=match):
-        sample_induced(p, q, "lossless", 10, 0)
+        sample_induced(p, q, "lossless", 10, seed=0)
+
+
+# ------------------------------------------------------------------------------ hardening
+@pytest.mark.parametrize("bad", [lambda p, q: None, lambda p, q: "0.5", lambda p, q: [0.1, 0.2],
+                                 lambda p, q: 0.5 + 0j])
+def test_lam_callable_returning_a_non_number_names_lam(bad):
+    # regression: lam returning None raised AttributeError inside the sampler (theory already
+    # raised a ValueError naming lam); both now share one parser
+    with pytest.raises(ValueError, match="^lam: "):
+        sample_induced(P0, Q0, "interpolation", n=10, lam=bad)
+    with pytest.raises(ValueError, match="^lam: "):
+        induced_distribution(P0, Q0, "interpolation", lam=bad)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"rule": "lenience", "ell": "0.5"}, "^ell: must be a real number"),
+    ({"rule": "lenience", "ell": ["0.5"]}, "^ell: must be"),
+    ({"rule": "lenience", "ell": 0.5 + 0j}, "^ell: must be"),
+    ({"rule": "fuzzy", "threshold": "0.1"}, "^threshold: must be"),
+    ({"rule": "contrastive", "beta": "1"}, "^beta: must be"),
+    ({"rule": "interpolation", "lam": "0.5"}, "^lam: must be"),
+    ({"rule": "lossless", "normalize": "no"}, "^normalize: must be True or False"),
+    ({"rule": "lossless", "n": 10**12}, "^n: too large"),
+])
+def test_strings_and_absurd_sizes_are_refused(kwargs, match):
+    kwargs = dict(kwargs)
+    rule = kwargs.pop("rule")
+    n = kwargs.pop("n", 10)
+    with pytest.raises(ValueError, match=match):
+        sample_induced(P0, Q0, rule, n, seed=0, **kwargs)
+
+
+def test_seed_by_position_is_deprecated_and_normalize_rescales():
+    with pytest.warns(DeprecationWarning, match="'seed' to sample_induced"):
+        old = sample_induced(P0, Q0, "lossless", 50, 3)
+    np.testing.assert_array_equal(old, sample_induced(P0, Q0, "lossless", 50, seed=3))
+    np.testing.assert_array_equal(
+        sample_induced(2 * P0, 3 * Q0, "lenience", 50, seed=3, ell=0.5, normalize=True),
+        sample_induced(P0, Q0, "lenience", 50, seed=3, ell=0.5))
+
+
+def test_tree_names_moved_to_sim_tree():
+    import specbound.sim.lossy as sim_lossy
+    import specbound.sim.tree as sim_tree
+
+    with pytest.warns(DeprecationWarning, match="specbound.sim.tree.simulate_tree_verification"):
+        assert sim_lossy.simulate_tree_verification is sim_tree.simulate_tree_verification
+    with pytest.warns(DeprecationWarning, match="TreeVerificationResult"):
+        assert sim_lossy.TreeVerificationResult is sim_tree.TreeVerificationResult
+    assert LOSSY_RULES == theory.RULES

@@ -28,7 +28,8 @@ def test_max_identity(n, method):
     expected_cases = n if method == "abs" else n * 2 ** (n - 1)
     assert res.cases == expected_cases == len(res.statements) == len(res.residuals)
     assert all(isinstance(s, sp.Eq) for s in res.statements)
-    # the statement really is the identity of MATH.md §1 (not something trivial)
+    # the statement really is the identity of Liu et al. (2026), proof of Thm B.2 (not
+    # something trivial)
     assert all(s.lhs.has(sp.Max) for s in res.statements)
     if method == "cases":
         _assert_cases_partition(res, n, n, 2 ** (n - 1))
@@ -217,14 +218,19 @@ def test_gumbel_exponential_race(n):
 @pytest.mark.parametrize(
     ("func", "kwargs", "match"),
     [
-        (symbolic.max_identity, {"n": 1}, "^n: must be >= 2"),
-        (symbolic.max_identity, {"n": 7}, "^n: must be <= 6"),
-        (symbolic.max_identity, {"n": 5, "method": "cases"}, "^n: must be <= 4"),
-        (symbolic.max_identity, {"n": 2.5}, "^n: must be an integer"),
-        (symbolic.max_identity, {"n": 3, "method": "numeric"}, "^method: must be one of"),
-        (symbolic.lenience_numerator, {"n": 0}, "^n: must be >= 2"),
-        (symbolic.lenience_numerator, {"n": 3, "method": "x"}, "^method: must be one of"),
-        (symbolic.gumbel_exponential_race, {"n": 1}, "^n: must be >= 2"),
+        (symbolic.max_identity, {"vocab_size": 1}, "^vocab_size: must be >= 2"),
+        (symbolic.max_identity, {"vocab_size": 7}, "^vocab_size: must be <= 6"),
+        (symbolic.max_identity, {"vocab_size": 5, "method": "cases"},
+         "^vocab_size: must be <= 4"),
+        (symbolic.max_identity, {"vocab_size": 2.5}, "^vocab_size: must be an integer"),
+        (symbolic.max_identity, {"vocab_size": 3, "method": "numeric"},
+         "^method: must be one of"),
+        (symbolic.max_identity, {"vocab_size": 3, "normalized": "no"},
+         "^normalized: must be True or False"),
+        (symbolic.lenience_numerator, {"vocab_size": 0}, "^vocab_size: must be >= 2"),
+        (symbolic.lenience_numerator, {"vocab_size": 3, "method": "x"},
+         "^method: must be one of"),
+        (symbolic.gumbel_exponential_race, {"vocab_size": 1}, "^vocab_size: must be >= 2"),
         (symbolic.key_inequality, {"B": 0}, "^B: must be >= 1"),
         (symbolic.key_inequality, {"B": 17}, "^B: must be <= 16"),
         (symbolic.key_inequality, {"B": "2"}, "^B: must be an integer"),
@@ -249,3 +255,12 @@ def test_results_are_frozen():
     res = symbolic.mpfr_integral(1)
     with pytest.raises(AttributeError):
         res.proved = False
+
+
+def test_vocab_size_renamed_from_n():
+    # the vector identities take vocab_size (n means a number of samples in the package)
+    with pytest.warns(DeprecationWarning, match=r"max_identity\(n=...\)"):
+        old = symbolic.max_identity(n=2)
+    assert old.proved and old.name == symbolic.max_identity(vocab_size=2).name
+    with pytest.warns(DeprecationWarning, match=r"gumbel_exponential_race\(n=...\)"):
+        assert symbolic.gumbel_exponential_race(n=2).proved

@@ -1,4 +1,5 @@
-"""Tests for the acceptance theory of MATH.md §1–2 (``specbound.theory``: divergences,
+"""Tests for the acceptance theory of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §5 and
+App. B (``specbound.theory``: divergences,
 bounds, exact acceptance).
 
 References used here are written independently of the package:
@@ -48,7 +49,8 @@ GLS_TOL = 1e-10  # the GLS quadrature targets ~1e-13; the contract is 1e-8
 
 
 def naive_alpha(p, q):
-    """alpha_i = p_i sum_j (q_j/q_i - p_j/p_i)_+, straight from the definition (MATH.md §1)."""
+    """alpha_i = p_i sum_j (q_j/q_i - p_j/p_i)_+, straight from the definition (Liu et al.
+    2026, Thm B.1)."""
     n = len(p)
     out = np.zeros(n)
     for i in range(n):
@@ -129,7 +131,8 @@ def gls_by_conditioning(p, q, B):
 
 
 def gls_mpmath(p, q, B, dps=30):
-    """30-digit GLS acceptance (MATH.md §2.3), inner integral summed segment by segment."""
+    """30-digit GLS acceptance (Rowan et al. 2025; the 1-D integral of ``theory._gls``), inner
+    integral summed segment by segment."""
     with mp.workdps(dps):
         n = len(p)
         P = [mp.mpf(float(x)) for x in p]
@@ -385,7 +388,7 @@ def test_alpha_zero_iff_equal_and_identity():
     assert np.all(pml_alpha(p, p) == 0.0)
     q = rng.dirichlet(np.ones(30))
     a = pml_alpha(p, q)
-    # sum_j max(p_j/p_i, q_j/q_i) = (1 + alpha_i)/p_i (MATH.md §1)
+    # sum_j max(p_j/p_i, q_j/q_i) = (1 + alpha_i)/p_i (Liu et al. 2026, proof of Thm B.2)
     lhs = np.array([np.sum(np.maximum(p / p[i], q / q[i])) for i in range(30)])
     np.testing.assert_allclose(lhs, (1 + a) / p, rtol=1e-13)
 
@@ -472,10 +475,10 @@ def test_single_draft_properties(pair):
         lml_nonidentical_bound(p, q[None, :]),
     ):
         assert v == pytest.approx(er, rel=EXACT, abs=EXACT)
-    # exp-race >= (1 - TV)/(1 + TV) (holds for every pair; MATH.md §2.4) and <= 1 - TV
+    # exp-race >= (1 - TV)/(1 + TV) (holds for every pair; Bavarian et al. 2016) and <= 1 - TV
     assert er >= no_communication_limit(p, q) - EXACT
     assert sd >= er - EXACT
-    # exp-race = sum_i 1 / sum_j max(p_j/p_i, q_j/q_i) (seed 000 Alg. 2, MATH.md §1)
+    # exp-race = sum_i 1 / sum_j max(p_j/p_i, q_j/q_i) (Liu et al. 2026, Alg. 2)
     direct = 0.0
     for i in np.nonzero((p > 0) & (q > 0))[0]:
         direct += 1.0 / np.sum(np.maximum(p / p[i], q / q[i]))

@@ -1,4 +1,5 @@
-"""Tests for specbound.theory.lossy: induced laws of lossy verification rules (seed 004)."""
+"""Tests for specbound.theory.lossy: induced laws of lossy verification rules
+(Zhou et al. 2026, arXiv:2607.26627)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specbound.theory import lossy as L
-from tests.strategies import prob_pairs, prob_vectors
+from specbound.theory import tree as T
+from tests.strategies import prob_pairs
 
 ATOL = 1e-9
 
@@ -27,7 +29,8 @@ def _mask(n, seed, p):
 
 
 def _generic_sd(p, q, h, nu=None):
-    """P(Y=x) = q h + [1 - Σ q h] r, r = (nu - q)+ normalized (MATH.md §3) -- independent code."""
+    """P(Y=x) = q h + [1 - Σ q h] r, r = (nu - q)+ normalized (generic SD law) -- independent
+    code."""
     nu = p if nu is None else nu
     rej = 1.0 - np.sum(q * h)
     resid = np.maximum(nu - q, 0.0)
@@ -166,7 +169,7 @@ def test_lenience_closed_form_equals_generic_sd_formula(pq, ell):
     d = L.induced_distribution(p, q, "lenience", ell=ell)
     h = L.acceptance_function(p, q, "lenience", ell=ell)
     np.testing.assert_allclose(d, _generic_sd(p, q, h), atol=1e-12)
-    # acceptance of lenience = Σ min(q, p/ℓ) (MATH.md §3)
+    # acceptance of lenience = Σ min(q, p/ℓ) (Zhou et al. 2026, Eq. 10)
     assert L.acceptance_rate(p, q, "lenience", ell=ell) == pytest.approx(
         float(np.minimum(q, p / ell).sum()), abs=1e-12
     )
@@ -216,7 +219,7 @@ def test_judge_closed_form_equals_generic_sd_formula(pq, seed):
 def test_truncation_variants(pq, seed):
     p, q = pq
     A = _mask(p.size, seed, p)
-    pt = L.truncated_target(p, A)
+    pt = T.truncated_target(p, A)
     zq = q[A].sum()
     ren = L.induced_distribution(p, q, "truncation", allowed=A)
     tgt = L.induced_distribution(p, q, "truncation", allowed=A, on_reject="target")
@@ -402,139 +405,6 @@ def test_contrastive_rule():
 
 
 # ---------------------------------------------------------------------------------------------
-# truncation sets, Lemma 1, Theorem 1, Proposition 1
-# ---------------------------------------------------------------------------------------------
-@given(prob_vectors(max_size=100), st.floats(0.0, 1.0), st.floats(1e-6, 0.999))
-def test_truncation_sets(p, p_base, eps):
-    A = L.min_p_allowed(p, p_base)
-    assert A[np.argmax(p)]
-    np.testing.assert_array_equal(A, p >= p_base * p.max())
-    if p_base > 0:
-        assert np.all(p[A] > 0)
-    E = L.eta_allowed(p, eps)
-    s = p > 0
-    H = -np.sum(p[s] * np.log(p[s]))
-    eta = min(eps, np.sqrt(eps) * np.exp(-H))
-    assert E.any()
-    np.testing.assert_array_equal(E, p > eta)
-    pt = L.truncated_target(p, E)
-    _assert_prob(pt)
-    np.testing.assert_allclose(pt, np.where(E, p, 0) / p[E].sum())
-    # 2-D input: one set per row
-    both = L.min_p_allowed(np.stack([p, p]), p_base)
-    np.testing.assert_array_equal(both, np.stack([A, A]))
-    np.testing.assert_array_equal(L.eta_allowed(np.stack([p, p]), eps), np.stack([E, E]))
-
-
-@given(prob_pairs(), st.integers(0, 2**32 - 1), st.floats(0.0, 1.0))
-def test_lemma1_identity_exact(pq, seed, p_base):
-    p, q = pq
-    for A in (_mask(p.size, seed, p), L.min_p_allowed(p, p_base)):
-        gain, loss = L.truncation_efficiency_delta(p, q, A)
-        assert gain >= 0 and loss >= 0
-        pt = L.truncated_target(p, A)
-        net = np.minimum(pt, q).sum() - np.minimum(p, q).sum()
-        assert gain - loss == pytest.approx(net, abs=1e-12)
-
-
-@given(prob_pairs(), st.floats(0.01, 0.9))
-def test_kl_sd_zero_when_q_matches_p_on_A_and_equals_distortion(pq, p_base):
-    p, q = pq
-    A = L.min_p_allowed(p, p_base)
-    # q = p on A (anything off A, kept normalized): q_Θ = p_Θ
-    off = np.where(A, 0.0, q)
-    qq = np.where(A, p * (1 - off.sum()) / p[A].sum(), off)
-    qq = qq / qq.sum()
-    assert L.kl_truncation_sd(p, qq, A) == pytest.approx(0.0, abs=1e-12)
-    assert L.kl_truncation_sd(p, p, A) == pytest.approx(0.0, abs=1e-12)
-    # KL_SD is the KL of the Eq. 13 law against p_Θ
-    kl = L.kl_truncation_sd(p, q, A)
-    d = L.distortion(L.induced_distribution(p, q, "truncation", allowed=A), p, allowed=A)
-    assert kl == pytest.approx(d.kl_truncated, rel=1e-12, abs=1e-15)
-    assert kl >= 0
-
-
-@given(prob_pairs(min_size=2, max_size=80), st.floats(0.01, 1.0), st.integers(1, 5))
-def test_kl_tree_positive_unless_point_mass(pq, p_base, D):
-    p, q = pq
-    A = L.min_p_allowed(p, p_base)
-    cand = np.argsort(-q, kind="stable")[: min(D, p.size)]  # greedy drafting: top-D of q
-    kl = L.kl_truncation_tree(p, cand, A)
-    pt = L.truncated_target(p, A)
-    point_mass = np.isclose(pt.max(), 1.0, rtol=0, atol=1e-15)
-    if not A[cand].any():
-        assert kl == 0.0  # bonus token from p_Θ: the position emits p_Θ
-    elif point_mass:
-        assert kl == pytest.approx(0.0, abs=1e-15)
-    else:
-        assert kl > 0
-        x = cand[A[cand]][0]
-        assert kl == pytest.approx(-np.log(pt[x]))
-        # the emitted law is δ_x and KL(δ_x || p_Θ) = kl
-        em = L.tree_emitted_distribution(p, cand, A, "speccascade")
-        assert em[x] == 1.0
-        assert L.distortion(em, p, allowed=A).kl_truncated == pytest.approx(kl)
-    # Theorem 1: as q -> p, KL_SD -> 0 while KL_tree stays put (it does not depend on q given
-    # the candidates)
-    assert L.kl_truncation_sd(p, p, A) == pytest.approx(0.0, abs=1e-12)
-
-
-@given(
-    st.integers(1, 4).flatmap(
-        lambda L_: st.tuples(
-            st.lists(prob_vectors(n=12), min_size=L_, max_size=L_),
-            st.lists(st.floats(0.01, 1.0), min_size=L_, max_size=L_),
-            st.integers(0, 2**32 - 1),
-        )
-    ),
-    st.integers(1, 4),
-)
-def test_prop1_tree_block_efficiency_ordering(data, D):
-    ps, bases, seed = data
-    rng = np.random.default_rng(seed)
-    p = np.stack(ps)
-    A = np.stack([L.min_p_allowed(pi, b) for pi, b in zip(ps, bases, strict=True)])
-    C = np.stack([rng.permutation(12)[:D] for _ in ps])
-    lossless = L.tree_block_efficiency(p, C, A, "lossless")
-    for rule in ("truncation", "speccascade", "typical"):
-        assert L.tree_block_efficiency(p, C, A, rule) >= lossless - 1e-15
-    a_ll = L.tree_acceptance(p, C, A, "lossless")
-    a_tr = L.tree_acceptance(p, C, A, "speccascade")
-    pt = L.truncated_target(p, A)
-    np.testing.assert_allclose(a_ll, np.take_along_axis(pt, C, axis=1).sum(axis=1), atol=1e-15)
-    assert np.all(a_tr >= a_ll - 1e-15)
-    # Corollary 1: equality iff p_Θ(C) ∈ {0, 1}
-    extreme = np.isclose(a_ll, 0.0, atol=1e-15) | np.isclose(a_ll, 1.0, atol=1e-12)
-    np.testing.assert_array_equal(np.isclose(a_tr, a_ll, atol=1e-12), extreme)
-    # Eq. 73: Σ_k Π_{i<=k} a_i
-    assert lossless == pytest.approx(np.cumprod(a_ll).sum())
-    # lossless tree verification emits p_Θ
-    np.testing.assert_allclose(L.tree_emitted_distribution(p, C, A, "lossless"), pt)
-
-
-def test_tree_block_efficiency_iid_and_bonus():
-    p = np.array([0.4, 0.3, 0.2, 0.1])
-    A = np.array([True, True, True, False])
-    C = np.array([1, 3])  # p_Θ(C) = 0.3 / 0.9
-    a = 1 / 3
-    for Ld in (1, 4, 8):
-        be = L.tree_block_efficiency(p, C, A, "lossless", L=Ld)
-        assert be == pytest.approx(sum(a**k for k in range(1, Ld + 1)))
-        with_bonus = L.tree_block_efficiency(p, C, A, "lossless", L=Ld, bonus=True)
-        assert with_bonus == pytest.approx((1 - a ** (Ld + 1)) / (1 - a))  # Leviathan et al.
-        assert L.tree_block_efficiency(p, C, A, "speccascade", L=Ld) == Ld
-    # no candidate in A: nothing accepted under either rule
-    assert L.tree_block_efficiency(p, [3], A, "speccascade", L=3) == 0.0
-    assert L.tree_acceptance(p, [3], A, "lossless") == 0.0
-    np.testing.assert_allclose(
-        L.tree_emitted_distribution(p, [3], A, "truncation"), L.truncated_target(p, A)
-    )
-    assert L.kl_truncation_tree(p, [3], A) == 0.0
-    # candidates given as integral floats are accepted
-    assert L.tree_acceptance(p, np.array([1.0, 3.0]), A, "lossless") == pytest.approx(a)
-
-
-# ---------------------------------------------------------------------------------------------
 # distortion
 # ---------------------------------------------------------------------------------------------
 def test_distortion_values_and_no_warnings():
@@ -637,43 +507,10 @@ def test_other_validation_errors():
         L.induced_distribution([0.5, 0.6], [0.5, 0.5], "lossless")
     with pytest.raises(ValueError, match="q: shape mismatch"):
         L.induced_distribution(P3, [0.5, 0.5], "lossless")
-    with pytest.raises(ValueError, match="p_base"):
-        L.min_p_allowed(P3, 1.5)
-    for eps in (0.0, 1.0, -1):
-        with pytest.raises(ValueError, match="epsilon"):
-            L.eta_allowed(P3, eps)
-    with pytest.raises(ValueError, match="allowed: the allowed set carries no target mass"):
-        L.truncated_target([0.5, 0.0, 0.5], [False, True, False])
-    with pytest.raises(ValueError, match="allowed"):
-        L.truncation_efficiency_delta([0.5, 0.0, 0.5], Q3, [False, True, False])
-    with pytest.raises(ValueError, match="allowed: shape"):
-        L.kl_truncation_sd(P3, Q3, [True, False])
     with pytest.raises(ValueError, match="ell"):
         L.lenience_delta(P3, Q3, 2.0)
     with pytest.raises(ValueError, match="judge"):
         L.judge_delta(P3, Q3, [0.3, 0.2, 0.1])
-    for bad, match in (
-        ([3], "candidates: token ids must lie"),
-        ([-1], "candidates: token ids must lie"),
-        ([0, 0], "candidates: token ids must be distinct"),
-        ([0.5], "candidates: must be integer"),
-        ([], "candidates: must be a non-empty"),
-        ([[0], [1]], "candidates: shape mismatch"),
-    ):
-        with pytest.raises(ValueError, match=match):
-            L.kl_truncation_tree(P3, bad, A3)
-    with pytest.raises(ValueError, match="rule"):
-        L.tree_acceptance(P3, [0], A3, "eagle")
-    with pytest.raises(ValueError, match="rule"):
-        L.tree_emitted_distribution(P3, [0], A3, "eagle")
-    with pytest.raises(ValueError, match="L: required"):
-        L.tree_block_efficiency(P3, [0], A3, "lossless")
-    with pytest.raises(ValueError, match="L: must equal"):
-        L.tree_block_efficiency(np.stack([P3, P3]), [0], A3, "lossless", L=3)
-    with pytest.raises(ValueError, match="L"):
-        L.tree_block_efficiency(P3, [0], A3, "lossless", L=0)
-    with pytest.raises(ValueError, match="bonus"):
-        L.tree_block_efficiency(P3, [0], A3, "lossless", L=2, bonus=1)
     with pytest.raises(ValueError, match="q: shape mismatch"):
         L.distortion(P3, P3, q=[0.5, 0.5])
     with pytest.raises(ValueError, match="induced"):
@@ -689,7 +526,7 @@ def test_zero_yield_fallbacks():
     # Z_Θ(q) = 0: "renormalize" falls back to p_Θ (documented)
     np.testing.assert_allclose(L.induced_distribution(p, q, "truncation", allowed=A), p)
     assert L.acceptance_rate(p, q, "truncation", allowed=A) == 0.0
-    assert L.kl_truncation_sd(p, q, A) == 0.0
+    assert T.kl_truncation_sd(p, q, A) == 0.0
     # disjoint supports: the ceiling's yield is empty, both completions emit p
     for completion in ("renormalize", "residual"):
         np.testing.assert_allclose(

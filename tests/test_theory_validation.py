@@ -1,4 +1,5 @@
-"""Every validation error path of the acceptance theory (MATH.md §1–2 functions) raises a
+"""Every validation error path of the acceptance theory (and, below, every theory
+function taking distributions) raises a
 ``ValueError`` whose message names the argument and the problem."""
 
 from __future__ import annotations
@@ -192,3 +193,153 @@ def test_bad_qs():
         lml_nonidentical_bound(P, np.zeros((0, 3)))
     with pytest.raises(ValueError, match=r"^p: must be 1-D or 2-D"):
         lml_nonidentical_bound(np.ones((1, 1, 3)) / 3, good)
+
+
+# ----------------------------------------------------------------------------------------
+# one validation rule for theory and sim (hardening)
+# ----------------------------------------------------------------------------------------
+import inspect  # noqa: E402
+
+import specbound.sim as sim  # noqa: E402
+from specbound import theory  # noqa: E402
+from specbound._validation import sum_atol  # noqa: E402
+
+
+def _float32_softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp((z - z.max()).astype(np.float32))
+    return e / e.sum(dtype=np.float32)
+
+
+def test_tolerance_scales_with_dtype_and_length():
+    assert sum_atol(3) == 1e-9 and sum_atol(10**6) == 1e-9  # float64 keeps 1e-9
+    assert sum_atol(256_000, np.float32) == pytest.approx(8 * 256_000**0.5 * 2**-23)
+    assert 4e-4 < sum_atol(256_000, np.float32) < 5e-4
+    assert sum_atol(32_000, np.float32) == pytest.approx(1.7e-4, rel=0.01)
+
+
+def test_real_float32_softmaxes_pass_and_non_distributions_fail():
+    # regression: a 32k-vocabulary float32 softmax was refused even by tv_distance
+    rng = np.random.default_rng(0)
+    for n in (32_000, 256_000):
+        z = rng.standard_normal(n) * 3.0
+        p = _float32_softmax(z)
+        q = _float32_softmax(z + rng.standard_normal(n))
+        assert p.dtype == np.float32
+        assert 0 < theory.tv_distance(p, q) < 1
+        theory.pml_bound(p, q, 2)
+        theory.induced_distribution(p, q, "lenience", ell=0.5)
+        sim.sample_induced(p, q, "lossless", 10, seed=0)
+        # the worst rounding measured for torch.softmax in float32 over 256k logits is 9.4e-5
+        # off 1; that still passes, a vector off by 1e-3 does not
+        off = p.copy()
+        off[0] += np.float32(9e-5)
+        theory.tv_distance(off, q)
+        bad = p.copy()
+        bad[0] += np.float32(1e-3)
+        with pytest.raises(ValueError, match=r"^p: entries must sum to 1 within"):
+            theory.tv_distance(bad, q)
+        with pytest.raises(ValueError, match=r"^q: entries must sum to 1 within"):
+            sim.sample_induced(p, np.roll(bad, 1), "lossless", 10, seed=0)
+    # the same rounding in float64 is refused: float64 keeps the 1e-9 tolerance
+    with pytest.raises(ValueError, match="within 1e-09"):
+        theory.tv_distance(off.astype(np.float64), q)
+
+
+def test_real_torch_float32_softmax_passes():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(256_000, generator=gen) * 2.0
+    z[torch.randint(0, 256_000, (100,), generator=gen)] += 15.0  # the measured worst shape
+    p = torch.softmax(z, -1).numpy()
+    q = torch.softmax(z * 0.8, -1).numpy()
+    assert 0 < theory.tv_distance(p, q) < 1
+    assert 0 <= theory.exact_acceptance(p, q, "mpfr", 2) <= 1
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: theory.tv_distance(np.array([0.5 + 0.3j, 0.3, 0.2, 0]), [0.25] * 4),
+        lambda: theory.kl_divergence([0.5, 0.5], np.array([0.5, 0.5 + 0j])),
+        lambda: theory.pml_bound(["0.5", "0.5"], [0.5, 0.5], 2),
+        lambda: theory.induced_distribution([True, False], [0.5, 0.5], "lossless"),
+        lambda: theory.lenience_delta(P, Q, "0.5"),
+        lambda: theory.lenience_delta(P, Q, 0.5 + 0j),
+        lambda: theory.induced_distribution(P, Q, "fuzzy", threshold="0.1"),
+        lambda: theory.acceptance_rate(P, Q, "contrastive", beta=[1.0, "2"]),
+        lambda: theory.min_p_allowed(P, "0.5"),
+        lambda: theory.eta_allowed(P, 0.1 + 0j),
+    ],
+)
+def test_complex_strings_and_booleans_are_refused(call):
+    # regression: tv_distance([.5+.3j, .3, .2, 0], [.25]*4) returned 0.3 (imaginary part
+    # dropped), and ell='0.5' was parsed as a number
+    with pytest.raises(ValueError):
+        call()
+
+
+def _takes_a_distribution(fn) -> bool:
+    params = inspect.signature(fn).parameters
+    return any(name in params for name in ("p", "q", "P", "induced", "probs"))
+
+
+THEORY_DIST_FUNCS = [name for name in theory.__all__
+                     if callable(getattr(theory, name)) and not isinstance(getattr(theory, name),
+                                                                           type)
+                     and _takes_a_distribution(getattr(theory, name))]
+SIM_DIST_FUNCS = ["sample_induced", "simulate_tree_verification", "top_k", "temperature_draft",
+                  "noisy_draft", "mixture_draft", "chisquare_gof", "multinomial_exact_gof",
+                  "gof_test"]
+
+
+@pytest.mark.parametrize("name", THEORY_DIST_FUNCS)
+def test_every_theory_function_taking_a_distribution_takes_normalize(name):
+    params = inspect.signature(getattr(theory, name)).parameters
+    assert "normalize" in params
+    assert params["normalize"].default is False
+    assert params["normalize"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("name", SIM_DIST_FUNCS)
+def test_every_sim_function_in_scope_takes_normalize(name):
+    params = inspect.signature(getattr(sim, name)).parameters
+    assert params["normalize"].default is False
+
+
+def test_normalize_must_be_a_bool_everywhere():
+    # regression: normalize='no' was treated as True
+    for bad in ("no", 1, None, np.array(True)):
+        with pytest.raises(ValueError, match="^normalize: must be True or False"):
+            theory.tv_distance(P, Q, normalize=bad)
+        with pytest.raises(ValueError, match="^normalize: must be True or False"):
+            theory.induced_distribution(P, Q, "lossless", normalize=bad)
+        with pytest.raises(ValueError, match="^normalize: must be True or False"):
+            sim.gof_test([1, 2, 3], P, normalize=bad)
+    assert theory.tv_distance(P, Q, normalize=np.bool_(False)) == theory.tv_distance(P, Q)
+
+
+def test_lenience_and_judge_deltas_stay_in_their_documented_range():
+    # regression: lenience_delta could return 1 + 2e-16 (270 of 300 random batches with
+    # ell = 1, where the quotient is TV / TV up to rounding); the range [0, 1] holds exactly
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        p = rng.dirichlet(np.ones(8), size=5)
+        q = rng.dirichlet(np.ones(8), size=5)
+        d = theory.lenience_delta(p, q, 1.0)
+        assert np.all((d >= 0) & (d <= 1)), seed
+        j = theory.judge_delta(p, q, np.zeros((5, 8), bool))
+        assert np.all((j >= 0) & (j <= 1)), seed
+        if seed < 3:  # and the value is the quotient itself up to that last ulp
+            np.testing.assert_allclose(d, 1.0, rtol=0, atol=1e-15)
+
+
+def test_option_names_are_tuples_defined_once():
+    assert theory.SCHEMES == ("sd", "exp_race", "mpfr", "gls")
+    assert isinstance(theory.RULES, tuple) and theory.RULES == tuple(theory.RULE_PARAMS)
+    assert theory.SCORES == ("aaronson", "u", "li", "lattimore")
+    assert theory.TREE_RULES == ("lossless", "truncation", "speccascade", "typical")
+    assert set(theory.TREE_RULES) - {"speccascade", "typical"} <= set(theory.RULES)
+    from specbound.sim.lossy import LOSSY_RULES
+    from specbound.sim.tree import TREE_RULES
+
+    assert LOSSY_RULES is theory.RULES and TREE_RULES is theory.TREE_RULES

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
+from specbound.theory import _nulls as N
 from specbound.theory import (
     aaronson_entropy_bound,
     aaronson_log_pvalue,
@@ -97,7 +98,7 @@ def test_li_score_constants_and_continuity():
         assert np.allclose(a, b, atol=1e-6) and np.allclose(a, c, atol=1e-6)
     # the maximum value log(k + 1[q > 0]) is approached as r -> 1
     for d in (0.1, 0.3, 0.6, 0.9):
-        k, q, _, _ = W._li_constants(d)
+        k, q, _, _ = N.li_constants(d)
         top = math.log(k + (q > 0))
         assert token_scores(np.array([1 - 1e-12]), "li", delta=d)[0] == pytest.approx(top, abs=1e-9)
 
@@ -106,7 +107,7 @@ def test_li_score_constants_and_continuity():
 def test_li_score_is_a_log_density(delta):
     # h is the log-density of the pivot under the least-favourable P*: ∫ e^h = 1
     val, err = integrate.quad(
-        lambda u: math.exp(W._h_li_from_logu(math.log(u), delta)), 0, 1, limit=200
+        lambda u: math.exp(N.li_h_from_logu(math.log(u), delta)), 0, 1, limit=200
     )
     assert val == pytest.approx(1.0, abs=1e-8)
 
@@ -117,7 +118,7 @@ def test_lattimore_null_mean_zero_by_quadrature(eps):
     val, _ = integrate.quad(f, 0, 1, points=[1 - eps], limit=400)
     assert abs(val) < 1e-8
     # and the (approximate, steering-only) grid mean of the lattice engine agrees
-    assert abs(W._LattimoreLaw(eps).mean()) < 1e-4  # grid quadrature (kink at 1 - ε)
+    assert abs(N.law("lattimore", eps).mean()) < 1e-4  # grid quadrature (kink at 1 - ε)
 
 
 # ----------------------------------------------------------------------------------------
@@ -219,8 +220,8 @@ def test_u_chernoff_values():
 def test_lattice_engine_reproduces_irwin_hall(M, s):
     # the engine run on the U-score's law against the exact Irwin--Hall tail: relative
     # error of log p below 1e-5 (absolute 1e-5 for moderate p), down to log p = -3600
-    got = W._lattice_log_sf(W._UniformLaw(), M, np.array([s]))[0]
-    exact = W._irwin_hall_log_sf(np.array([s]), M)[0]
+    got = N.lattice_log_sf(N._UniformLaw(), M, np.array([s]))[0]
+    exact = N.irwin_hall_log_sf_exact(np.array([s]), M)[0]
     assert abs(got - exact) <= 1e-5 * max(1.0, abs(exact))
 
 
@@ -252,19 +253,31 @@ def test_lattimore_all_capped_is_eps_to_the_m(eps):
 
 @pytest.mark.parametrize("delta", [0.1, 0.6])
 def test_li_two_tokens_deep_tail_by_quadrature(delta):
-    # M = 2, independent check of the tilted rungs: P(X1 + X2 >= s) = ∫ P(X >= s - h(u)) du
-    law = W._LiLaw(delta)
-    top = law.x_top
+    # M = 2, independent check of the tilted rungs: P(X1 + X2 >= s) = ∫ P(X >= s - h(u)) du,
+    # with P(X >= x) = 1 - u*(x), h(u*) = x solved by Brent's method on the score itself
+    k, q, _, _ = N.li_constants(delta)
+    top = math.log(k + (q > 0))
+
+    def h(u):
+        return float(N.li_h_from_logu(math.log(u), delta))
+
+    def sf(x):  # P(X >= x) = 1 - u*: solve h(e^y) = x for y = log u* <= 0 (h increasing)
+        if x >= top:
+            return 0.0
+        g = lambda y: float(N.li_h_from_logu(y, delta)) - x
+        lo = -1.0
+        while g(lo) > 0:
+            lo *= 2.0
+        y = optimize.brentq(g, lo, 0.0, xtol=1e-300, rtol=1e-15)
+        return -math.expm1(y)
+
     for gap in (0.5, 0.05, 0.005):
         s = 2 * top - gap
 
         def integrand(u, s=s):
-            x = s - float(W._h_li_from_logu(math.log(u), delta))
-            if x >= top:
-                return 0.0
-            return -math.expm1(float(law._logu_of(np.array([x]))[0]))
+            return sf(s - h(u))
 
-        u_min = math.exp(float(law._logu_of(np.array([s - top]))[0]))
+        u_min = 1.0 - sf(s - top)
         val, _ = integrate.quad(integrand, u_min, 1.0, limit=500, epsabs=0, epsrel=1e-11)
         got = null_log_sf(s, 2, "li", delta=delta)
         assert got == pytest.approx(math.log(val), rel=1e-4)
@@ -325,7 +338,7 @@ def test_pvalues_decrease_with_the_score():
 
 
 # ----------------------------------------------------------------------------------------
-# null calibration at α = 1% (issue 5)
+# null calibration at α = 1%
 # ----------------------------------------------------------------------------------------
 
 
@@ -414,14 +427,20 @@ def test_expected_aaronson_score_monte_carlo(P):
 
 @pytest.mark.parametrize("score", list(PARAMS))
 def test_score_threshold_solves_the_tail_equation(score):
-    thr = score_threshold(40, 0.01, score, **PARAMS[score])
+    thr = score_threshold(40, score=score, fpr=0.01, **PARAMS[score])
     assert null_log_sf(thr, 40, score, **PARAMS[score]) == pytest.approx(math.log(0.01), abs=1e-6)
+
+
+def test_score_threshold_old_positional_form_is_deprecated():
+    with pytest.warns(DeprecationWarning, match="to score_threshold\\(\\) by position"):
+        old = score_threshold(40, 0.01, "u")
+    assert old == score_threshold(40, score="u", fpr=0.01)
 
 
 def test_score_threshold_lattimore_atom_above_fpr_never_rejects():
     # ε^M = 0.5 > 1%: no threshold has level 1%
-    assert score_threshold(1, 0.01, "lattimore", epsilon=0.5) == math.inf
-    thr = score_threshold(3, 0.01, "lattimore", epsilon=0.1)  # 0.1^3 < 1%: finite
+    assert score_threshold(1, score="lattimore", fpr=0.01, epsilon=0.5) == math.inf
+    thr = score_threshold(3, score="lattimore", fpr=0.01, epsilon=0.1)  # 0.1^3 < 1%: finite
     assert math.isfinite(thr)
 
 
@@ -509,8 +528,8 @@ def test_tpr_at_fpr_empirical_threshold_matches_exact():
         (lambda: null_log_sf([1.0, 2.0], [3, 4, 5]), "M"),
         (lambda: expected_aaronson_score([0.5, 0.6]), "P"),
         (lambda: aaronson_entropy_bound([-0.5, 1.5]), "P"),
-        (lambda: score_threshold(0, 0.01), "M"),
-        (lambda: score_threshold(10, 1.0), "fpr"),
+        (lambda: score_threshold(0, fpr=0.01), "M"),
+        (lambda: score_threshold(10, fpr=1.0), "fpr"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [0]), "T_eval"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2], fpr=0.0), "fpr"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2], null="empirical"), "U_null"),
@@ -526,9 +545,33 @@ def test_validation_errors_name_the_argument(call, match):
         call()
 
 
-def test_tpr_dataframe_type():
-    df = tpr_at_fpr(np.full((3, 4), 0.9), 4)
-    assert isinstance(df, pd.DataFrame) and len(df) == 1
+def test_tpr_dataframe_values():
+    # M = 4 Aaronson pivots 0.9: S = 4 log 10 = 9.21 < the 1% threshold gamma.isf(0.01, 4)
+    # = 10.05, so no sequence is detected; pivots 0.99 give S = 18.4 and all are detected
+    thr = stats.gamma.isf(0.01, 4)
+    for u, tpr in ((0.9, 0.0), (0.99, 1.0)):
+        df = tpr_at_fpr(np.full((3, 4), u), 4)
+        assert isinstance(df, pd.DataFrame)
+        assert list(df.columns) == ["T_eval", "n_sequences", "tpr", "tpr_stderr", "threshold",
+                                    "method", "n_null", "fpr"]
+        assert len(df) == 1
+        row = df.iloc[0]
+        assert row["T_eval"] == 4 and row["n_sequences"] == 3
+        assert row["tpr"] == tpr and row["tpr_stderr"] == 0.0
+        assert row["threshold"] == pytest.approx(thr, rel=1e-12)
+        assert row["method"] == "exact" and row["n_null"] == 0 and row["fpr"] == 0.01
+    # budgets: sequences shorter than T are left out of that row
+    ragged = [np.full(2, 0.99), np.full(4, 0.99), np.full(4, 0.9)]
+    df = tpr_at_fpr(ragged, [2, 4])
+    assert df["n_sequences"].tolist() == [3, 2]
+    assert df["tpr"].tolist() == pytest.approx([2 / 3, 0.5])
+    assert df["tpr_stderr"].tolist() == pytest.approx([math.sqrt(2 / 27), 0.5 / math.sqrt(2)])
+
+
+def test_tpr_at_fpr_budget_longer_than_every_sequence_is_refused():
+    # regression: this used to return a row with n_sequences = 0 and tpr = NaN
+    with pytest.raises(ValueError, match="T_eval: a budget of 5 tokens is longer"):
+        tpr_at_fpr(np.full((3, 4), 0.9), [2, 5])
 
 
 def test_gamma_continued_fraction_against_mpmath_grid():
@@ -536,8 +579,159 @@ def test_gamma_continued_fraction_against_mpmath_grid():
     a = np.array([1.0, 3.0, 20.0, 500.0, 5000.0])
     for x_over in (1.5, 3.0, 30.0):
         x = a * x_over + 2.0
-        got = W._log_gamma_cf(a, x)
+        got = N._log_gamma_cf(a, x)
         for ai, xi, gi in zip(a, x, got, strict=True):
             ref = float(mpmath.log(mpmath.gammainc(ai, xi, mpmath.inf, regularized=True)))
             assert gi == pytest.approx(ref, rel=1e-12)
     assert special.gammaincc(10, 1e3) == 0.0  # why the branch is needed
+
+
+# ----------------------------------------------------------------------------------------
+# hardening: integer wrap-around, complex input, bounded run time, the law cache
+# ----------------------------------------------------------------------------------------
+
+
+def test_lengths_that_would_wrap_are_refused():
+    # regression: np.uint64(2**64 - 1) was cast to int64 -1 and gave log p = -inf
+    with pytest.raises(ValueError, match="M: values must be at most"):
+        null_log_sf(1.0, np.uint64(2**64 - 1))
+    with pytest.raises(ValueError, match="M"):
+        null_log_sf(1.0, 2**70)
+    with pytest.raises(ValueError, match="M"):
+        null_log_sf(1.0, "3")
+    # the largest int64 length is fine and gives the right answers
+    big = np.uint64(2**63 - 1)
+    assert null_log_sf(1.0, big, "u") == 0.0
+    assert null_log_sf(1.0, big, "aaronson") == 0.0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: aaronson_score(np.array([0.5 + 0.1j, 0.3])),
+        lambda: null_log_sf(np.array([3.0 + 1j]), 3),
+        lambda: token_scores(["0.5", "0.3"]),
+        lambda: li_score(np.array([0.5, 0.3]), "0.1"),
+        lambda: tpr_at_fpr(np.full((3, 4), 0.5), ["2"]),
+        lambda: expected_aaronson_score(np.array([0.5 + 0j, 0.5])),
+    ],
+)
+def test_complex_and_string_numbers_are_refused(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_u_score_large_m_uses_the_bounded_saddle_point(monkeypatch):
+    # regression: the exact O(M^2) recursion ran for minutes on a million pivots; above
+    # U_EXACT_MAX_M the saddle-point tail is used (the exact one must not be called)
+    def boom(*a, **k):
+        raise AssertionError("the O(M^2) recursion was called")
+
+    monkeypatch.setattr(N, "irwin_hall_log_sf_exact", boom)
+    M = 10**6
+    assert u_score_log_pvalue(np.full(M, 0.5)) == pytest.approx(math.log(0.5), abs=1e-9)
+    # 5 standard deviations above the mean: the Edgeworth expansion of the symmetric
+    # Irwin--Hall law, Φ̄(z) + φ(z)(3z - z^3)/(20 M), is exact to O(1/M^2) here
+    z = 5.0
+    U = np.full(M, 0.5 + z * math.sqrt(1 / 12) / math.sqrt(M))
+    ref = math.log(stats.norm.sf(z) + stats.norm.pdf(z) * (3 * z - z**3) / (20 * M))
+    assert u_score_log_pvalue(U) == pytest.approx(ref, abs=1e-7)
+    assert W.U_EXACT_MAX_M == 1000
+
+
+@pytest.mark.parametrize("M", [1001, 1500, 3000])
+def test_u_saddlepoint_matches_the_exact_tail(M):
+    # where both run: the documented accuracy |Δ log p| <= 1e-6 max(1, |log p|) over the whole
+    # range of S (centre, moderate and far tails, the corner within 1 of the top, lower half)
+    sd = math.sqrt(M / 12)
+    s = np.concatenate([M / 2 + np.array([-30, -3, -0.05, 0.0, 0.05, 0.5, 3, 10, 40]) * sd,
+                        M - np.array([50.0, 5.0, 1.0, 0.3])])
+    exact = N.irwin_hall_log_sf_exact(s, M)
+    approx = N.irwin_hall_log_sf_saddle(s, M)
+    assert np.all(np.abs(approx - exact) <= 1e-6 * np.maximum(1.0, np.abs(exact)))
+    # the public entry point switches at U_EXACT_MAX_M
+    np.testing.assert_array_equal(null_log_sf(s, M, "u"), approx)
+
+
+def test_law_cache_is_bounded():
+    N.law.cache_clear()
+    for i in range(N.LAW_CACHE_SIZE + 20):
+        N.law("lattimore", 0.01 + 1e-4 * i)
+    assert N.law.cache_info().currsize == N.LAW_CACHE_SIZE
+    assert N.law.cache_info().maxsize == N.LAW_CACHE_SIZE
+
+
+# ----------------------------------------------------------------------------------------
+# Li and Lattimore over the whole parameter range (regression: tiny Δ and ε)
+# ----------------------------------------------------------------------------------------
+
+#: a log grid of the parameter down to the smallest positive float (subnormal 5e-324)
+LOG_GRID = [0.9, 0.5, 0.3, 0.1, 1e-2, 1e-4, 1e-6, 1e-8, 1e-12, 1e-16, 1e-32, 1e-64,
+            1e-128, 1e-256, 1e-300, 1e-308, 5e-324]
+ISSUE_U = np.array([0.3, 0.9, 0.99, 0.5])
+
+
+def test_li_and_lattimore_issue_examples():
+    # the reported cases: Lattimore at ε = 1e-50 returned 0.0 and at 1e-16 -1.73 (truth
+    # -3.227 ± 0.004 by 2e6 Monte Carlo draws); Li at Δ = 1e-6 returned -0.476 (truth
+    # -1.930 ± 0.002); both now agree with Monte Carlo (see the grid tests below)
+    for eps in (1e-16, 1e-50):
+        assert lattimore_log_pvalue(ISSUE_U, eps) == pytest.approx(-3.227, abs=0.012)
+    assert li_log_pvalue(ISSUE_U, 1e-6) == pytest.approx(-1.930, abs=0.006)
+
+
+@settings(max_examples=60)
+@given(st.floats(-323.3, -1e-3), st.floats(1e-9, 1 - 1e-9))
+def test_single_token_tail_exact_over_the_whole_range(log10_param, u0):
+    # M = 1 has an exact reference for every parameter: P(h(U) >= h(u0)) = 1 - u0 (Li,
+    # h increasing) and max(1 - u0, ε) for Lattimore (the atom of mass ε at the cap); one
+    # token is the law's own tail, computed from its exact CDF (relative error ~1e-10)
+    x = 10.0**log10_param
+    got = li_log_pvalue(np.array([u0]), x)
+    assert got == pytest.approx(math.log1p(-u0), rel=1e-8)
+    got = lattimore_log_pvalue(np.array([u0]), x)
+    assert got == pytest.approx(math.log(max(1 - u0, x)), rel=1e-8)
+
+
+def _mc_check(score, param, U, n, seed):
+    """|p - p̂| <= 5 binomial standard errors at the statistic of the pivots U, with p̂ from
+    n null sums of len(U) tokens, summed in the engine's own units (exact for every Δ).
+    One comparison fails by chance with probability < 6e-7 (two-sided normal 5σ)."""
+    rng = np.random.default_rng(seed)
+    M = U.size
+    if score == "li":
+        def stat(V):
+            return N.li_scaled_from_logu(np.log(V), param).sum(axis=-1)
+        lp = li_log_pvalue(U, param)
+    else:
+        def stat(V):
+            return token_scores(V, "lattimore", epsilon=param).sum(axis=-1)
+        lp = lattimore_log_pvalue(U, param)
+    s0 = stat(U)
+    hits = 0
+    for start in range(0, n, 250_000):
+        m = min(250_000, n - start)
+        hits += int(np.count_nonzero(stat(rng.uniform(size=(m, M))) >= s0))
+    p = math.exp(lp)
+    assert abs(hits / n - p) <= 5 * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("param", LOG_GRID)
+@pytest.mark.parametrize("score", ["li", "lattimore"])
+def test_tail_matches_monte_carlo_over_a_log_grid(score, param):
+    # light version (fast tier): 200,000 null sums per grid point and the issue's pivots;
+    # 34 comparisons at < 6e-7 each: the test fails by chance with probability < 2.1e-5.
+    # It detects a relative error of p above ~3% (the bug was a factor 4 in p).
+    _mc_check(score, param, ISSUE_U, 200_000, seed=int(1e3 * -math.log10(param)) + 7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("param", LOG_GRID)
+@pytest.mark.parametrize("score", ["li", "lattimore"])
+def test_tail_matches_monte_carlo_over_a_log_grid_heavy(score, param):
+    # heavy version: 4,000,000 null sums, three pivot vectors (null-like, the issue's, and
+    # watermark-like near 1, M = 6); 102 comparisons at < 6e-7 each: false-failure rate
+    # < 6.2e-5.  Detects a relative error of p of about 1% at p ~ 0.1.
+    rng = np.random.default_rng(99)
+    for U in (rng.uniform(size=6), ISSUE_U, 1 - 0.3 * rng.uniform(size=6) ** 2):
+        _mc_check(score, param, U, 4_000_000, seed=int(1e3 * -math.log10(param)) + 11)

@@ -1,5 +1,6 @@
 """Tree verification with greedy drafting (``specbound.sim.simulate_tree_verification``)
-against the per-position laws of seed 004 App. G (``theory.tree_*``)."""
+against the per-position laws of Zhou et al. (2026), arXiv:2607.26627, App. G
+(``theory.tree_*``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from scipy import stats
 from specbound.sim import simulate_tree_verification
 from specbound.sim.gof import bonferroni_alpha, chisquare_gof
 from specbound.theory import block_efficiency
-from specbound.theory.lossy import (
+from specbound.theory.tree import (
     eta_allowed,
     kl_truncation_tree,
     min_p_allowed,
@@ -86,7 +87,7 @@ def test_per_position_law(rule):
     # the law gives probability 0 fails at once.
     for case in CASES:
         p, q, A, res = _run(case, rule, seed=case[0])
-        law = tree_emitted_distribution(p, res.candidates, A, rule)
+        law = tree_emitted_distribution(p, res.candidates, rule, allowed=A)
         np.testing.assert_array_equal(res.emitted_counts.sum(axis=1), res.reached)
         for t in range(L):
             assert res.reached[t] > 1000, (case, t)
@@ -110,7 +111,7 @@ def test_no_in_set_candidate_emits_p_theta():
         res = simulate_tree_verification(p, q, rule, D=2, L=2, allowed=A, n=50_000, seed=6)
         np.testing.assert_array_equal(res.candidates[0], [3, 4])
         assert res.accepted_counts[0] == 0 and res.reached[1] == 0
-        assert np.all(res.accepted == 0) and res.block_efficiency.mean == 1.0
+        assert np.all(res.accepted_per_block == 0) and res.block_efficiency.mean == 1.0
         assert chisquare_gof(res.emitted_counts[0], res.p_theta[0]).pvalue >= 1e-6
         assert np.isnan(res.emitted_law[1]).all() and np.isnan(res.acceptance[1])
 
@@ -120,7 +121,7 @@ def test_gof_detects_a_wrong_tree_law():
     # point mass and against p (untruncated) when truncation removes >= 2% of p's mass.
     case = CASES[2]
     p, q, A, res = _run(case, "lossless", seed=3)
-    wrong = tree_emitted_distribution(p, res.candidates, A, "speccascade")[0]
+    wrong = tree_emitted_distribution(p, res.candidates, "speccascade", allowed=A)[0]
     assert chisquare_gof(res.emitted_counts[0], wrong).pvalue < ALPHA
     assert (p[0] * ~A[0]).sum() > 0.02
     assert chisquare_gof(res.emitted_counts[0], p[0]).pvalue < ALPHA
@@ -133,14 +134,14 @@ def test_acceptance_and_block_efficiency(rule):
     # 8 cases x (3 + 1) comparisons, overall false-failure probability < 1e-4.
     for case in CASES:
         p, q, A, res = _run(case, rule, seed=100 + case[0])
-        a = np.atleast_1d(tree_acceptance(p, res.candidates, A, rule))
+        a = np.atleast_1d(tree_acceptance(p, res.candidates, rule, allowed=A))
         for t in range(L):
             k, m = int(res.accepted_counts[t]), int(res.reached[t])
             if a[t] in (0.0, 1.0):
                 assert k == a[t] * m
             else:
                 assert stats.binomtest(k, m, a[t]).pvalue >= 1e-6, (case, t)
-        be = tree_block_efficiency(p, res.candidates, A, rule, bonus=True)
+        be = tree_block_efficiency(p, res.candidates, rule, allowed=A, bonus=True)
         est = res.block_efficiency
         if est.stderr > 0:
             assert abs(est.mean - be) / est.stderr < 5.3, (case, est, be)
@@ -159,7 +160,7 @@ def test_iid_positions_match_leviathan_formula():
     for depth in (1, 4, 8):
         res = simulate_tree_verification(p, q, "lossless", D=3, L=depth, allowed=A,
                                          n=N, seed=depth)
-        a = tree_acceptance(p, res.candidates[0], A, "lossless")
+        a = tree_acceptance(p, res.candidates[0], "lossless", allowed=A)
         est = res.block_efficiency
         assert abs(est.mean - block_efficiency(a, depth)) / est.stderr < 5.3
 
@@ -183,8 +184,8 @@ def test_proposition_1_lossy_block_efficiency_is_higher():
                                                seed=i).block_efficiency
             se = np.hypot(lossy.stderr, lossless.stderr)
             assert lossy.mean - lossless.mean > -4.5 * se - 1e-12
-            gap = (tree_block_efficiency(p, lossless_cands(p, q, D), A, rule)
-                   - tree_block_efficiency(p, lossless_cands(p, q, D), A, "lossless"))
+            gap = (tree_block_efficiency(p, lossless_cands(p, q, D), rule, allowed=A)
+                   - tree_block_efficiency(p, lossless_cands(p, q, D), "lossless", allowed=A))
             assert gap >= -1e-12
             if gap >= 0.05:
                 assert lossy.mean - lossless.mean > 4.5 * se
@@ -232,11 +233,11 @@ def test_greedy_candidates_and_explicit_candidates():
     np.testing.assert_array_equal(res.candidates, [[0, 1, 3], [0, 1, 3]])
     res2 = simulate_tree_verification(p, None, "lossless", D=3, L=2, n=10, seed=0,
                                       candidates=[0, 1, 3])
-    np.testing.assert_array_equal(res.accepted, res2.accepted)
+    np.testing.assert_array_equal(res.accepted_per_block, res2.accepted_per_block)
     np.testing.assert_array_equal(res.emitted_counts, res2.emitted_counts)
     # D = V: lossless accepts surely (p_Theta(C) = 1), SpecCascade too
     res = simulate_tree_verification(p, q, "lossless", D=4, L=3, n=1000, seed=0)
-    assert np.all(res.accepted == 3)
+    assert np.all(res.accepted_per_block == 3)
 
 
 def test_reproducible_by_seed():
@@ -246,9 +247,9 @@ def test_reproducible_by_seed():
     b = simulate_tree_verification(p, q, "lossless", D=2, allowed=A, n=5000,
                                    seed=np.random.default_rng(4))
     c = simulate_tree_verification(p, q, "lossless", D=2, allowed=A, n=5000, seed=5)
-    np.testing.assert_array_equal(a.accepted, b.accepted)
+    np.testing.assert_array_equal(a.accepted_per_block, b.accepted_per_block)
     np.testing.assert_array_equal(a.emitted_counts, b.emitted_counts)
-    assert not np.array_equal(a.accepted, c.accepted)
+    assert not np.array_equal(a.accepted_per_block, c.accepted_per_block)
 
 
 P1 = np.array([0.5, 0.3, 0.2])
@@ -301,9 +302,9 @@ def test_tree_properties(pair, rule, D, depth, p_base, seed):
     D = min(D, p.size)
     A = min_p_allowed(p, p_base)
     res = simulate_tree_verification(p, q, rule, D=D, L=depth, allowed=A, n=300, seed=seed)
-    law = tree_emitted_distribution(np.tile(p, (depth, 1)), res.candidates, A, rule)
+    law = tree_emitted_distribution(np.tile(p, (depth, 1)), res.candidates, rule, allowed=A)
     assert np.all(res.emitted_counts[law == 0] == 0)
-    assert res.accepted.min() >= 0 and res.accepted.max() <= depth
+    assert res.accepted_per_block.min() >= 0 and res.accepted_per_block.max() <= depth
     np.testing.assert_array_equal(res.emitted_counts.sum(axis=1), res.reached)
     assert res.reached[0] == 300
     be = res.block_efficiency.mean
@@ -311,4 +312,4 @@ def test_tree_properties(pair, rule, D, depth, p_base, seed):
     if rule != "lossless":
         has = np.take_along_axis(np.tile(A, (depth, 1)), res.candidates, axis=1).any(axis=1)
         expect = np.cumprod(has).sum()  # deterministic number of accepted positions
-        assert np.all(res.accepted == expect)
+        assert np.all(res.accepted_per_block == expect)

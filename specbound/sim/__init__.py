@@ -40,11 +40,7 @@ from specbound.sim.gof import (
 )
 from specbound.sim.invariance import check_drafter_invariance
 from specbound.sim.logged import DenseBatch, LogReader, LogWriter, SparseBatch
-from specbound.sim.lossy import (
-    TreeVerificationResult,
-    sample_induced,
-    simulate_tree_verification,
-)
+from specbound.sim.lossy import sample_induced
 from specbound.sim.metrics import cluster_ratio_se, lcs_length, mean_se, rouge_l
 from specbound.sim.models import (
     CachedLM,
@@ -58,6 +54,7 @@ from specbound.sim.montecarlo import estimate_acceptance, sample_emitted
 from specbound.sim.prf import keyed_uniforms
 from specbound.sim.results import ConfidenceInterval, Estimate
 from specbound.sim.samplers import SCHEMES, Step, sample_step, spectr_rho
+from specbound.sim.tree import TreeVerificationResult, simulate_tree_verification
 
 __all__ = [
     # keyed randomness, results

@@ -3,15 +3,16 @@
 Targets (random, reproducible from ``seed`` as in numpy's SPEC 7: an int, a
 ``SeedSequence`` or a ``Generator``):
 
-- :func:`dirichlet` -- ``Dirichlet(alpha)`` on ``n`` tokens;
-- :func:`zipf` -- Zipf(s) weights ``k^{-s}`` (``k = 1..n``) assigned to a random permutation
-  of the tokens;
-- :func:`softmax_gaussian` -- ``softmax(scale * z / T)`` with ``z ~ N(0, I_n)``;
+- :func:`dirichlet` -- ``Dirichlet(alpha)`` on ``vocab_size`` tokens;
+- :func:`zipf` -- Zipf(s) weights ``k^{-s}`` (``k = 1..vocab_size``) assigned to a random
+  permutation of the tokens;
+- :func:`softmax_gaussian` -- ``softmax(scale * z / temperature)`` with ``z ~ N(0, I)``;
 - :func:`top_k` -- keep the ``k`` most likely tokens and renormalise (deterministic).
 
 Drafts made from a target ``p`` (``q`` is the draft, as everywhere in the package):
 
-- :func:`temperature_draft` -- ``q ∝ p^{1/T}`` (the target's logits divided by ``T``);
+- :func:`temperature_draft` -- ``q ∝ p^{1/temperature}`` (the target's logits divided by
+  the temperature);
 - :func:`noisy_draft` -- ``q = softmax(log p + sigma * eps)`` with Gaussian logit noise
   ``eps`` and ``sigma`` found by bisection so that ``TV(p, q)`` is the requested value;
 - :func:`mixture_draft` -- ``q = (1 - w) p + w * other``.
@@ -20,7 +21,16 @@ Every function returns a 1-D probability vector for a single distribution and a 
 (rows are contexts) when ``size`` is given or a 2-D ``p`` is passed.  Zeros: the draft
 families work with log-probabilities ``log 0 = -inf`` that stay ``-inf`` (so
 ``temperature_draft`` and ``noisy_draft`` keep ``supp(q) = supp(p)``); no floating-point
-warning is ever emitted.
+warning is ever emitted, and no function returns NaN: the limits of extreme temperatures
+(``temperature -> 0``: the argmax, ties shared uniformly) are computed in log space.
+
+Names: ``vocab_size`` is the vocabulary size (formerly ``n``, a deprecated alias for one
+release: ``n`` means a number of samples in the package), ``temperature`` the temperature
+(formerly ``T`` in :func:`temperature_draft`), and ``seed`` is keyword-only with default 0
+(passing it by position is deprecated).  Functions taking distributions accept
+``normalize=True`` (rescale rows instead of refusing sums off 1; default tolerance
+:func:`specbound._validation.sum_atol`).  Sizes whose output would exceed the package's
+memory limit are refused up front (``ValueError`` naming the argument).
 """
 
 from __future__ import annotations
@@ -30,7 +40,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._validation import as_int, as_pair, as_prob, as_real, as_rng
+from specbound._deprecation import legacy_positional, renamed_kwargs
+from specbound._validation import (
+    as_int,
+    as_pair,
+    as_prob,
+    as_real,
+    as_real_array,
+    as_rng,
+    check_alloc,
+)
+from specbound.theory.divergences import tv_rows
 
 __all__ = [
     "NoisyDraft",
@@ -53,8 +73,16 @@ def _as_size(size):
     return as_int(size, "size", min_value=1)
 
 
-def _shape(n, size):
-    return (n,) if size is None else (size, n)
+def _shape(vocab_size, size):
+    return (vocab_size,) if size is None else (size, vocab_size)
+
+
+def _check_out(vocab_size, size, arrays=3):
+    """Refuse up front an output of ``size x vocab_size`` floats above the memory limit."""
+    what = "the output and its work arrays"
+    check_alloc("vocab_size", vocab_size, 8 * arrays, what=what)
+    if size is not None:
+        check_alloc("size", vocab_size * size, 8 * arrays, what=what)
 
 
 def _softmax_logits(z: np.ndarray) -> np.ndarray:
@@ -64,42 +92,64 @@ def _softmax_logits(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_scaled(logits: np.ndarray, factor: float) -> np.ndarray:
+    """``softmax(factor * logits)`` row-wise, for any ``factor >= 0`` (``inf`` included).
+
+    The plain product is used where it is finite (bit-for-bit the historical values); rows
+    where it overflows or is ``-inf`` everywhere (``factor`` near ``inf``, e.g. a temperature
+    of 1e-310) are computed in log space from ``factor * (logits - max)``, whose largest entry
+    is 0, with ``0 * inf = 0``: the limit is the argmax, ties sharing the mass uniformly.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _softmax_logits(logits * factor)
+    bad = ~np.all(np.isfinite(out), axis=-1)
+    if np.any(bad):
+        z = np.atleast_2d(logits)
+        o = np.atleast_2d(out)
+        rows = np.flatnonzero(np.atleast_1d(bad))
+        d = z[rows] - np.max(z[rows], axis=-1, keepdims=True)  # <= 0, -inf stays -inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = np.where(d == 0.0, 0.0, d * factor)
+        o[rows] = _softmax_logits(scaled)
+        out = o if out.ndim == 2 else o[0]
+    return out
+
+
 def _log(p: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(p)
 
 
-def _tv_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return 0.5 * np.abs(p - q).sum(axis=-1)
-
-
 # ----------------------------------------------------------------------------- targets
 
 
-def dirichlet(n, alpha, size=None, seed=0) -> np.ndarray:
-    """Probability vector(s) drawn from ``Dirichlet(alpha)`` on ``n`` tokens.
+@renamed_kwargs(n="vocab_size")
+@legacy_positional("seed")
+def dirichlet(vocab_size, alpha, size=None, *, seed=0) -> np.ndarray:
+    """Probability vector(s) drawn from ``Dirichlet(alpha)`` on ``vocab_size`` tokens.
 
     Parameters
     ----------
-    n : int >= 1
-        Vocabulary size.
-    alpha : float > 0 or array of shape (n,)
+    vocab_size : int >= 1
+        Vocabulary size (formerly ``n``, deprecated).
+    alpha : float > 0 or array of shape (vocab_size,)
         Concentration (a scalar means the symmetric Dirichlet).  Small ``alpha`` gives sparse,
         peaked vectors; entries may underflow to exactly 0 for ``alpha`` below about 0.01.
     size : int, optional
         Number of rows; ``None`` returns one 1-D vector.
-    seed : int, SeedSequence or Generator
+    seed : int, SeedSequence or Generator, keyword-only
 
     Returns
     -------
-    ndarray, shape (n,) or (size, n)
+    ndarray, shape (vocab_size,) or (size, vocab_size)
         Rows sum to 1 (rescaled after drawing to remove rounding error).
     """
-    n = as_int(n, "n", min_value=1)
+    n = as_int(vocab_size, "vocab_size", min_value=1)
     size = _as_size(size)
+    _check_out(n, size)
     try:
-        a = None if isinstance(alpha, bool) else np.asarray(alpha, dtype=np.float64)
-    except (TypeError, ValueError):
+        a = None if isinstance(alpha, bool | np.bool_) else as_real_array(alpha, "alpha")[0]
+    except ValueError:
         a = None
     if a is None or a.ndim > 1 or (a.ndim == 1 and a.shape[0] != n):
         raise ValueError(f"alpha: must be a positive scalar or a length-{n} vector")
@@ -119,25 +169,30 @@ def dirichlet(n, alpha, size=None, seed=0) -> np.ndarray:
     return out[0] if size is None else out
 
 
-def zipf(n, s, size=None, seed=0) -> np.ndarray:
-    """Zipf(s) probability vector(s) on a random permutation of ``n`` tokens.
+@renamed_kwargs(n="vocab_size")
+@legacy_positional("seed")
+def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
+    """Zipf(s) probability vector(s) on a random permutation of ``vocab_size`` tokens.
 
-    The ``k``-th most likely token (``k = 1..n``) has probability ``k^{-s} / H_{n,s}`` with
-    ``H_{n,s} = sum_k k^{-s}``; which token gets rank ``k`` is a uniformly random permutation
-    (independent per row).  ``s = 0`` is the uniform distribution.
+    The ``k``-th most likely token (``k = 1..V``, ``V = vocab_size``) has probability
+    ``k^{-s} / H_{V,s}`` with ``H_{V,s} = sum_k k^{-s}``; which token gets rank ``k`` is a
+    uniformly random permutation (independent per row).  ``s = 0`` is the uniform
+    distribution.
 
     Parameters
     ----------
-    n : int >= 1
+    vocab_size : int >= 1
+        Vocabulary size (formerly ``n``, deprecated).
     s : float >= 0
         Exponent.
     size : int, optional
         Number of rows; ``None`` returns one 1-D vector.
-    seed : int, SeedSequence or Generator
+    seed : int, SeedSequence or Generator, keyword-only
     """
-    n = as_int(n, "n", min_value=1)
+    n = as_int(vocab_size, "vocab_size", min_value=1)
     s = as_real(s, "s", low=0.0)
     size = _as_size(size)
+    _check_out(n, size, arrays=4)
     rng = as_rng(seed)
     w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
     w /= w.sum()
@@ -147,34 +202,43 @@ def zipf(n, s, size=None, seed=0) -> np.ndarray:
     return out[0] if size is None else out
 
 
-def softmax_gaussian(n, temperature=1.0, scale=1.0, size=None, seed=0) -> np.ndarray:
-    """``softmax(scale * z / temperature)`` with standard Gaussian logits ``z ~ N(0, I_n)``.
+@renamed_kwargs(n="vocab_size")
+@legacy_positional("seed")
+def softmax_gaussian(vocab_size, temperature=1.0, scale=1.0, size=None, *,
+                     seed=0) -> np.ndarray:
+    """``softmax(scale * z / temperature)`` with standard Gaussian logits ``z ~ N(0, I)``.
 
     Parameters
     ----------
-    n : int >= 1
+    vocab_size : int >= 1
+        Vocabulary size (formerly ``n``, deprecated).
     temperature : float > 0
     scale : float >= 0
         Standard deviation of the logits before the temperature (``0``: uniform).
     size : int, optional
         Number of rows; ``None`` returns one 1-D vector.
-    seed : int, SeedSequence or Generator
+    seed : int, SeedSequence or Generator, keyword-only
 
     Notes
     -----
     Only ``scale / temperature`` matters: the two parameters are kept because a model's
-    logit scale and its sampling temperature are separate knobs in experiments.
+    logit scale and its sampling temperature are separate knobs in experiments.  When the
+    ratio overflows (a temperature of 5e-324) the result is the limit, the one-hot vector at
+    the largest logit, never NaN.
     """
-    n = as_int(n, "n", min_value=1)
+    n = as_int(vocab_size, "vocab_size", min_value=1)
     t = as_real(temperature, "temperature", low=0.0, low_open=True)
     sc = as_real(scale, "scale", low=0.0)
     size = _as_size(size)
+    _check_out(n, size)
     rng = as_rng(seed)
     z = rng.standard_normal(_shape(n, size))
-    return _softmax_logits(z * (sc / t))
+    with np.errstate(over="ignore"):
+        factor = sc / t
+    return _softmax_scaled(z, factor)
 
 
-def top_k(p, k) -> np.ndarray:
+def top_k(p, k, *, normalize: bool = False) -> np.ndarray:
     """Keep the ``k`` most likely tokens of ``p`` and renormalise.
 
     Ties at the boundary are broken in favour of the lower token id (deterministic).  If
@@ -186,12 +250,14 @@ def top_k(p, k) -> np.ndarray:
     p : array, shape (n,) or (batch, n)
         Probability vector(s).
     k : int >= 1
+    normalize : bool, default False
+        Rescale the rows of ``p`` to sum to 1 first.
 
     Returns
     -------
     ndarray of the same shape as ``p``
     """
-    pa = as_prob(p, "p")
+    pa = as_prob(p, "p", normalize=normalize)
     k = as_int(k, "k", min_value=1)
     p2 = np.atleast_2d(pa)
     n = p2.shape[1]
@@ -208,24 +274,37 @@ def top_k(p, k) -> np.ndarray:
 # ----------------------------------------------------------------------------- drafts
 
 
-def temperature_draft(p, T) -> np.ndarray:
-    """Draft ``q ∝ p^{1/T}``: the target's logits divided by the temperature ``T``.
+@renamed_kwargs(T="temperature")
+def temperature_draft(p, temperature, *, normalize: bool = False) -> np.ndarray:
+    """Draft ``q ∝ p^{1/temperature}``: the target's logits divided by the temperature.
 
-    ``T > 1`` flattens, ``T < 1`` sharpens (``T -> 0`` tends to the argmax).  Computed in log
-    space, ``log 0 = -inf`` stays ``-inf``: ``supp(q) = supp(p)``.
+    ``temperature > 1`` flattens, ``< 1`` sharpens (``-> 0`` tends to the argmax).  Computed
+    in log space, ``log 0 = -inf`` stays ``-inf``: ``supp(q) = supp(p)``.  Temperatures so
+    small that ``log p / temperature`` overflows (e.g. 1e-310) give the limit exactly: the
+    argmax of ``p``, ties sharing the mass uniformly (never NaN).
 
     Parameters
     ----------
     p : array, shape (n,) or (batch, n)
-    T : float > 0
+    temperature : float > 0
+        Formerly ``T`` (deprecated alias).
+    normalize : bool, default False
+        Rescale the rows of ``p`` to sum to 1 first.
 
     Returns
     -------
     ndarray of the same shape as ``p``
     """
-    pa = as_prob(p, "p")
-    t = as_real(T, "T", low=0.0, low_open=True)
-    return _softmax_logits(_log(pa) / t)
+    pa = as_prob(p, "p", normalize=normalize)
+    t = as_real(temperature, "temperature", low=0.0, low_open=True)
+    with np.errstate(over="ignore"):
+        factor = 1.0 / t
+    if np.isfinite(factor):
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = _softmax_logits(_log(pa) / t)  # the historical arithmetic, where finite
+        if np.all(np.isfinite(out)):
+            return out
+    return _softmax_scaled(_log(pa), factor)
 
 
 @dataclass(frozen=True)
@@ -247,12 +326,14 @@ class NoisyDraft:
     sigma: float | np.ndarray
 
 
-def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
+@legacy_positional("seed")
+def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
+                normalize: bool = False) -> NoisyDraft:
     """Draft with Gaussian logit noise scaled to a requested total variation distance.
 
     ``q(sigma) = softmax(log p + sigma * eps)`` with ``eps ~ N(0, I_n)`` drawn once from
     ``seed``; ``sigma >= 0`` is found by bisection so that ``|TV(p, q(sigma)) - tv| <= tol``
-    (``TV = ½ Σ|p − q|``, the notation paragraph of MATH.md).  ``TV(p, q(0)) = 0`` and
+    (``TV = ½ Σ|p − q|``).  ``TV(p, q(0)) = 0`` and
     ``sigma -> TV`` is continuous, so the bisection on a bracket ``[0, sigma_hi]`` with
     ``TV(sigma_hi) >= tv`` always converges (TV need not be monotone in ``sigma``; the
     bracket still holds a solution).  If ``max_iter`` steps do not reach ``tol`` the
@@ -269,12 +350,14 @@ def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
         Target distribution(s).
     tv : float in [0, 1) or array of shape (batch,)
         Requested ``TV(p, q)`` (a scalar applies to every row).
-    seed : int, SeedSequence or Generator
-        Seed of the noise direction ``eps``.
+    seed : int, SeedSequence or Generator, keyword-only
+        Seed of the noise direction ``eps`` (passing it by position is deprecated).
     tol : float > 0
         Tolerance on the achieved TV.
     max_iter : int
         Maximum number of bisection steps.
+    normalize : bool, default False
+        Rescale the rows of ``p`` to sum to 1 first.
 
     Returns
     -------
@@ -282,15 +365,16 @@ def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
         ``q``, the achieved ``tv`` and the noise scale ``sigma`` (floats for 1-D ``p``,
         arrays for a batch).
     """
-    pa = as_prob(p, "p")
+    pa = as_prob(p, "p", normalize=normalize)
     tol = as_real(tol, "tol", low=0.0, low_open=True)
     max_iter = as_int(max_iter, "max_iter", min_value=1)
     p2 = np.atleast_2d(pa)
     rows = p2.shape[0]
-    if isinstance(tv, numbers.Real) and not isinstance(tv, bool):
+    if isinstance(tv, numbers.Real) and not isinstance(tv, bool | np.bool_):
         target = np.full(rows, as_real(tv, "tv", low=0.0, high=1.0, high_open=True))
     else:
-        target = np.asarray(tv, dtype=np.float64) if not isinstance(tv, bool) else None
+        target = (None if isinstance(tv, bool | np.bool_) or tv is None
+                  else as_real_array(tv, "tv")[0])
         if target is None or target.shape != (rows,) or pa.ndim == 1:
             raise ValueError(f"tv: must be a scalar or an array of shape ({rows},) for a batch")
         if not np.all(np.isfinite(target)) or np.any((target < 0) | (target >= 1)):
@@ -316,13 +400,13 @@ def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
         )
     lo = np.zeros(rows)
     hi = np.ones(rows)
-    f_hi = _tv_rows(p2, draft(hi))
+    f_hi = tv_rows(p2, draft(hi))
     for _ in range(200):  # expand the bracket (TV(hi) -> limit > target)
         grow = f_hi < target
         if not np.any(grow):
             break
         hi[grow] *= 2.0
-        f_hi[grow] = _tv_rows(p2[grow], _softmax_logits(logp[grow] + hi[grow, None] * eps[grow]))
+        f_hi[grow] = tv_rows(p2[grow], _softmax_logits(logp[grow] + hi[grow, None] * eps[grow]))
     if np.any(f_hi < target):
         i = int(np.flatnonzero(f_hi < target)[0])
         raise ValueError(
@@ -330,7 +414,7 @@ def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
             f"{f_hi[i]:.6g} below the supremum {limit[i]:.6g})"
         )
     sig = np.where(target <= tol, 0.0, 0.5 * (lo + hi))
-    f = _tv_rows(p2, draft(sig))
+    f = tv_rows(p2, draft(sig))
     for _ in range(max_iter):
         done = np.abs(f - target) <= tol
         if np.all(done):
@@ -339,16 +423,16 @@ def noisy_draft(p, tv, seed=0, *, tol=1e-6, max_iter=200) -> NoisyDraft:
         lo = np.where(~done & below, sig, lo)
         hi = np.where(~done & ~below, sig, hi)
         sig = np.where(done, sig, 0.5 * (lo + hi))
-        f = _tv_rows(p2, draft(sig))
+        f = tv_rows(p2, draft(sig))
     q = draft(sig)
     q[sig == 0] = p2[sig == 0]  # no noise: the target itself, bit for bit
-    f = _tv_rows(p2, q)
+    f = tv_rows(p2, q)
     if pa.ndim == 1:
         return NoisyDraft(q=q[0], tv=float(f[0]), sigma=float(sig[0]))
     return NoisyDraft(q=q, tv=f, sigma=sig)
 
 
-def mixture_draft(p, other, weight) -> np.ndarray:
+def mixture_draft(p, other, weight, *, normalize: bool = False) -> np.ndarray:
     """Draft ``q = (1 - weight) * p + weight * other``.
 
     ``TV(p, q) = weight * TV(p, other)`` exactly, so ``weight`` controls the mismatch
@@ -359,12 +443,14 @@ def mixture_draft(p, other, weight) -> np.ndarray:
     p, other : array, shape (n,) or (batch, n)
         Target and the distribution mixed in (a 1-D argument broadcasts against a batch).
     weight : float in [0, 1]
+    normalize : bool, default False
+        Rescale the rows of ``p`` and ``other`` to sum to 1 first.
 
     Returns
     -------
     ndarray, 1-D if both inputs are 1-D, else 2-D
     """
-    p2, o2, batched = as_pair(p, other, names=("p", "other"))
+    p2, o2, batched = as_pair(p, other, normalize=normalize, names=("p", "other"))
     w = as_real(weight, "weight", low=0.0, high=1.0)
     q = (1.0 - w) * p2 + w * o2
     q /= q.sum(axis=-1, keepdims=True)

@@ -30,11 +30,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from specbound._validation import as_int, as_prob, as_real
+from specbound._validation import (
+    as_int,
+    as_int_array,
+    as_prob,
+    as_real,
+    asarray_named,
+    check_alloc,
+)
 
 __all__ = [
     "EXACT_AUTO_OUTCOMES",
     "EXACT_MAX_OUTCOMES",
+    "MAX_TOTAL_COUNT",
     "GofResult",
     "bonferroni_alpha",
     "chisquare_gof",
@@ -49,6 +57,8 @@ EXACT_MAX_OUTCOMES = 2_000_000
 EXACT_AUTO_OUTCOMES = 100_000
 #: relative tolerance when comparing outcome probabilities with the observed one (ties)
 _TIE_RTOL = 1e-7
+#: largest total number of observations (so that sums of counts never wrap in int64)
+MAX_TOTAL_COUNT = 2**62
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,13 @@ class GofResult:
 
 
 def _as_counts(counts, name: str = "counts") -> np.ndarray:
-    arr = np.asarray(counts)
+    """Non-negative integer counts whose total fits (no int64 wrap-around).
+
+    Unsigned or float counts above ``2**63 - 1`` and totals above :data:`MAX_TOTAL_COUNT`
+    (``2**62``) are refused, so ``n`` and the expected counts are always exact.
+    """
+    arr = (asarray_named(counts, name) if not isinstance(counts, str | bytes)
+           else np.asarray([counts]))
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name}: must be a 1-D array of non-negative integer counts")
     if arr.ndim != 1 or arr.size == 0:
@@ -111,7 +127,12 @@ def _as_counts(counts, name: str = "counts") -> np.ndarray:
             raise ValueError(f"{name}: must contain integer counts (got non-integral values)")
     if np.any(arr < 0):
         raise ValueError(f"{name}: contains negative counts")
-    out = arr.astype(np.int64)
+    out = as_int_array(arr, name, min_value=0, max_value=MAX_TOTAL_COUNT)
+    if float(np.sum(out, dtype=np.float64)) > MAX_TOTAL_COUNT:  # before an int64 sum can wrap
+        raise ValueError(
+            f"{name}: the total number of observations exceeds {MAX_TOTAL_COUNT} (2**62); "
+            "counts this large would wrap around in int64"
+        )
     if out.sum() == 0:
         raise ValueError(f"{name}: must contain at least one observation (all counts are 0)")
     return out
@@ -152,8 +173,13 @@ def _as_alpha(alpha):
     return as_real(alpha, "alpha", low=0.0, high=1.0, low_open=True, high_open=True)
 
 
-def _n_outcomes(n: int, k: int) -> int:
-    """Number of outcomes of Multinomial(n, k cells): C(n + k - 1, k - 1)."""
+def _n_outcomes(n: int, k: int, cap: int) -> int:
+    """Number of outcomes of Multinomial(n, k cells), ``C(n + k - 1, k - 1)``, or ``cap + 1``
+    when it exceeds ``cap`` (decided from ``log C`` first: the exact binomial of a large
+    ``n`` and many cells has millions of digits and would take minutes)."""
+    log_c = special.gammaln(n + k) - special.gammaln(k) - special.gammaln(n + 1.0)
+    if log_c > math.log(cap) + 1.0:
+        return cap + 1
     return math.comb(n + k - 1, k - 1)
 
 
@@ -177,16 +203,25 @@ def bonferroni_alpha(total_rate, n_tests) -> float:
         probability at most ``total_rate`` (union bound; no independence needed).
     """
     r = as_real(total_rate, "total_rate", low=0.0, high=1.0, low_open=True, high_open=True)
-    m = as_int(n_tests, "n_tests", min_value=1)
+    m = as_int(n_tests, "n_tests", min_value=1, max_value=2**63 - 1)
     return r / m
 
 
 def counts_from_samples(samples, n_cells) -> np.ndarray:
-    """Counts of integer samples in ``0..n_cells-1`` (``np.bincount`` with validation)."""
+    """Counts of integer samples in ``0..n_cells-1`` (``np.bincount`` with validation).
+
+    ``n_cells`` whose count array would exceed the package's memory limit is refused up
+    front (``ValueError`` naming ``n_cells`` and the memory it would need); token ids that do
+    not fit in int64 are refused instead of wrapping around.
+    """
     k = as_int(n_cells, "n_cells", min_value=1)
-    s = np.asarray(samples)
+    check_alloc("n_cells", k, 8, what="one int64 count per cell")
+    s = (asarray_named(samples, "samples") if not isinstance(samples, str | bytes)
+         else np.asarray([samples]))
     if s.size and (s.dtype == np.bool_ or s.dtype.kind not in "iu"):
         raise ValueError("samples: must be an array of integer token ids")
+    if s.size and s.dtype.kind == "u" and int(s.max()) >= k:
+        raise ValueError(f"samples: token ids must lie in [0, {k - 1}]")
     s = s.reshape(-1).astype(np.int64)
     if s.size and (s.min() < 0 or s.max() >= k):
         raise ValueError(f"samples: token ids must lie in [0, {k - 1}]")
@@ -212,13 +247,16 @@ def chisquare_gof(counts, probs, *, min_expected=5.0, normalize=False, alpha=Non
     Parameters
     ----------
     counts : array of int, shape (k,)
-        Observed counts (integer-valued floats are accepted).
+        Observed counts (integer-valued floats are accepted); the total must not exceed
+        :data:`MAX_TOTAL_COUNT` (``2**62``).
     probs : array, shape (k,)
-        Hypothesised probabilities (must sum to 1 within 1e-9 unless ``normalize=True``).
+        Hypothesised probabilities (must sum to 1 within the tolerance of
+        :func:`specbound._validation.sum_atol` unless ``normalize=True``).
     min_expected : float > 0
         Smallest expected count of a cell after pooling.
     normalize : bool
-        Rescale ``probs`` to sum to 1.
+        Rescale ``probs`` to sum to 1 (a bool; the default tolerance on the sum is that of
+        :func:`specbound._validation.sum_atol`).
     alpha : float in (0, 1), optional
         Threshold stored in the result (:attr:`GofResult.rejected`).
 
@@ -346,11 +384,12 @@ def multinomial_exact_gof(counts, probs, *, normalize=False, alpha=None) -> GofR
     keep = p > 0
     c, p = c[keep], p[keep]
     n, k = int(c.sum()), int(c.shape[0])
-    m = _n_outcomes(n, k)
+    m = _n_outcomes(n, k, EXACT_MAX_OUTCOMES)
     if m > EXACT_MAX_OUTCOMES:
         raise ValueError(
-            f"counts: the exact test would enumerate C(n+k-1, k-1) = {m} outcomes "
-            f"(n={n}, k={k} positive cells; limit {EXACT_MAX_OUTCOMES}); use chisquare_gof"
+            f"counts: the exact test would enumerate C(n+k-1, k-1) > {EXACT_MAX_OUTCOMES} "
+            f"outcomes (n={n}, k={k} positive cells; limit {EXACT_MAX_OUTCOMES}); "
+            "use chisquare_gof"
         )
     if k == 1:
         return GofResult(statistic=1.0, dof=None, pvalue=1.0, method="exact", n=n, n_cells=1,
@@ -388,7 +427,7 @@ def gof_test(counts, probs, *, alpha=None, min_expected=5.0, normalize=False) ->
     me = as_real(min_expected, "min_expected", low=0.0, low_open=True)
     c, p = _prepare(counts, probs, normalize)
     k = int(np.count_nonzero(p > 0))
-    if _n_outcomes(int(c.sum()), k) <= EXACT_AUTO_OUTCOMES:
+    if _n_outcomes(int(c.sum()), k, EXACT_AUTO_OUTCOMES) <= EXACT_AUTO_OUTCOMES:
         return multinomial_exact_gof(c, p, alpha=a)
     return chisquare_gof(c, p, min_expected=me, alpha=a)
 

@@ -77,7 +77,8 @@ A top-k log does not know the individual probabilities of a model's tail tokens,
     sampler draws from.  ``TV(p_drop, p) = p_tail``.
 
 In every mode rows are renormalised in float64 after densifying (stored float32 values round
-at ~1e-7), so they are probability vectors within the package's ``1e-9`` tolerance.
+at ~1e-7), so they are float64 probability vectors within the package's float64 tolerance
+(``1e-9``; :func:`specbound._validation.sum_atol`).
 """
 
 from __future__ import annotations
@@ -90,7 +91,15 @@ from pathlib import Path
 
 import numpy as np
 
-from specbound._validation import as_choice, as_int
+from specbound._validation import (
+    as_bool,
+    as_choice,
+    as_int,
+    as_real_array,
+    asarray_named,
+    check_alloc,
+)
+from specbound.theory.divergences import tv_rows
 
 __all__ = ["DenseBatch", "LogReader", "LogWriter", "SparseBatch"]
 
@@ -172,6 +181,7 @@ class LogWriter:
         self.path = Path(path)
         self.chunk_size = as_int(chunk_size, "chunk_size", min_value=1)
         as_choice(value_dtype, "value_dtype", _VALUE_DTYPES)
+        resume = as_bool(resume, "resume")
         meta = _check_meta(meta)
         self._closed = False
         self._buf: list[dict[str, np.ndarray]] = []
@@ -244,8 +254,12 @@ class LogWriter:
 
     def _side(self, idx, val, tail, name: str, T: int):
         V = self.meta["vocab_size"]
-        ia = np.asarray(idx)
-        va = np.asarray(val)
+        ia = (asarray_named(idx, f"{name}_idx") if not isinstance(idx, str | bytes)
+              else np.asarray([idx]))
+        try:
+            va = as_real_array(val, f"{name}_val")[0]
+        except ValueError as exc:
+            raise ValueError(f"{name}_val: must contain real numbers ({exc})") from None
         if ia.ndim == 1:
             ia, va = ia[None, :], va[None, :] if va.ndim == 1 else va
         if ia.ndim != 2 or ia.shape[1] == 0:
@@ -263,10 +277,6 @@ class LogWriter:
         srt = np.sort(ia, axis=1)
         if np.any(srt[:, 1:] == srt[:, :-1]):
             raise ValueError(f"{name}_idx: token ids must be unique within a position")
-        try:
-            va = va.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name}_val: must contain real numbers") from None
         if not np.all(np.isfinite(va)) or np.any(va < 0) or np.any(va > 1):
             raise ValueError(f"{name}_val: probabilities must be finite and in [0, 1]")
         s = va.sum(axis=1)
@@ -275,7 +285,7 @@ class LogWriter:
         if tail is None:
             ta = np.clip(1.0 - s, 0.0, 1.0)
         else:
-            ta = np.asarray(tail, dtype=np.float64).reshape(-1)
+            ta = as_real_array(tail, f"{name}_tail")[0].reshape(-1)
             if ta.shape != (T,):
                 raise ValueError(f"{name}_tail: must have one value per position ({T})")
             if not np.all(np.isfinite(ta)) or np.any(ta < -_SUM_ATOL) or np.any(ta > 1):
@@ -307,8 +317,10 @@ class LogWriter:
         """
         if self._closed:
             raise ValueError("append: the writer is closed")
-        pid = as_int(prompt_id, "prompt_id", min_value=0)
-        pi = np.asarray(p_idx)
+        pid = as_int(prompt_id, "prompt_id", min_value=0, max_value=2**63 - 1)
+        pi = asarray_named(p_idx, "p_idx") if not isinstance(p_idx, str | bytes) else None
+        if pi is None:
+            raise ValueError("p_idx: must contain integer token ids")
         T = 1 if pi.ndim == 1 else (pi.shape[0] if pi.ndim == 2 else -1)
         if T < 1:
             raise ValueError(f"p_idx: must have shape (k,) or (T, k) with T >= 1, "
@@ -422,7 +434,7 @@ class DenseBatch:
         """
         if self.tail != "other":
             raise ValueError(f"tail: tv_bounds needs tail='other', got {self.tail!r}")
-        low = 0.5 * np.abs(self.p - self.q).sum(axis=1)
+        low = tv_rows(self.p, self.q)
         return low, low + np.minimum(self.p[:, -1], self.q[:, -1])
 
 
@@ -449,26 +461,33 @@ class LogReader:
 
     def __init__(self, path, *, validate=True):
         self.path = Path(path)
+        validate = as_bool(validate, "validate")
         mf = self.path / "meta.json"
         if not mf.is_file():
             raise ValueError(f"path: {self.path} is not a log (no meta.json)")
         try:
             doc = json.loads(mf.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"path: meta.json is not valid JSON ({exc})") from None
+            raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ValueError(f"path: meta.json is not a {FORMAT} log")
+            raise ValueError(f"path: {mf} is not a {FORMAT} log")
         if doc.get("version") != VERSION:
-            raise ValueError(f"path: unsupported format version {doc.get('version')!r} "
+            raise ValueError(f"path: {mf}: unsupported format version {doc.get('version')!r} "
                              f"(this reader reads version {VERSION})")
         try:
-            committed = {k: int(doc["committed"][k]) for k in ("positions", "p_nnz", "q_nnz")}
+            raw = doc["committed"]
+            if not isinstance(raw, dict):
+                raise TypeError("'committed' is not an object")
+            committed = {k: as_int(raw[k], f"committed[{k!r}]", min_value=0,
+                                   max_value=2**62) for k in ("positions", "p_nnz", "q_nnz")}
             value_dtype = doc["value_dtype"]
             meta = _check_meta(doc["meta"])
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"path: meta.json lacks a required field ({exc})") from None
-        if value_dtype not in _VALUE_DTYPES or min(committed.values()) < 0:
-            raise ValueError("path: meta.json has an invalid value_dtype or committed count")
+        except KeyError as exc:
+            raise ValueError(f"path: {mf} lacks a required field ({exc})") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"path: {mf} has a malformed field ({exc})") from None
+        if value_dtype not in _VALUE_DTYPES:
+            raise ValueError(f"path: {mf} has an invalid value_dtype {value_dtype!r}")
         self._doc = doc
         self.meta = meta
         self.vocab_size = int(meta["vocab_size"])
@@ -506,6 +525,15 @@ class LogReader:
             if idx.size and (idx.min() < 0 or idx.max() >= self.vocab_size):
                 raise ValueError(f"path: {side}_idx.npy has token ids outside "
                                  f"[0, {self.vocab_size - 1}]")
+            if idx.size:  # a token stored twice in one position (dense() would drop mass)
+                row = np.repeat(np.arange(self._n), np.diff(off))
+                order = np.lexsort((idx, row))
+                r, t = row[order], idx[order]
+                dup = (r[1:] == r[:-1]) & (t[1:] == t[:-1])
+                if dup.any():
+                    i = int(r[1:][dup][0])
+                    raise ValueError(f"path: {side}_idx.npy repeats token {int(t[1:][dup][0])} "
+                                     f"within position {i} (token ids must be unique)")
             val = np.asarray(a[f"{side}_val"], dtype=np.float64)
             if not np.all(np.isfinite(val)) or np.any(val < 0) or np.any(val > 1):
                 raise ValueError(f"path: {side}_val.npy has entries outside [0, 1] or NaN")
@@ -538,8 +566,15 @@ class LogReader:
         """The committed part of every array (memory-mapped, read-only)."""
         return dict(self._arr)
 
+    def _bounds(self, start, stop) -> tuple[int, int]:
+        start = as_int(start, "start", min_value=0, max_value=self._n)
+        stop = as_int(stop, "stop", min_value=start, max_value=self._n)
+        return start, stop
+
     def sparse(self, start, stop) -> SparseBatch:
-        """Positions ``start:stop`` in sparse form."""
+        """Positions ``start:stop`` in sparse form (``0 <= start <= stop <= len(self)``;
+        other bounds raise ``ValueError`` naming ``start`` or ``stop``)."""
+        start, stop = self._bounds(start, stop)
         a = self._arr
         out = {"start": start, "prompt_id": a["prompt_id"][start:stop],
                "step": a["step"][start:stop]}
@@ -553,8 +588,15 @@ class LogReader:
         return SparseBatch(**out)
 
     def dense(self, start, stop, tail="other") -> DenseBatch:
-        """Positions ``start:stop`` as dense probability rows (see "Tail mass" above)."""
+        """Positions ``start:stop`` as dense probability rows (see "Tail mass" above).
+
+        Bounds as in :meth:`sparse`; a batch whose dense rows would exceed the package's
+        memory limit is refused up front (``ValueError`` naming ``stop``).
+        """
         as_choice(tail, "tail", ("other", "spread", "drop"))
+        start, stop = self._bounds(start, stop)
+        check_alloc("stop", (stop - start) * (self.vocab_size + 1), 8 * 2 + 2,
+                    what="two dense float64 rows and two masks per position")
         sb = self.sparse(start, stop)
         b, V = sb.prompt_id.shape[0], self.vocab_size
         width = V + 1 if tail == "other" else V
@@ -600,9 +642,11 @@ class LogReader:
             How the tail mass is densified (module docstring: what each mode is exact for).
         """
         bs = as_int(batch_size, "batch_size", min_value=1)
-        if not isinstance(dense, bool | np.bool_):
-            raise ValueError(f"dense: must be True or False, got {dense!r}")
+        dense = as_bool(dense, "dense")
         as_choice(tail, "tail", ("other", "spread", "drop"))
+        if dense:
+            check_alloc("batch_size", min(bs, max(self._n, 1)) * (self.vocab_size + 1), 8 * 2 + 2,
+                        what="two dense float64 rows and two masks per position")
         for s in range(0, self._n, bs):
             e = min(s + bs, self._n)
             yield self.dense(s, e, tail) if dense else self.sparse(s, e)

@@ -2,6 +2,7 @@
 watermark scores.  Deterministic (no randomness); imports neither ``sim`` nor ``llm``."""
 
 from specbound.theory.acceptance import (
+    SCHEMES,
     active_set_bound,
     exact_acceptance,
     lml_bound,
@@ -19,16 +20,21 @@ from specbound.theory.blocks import (
 from specbound.theory.divergences import kl_divergence, no_communication_limit, tv_distance
 from specbound.theory.efficiency import block_efficiency
 from specbound.theory.lossy import (
+    RULE_PARAMS,
+    RULES,
     Distortion,
     acceptance_function,
     acceptance_rate,
     distortion,
-    eta_allowed,
     induced_distribution,
     judge_delta,
+    lenience_delta,
+)
+from specbound.theory.tree import (
+    TREE_RULES,
+    eta_allowed,
     kl_truncation_sd,
     kl_truncation_tree,
-    lenience_delta,
     min_p_allowed,
     tree_acceptance,
     tree_block_efficiency,
@@ -37,6 +43,7 @@ from specbound.theory.lossy import (
     truncation_efficiency_delta,
 )
 from specbound.theory.watermark import (  # noqa: F401
+    SCORES,
     aaronson_entropy_bound,
     aaronson_log_pvalue,
     aaronson_score,
@@ -57,6 +64,12 @@ from specbound.theory.watermark import (  # noqa: F401
 )
 
 __all__: list[str] = [
+    # option names (tuples; every other list of names is derived from them)
+    "SCHEMES",
+    "RULES",
+    "RULE_PARAMS",
+    "TREE_RULES",
+    "SCORES",
     "tv_distance",
     "kl_divergence",
     "no_communication_limit",

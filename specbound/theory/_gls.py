@@ -3,8 +3,8 @@
 Two computations live here:
 
 * the Poisson-matching exponents ``alpha_i = p_i sum_j (q_j/q_i - p_j/p_i)_+`` in
-  ``O(n log n)`` per row (MATH.md §1), and
-* the exact acceptance probability of GLS / list coupling (MATH.md §2.3) by a
+  ``O(n log n)`` per row (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Thm B.1), and
+* the exact acceptance probability of GLS / list coupling (Rowan et al. 2025) by a
   one-dimensional quadrature whose every node costs ``O(n)`` after one sort per row.
 
 Both work on 2-D arrays ``(rows, n)`` of valid probability vectors.
@@ -53,7 +53,7 @@ class RatioStructure:
     Attributes (all ``(rows, n)`` arrays in sorted order unless stated):
     ``order`` (argsort indices), ``p``, ``q`` (``q`` set to 0 where the ratio is not finite),
     ``finite`` (``q > 0`` and ``p/q`` representable), ``phi`` (``rho Q_< - P_<``, ``+inf``
-    where not finite), ``alpha`` (the alpha of MATH.md §1 with the zero conventions: 0 where
+    where not finite), ``alpha`` (the Poisson-matching exponent with the zero conventions: 0 where
     ``p = 0``, ``+inf`` where ``p > 0`` and the ratio is infinite), ``S`` (inclusive
     cumulative sum of ``q``), ``Sd`` (``S * d``; ``+inf`` for the last finite token and 0
     after it).
@@ -118,7 +118,7 @@ class RatioStructure:
     def draft_probs(self, s: float, m: np.ndarray | None = None) -> np.ndarray:
         """``r(s)`` (sorted order): P(a block other than the winner drafts token i | score s).
 
-        MATH.md §2.3; ``r = 0`` for tokens with ``q = 0``; rows sum to 1.  ``m`` may pass in
+        ``r = 0`` for tokens with ``q = 0``; rows sum to 1.  ``m`` may pass in
         ``expm1(-s * phi)`` when the caller has it.
         """
         with np.errstate(invalid="ignore", over="ignore"):
@@ -135,7 +135,7 @@ class RatioStructure:
 
 
 def alpha_fast(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """alpha of MATH.md §1 for valid ``(rows, n)`` arrays, ``O(n log n)`` per row."""
+    """The Poisson-matching exponents for valid ``(rows, n)`` arrays, ``O(n log n)`` per row."""
     st = RatioStructure(p, q)
     return st.unsort(st.alpha)
 
@@ -156,7 +156,8 @@ def _gls_extra_integrand(st: RatioStructure, s: float, B: int) -> np.ndarray:
 
 
 def gls_acceptance(p: np.ndarray, q: np.ndarray, B: int) -> np.ndarray:
-    """Exact GLS acceptance (MATH.md §2.3) for valid ``(rows, n)`` arrays.
+    """Exact GLS acceptance (the 1-D integral of the module docstring) for valid ``(rows, n)``
+    arrays.
 
     Splitting ``1 - (1 - e^{-s a})(1 - r)^{B-1} = e^{-s a} + (1 - e^{-s a})[1 - (1 - r)^{B-1}]``
     gives ``P_GLS = LML + extra`` where ``LML = sum_i p_i B/(B + alpha_i)`` is closed-form (the

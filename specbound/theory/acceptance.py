@@ -1,14 +1,15 @@
 r"""Acceptance bounds and exact acceptance probabilities of token-level couplings.
 
-MATH.md §1–2 (seed 000 §5 and App. B; Rowan et al. 2025, "list matching lemma").  With
-target ``p``, draft ``q`` and ``B`` drafts, the Poisson-matching exponent of token ``i`` is
+Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §5 and App. B (cited below as Liu et al.
+2026); Rowan et al. (2025), "list matching lemma".  With target ``p``, draft ``q`` and ``B``
+drafts, the Poisson-matching exponent of token ``i`` is
 
 .. math:: \alpha_i = p_i \sum_j \Bigl(\frac{q_j}{q_i} - \frac{p_j}{p_i}\Bigr)_+ \ge 0,
    \qquad \sum_j \max\Bigl(\frac{p_j}{p_i}, \frac{q_j}{q_i}\Bigr) = \frac{1+\alpha_i}{p_i},
 
 and ``alpha = 0`` for all tokens iff ``p = q``.
 
-Zeros (the paper assumes full support; the package uses the limits of MATH.md §2.1):
+Zeros (the paper assumes full support; the package defines every formula by its limits):
 
 * a token with ``p_i = 0`` contributes nothing to any bound or acceptance; its ``alpha_i``
   is reported as 0;
@@ -29,7 +30,15 @@ import numbers
 
 import numpy as np
 
-from specbound._validation import as_B, as_choice, as_pair, as_prob, squeeze_out
+from specbound._validation import (
+    as_B,
+    as_choice,
+    as_int_array,
+    as_pair,
+    as_prob,
+    asarray_named,
+    squeeze_out,
+)
 from specbound.theory._gls import alpha_fast, gls_acceptance
 
 __all__ = [
@@ -82,7 +91,7 @@ def _lml_relaxed(p2, q2, B) -> np.ndarray:
 
 
 def pml_alpha(p, q, *, normalize: bool = False) -> np.ndarray:
-    r"""The Poisson-matching exponents :math:`\alpha_i` of seed 000 Thm B.1 / MATH.md §1.
+    r"""The Poisson-matching exponents :math:`\alpha_i` of Liu et al. (2026), Thm B.1.
 
     .. math:: \alpha_i = p_i \sum_j (q_j/q_i - p_j/p_i)_+
                        = \rho_i Q_<(\rho_i) - P_<(\rho_i),\quad \rho = p/q,
@@ -111,7 +120,7 @@ def pml_alpha(p, q, *, normalize: bool = False) -> np.ndarray:
 
     Notes
     -----
-    Limit conventions for zeros (MATH.md §2.1): ``alpha_i = 0`` where ``p_i = 0`` (such a token
+    Limit conventions for zeros (module docstring): ``alpha_i = 0`` where ``p_i = 0`` (such a token
     contributes nothing to any formula, whatever its alpha); ``alpha_i = +inf`` where
     ``p_i > 0 = q_i`` (the token is never drafted); a token with ``p_i > 0`` and ``q_i`` so small
     that ``p_i/q_i`` overflows is treated as ``q_i = 0``.  Tokens with ``q_j = 0`` contribute
@@ -124,10 +133,13 @@ def pml_alpha(p, q, *, normalize: bool = False) -> np.ndarray:
 
 
 def pml_bound(p, q, B, *, normalize: bool = False):
-    r"""PML bound, seed 000 Thm B.1 (Eq. 13): :math:`1 - \sum_i p_i (\alpha_i/(1+\alpha_i))^B`.
+    r"""PML bound (Liu et al. 2026, Thm B.1, Eq. 13):
+    :math:`1 - \sum_i p_i (\alpha_i/(1+\alpha_i))^B`.
 
-    For the discrete MPFR with token clocks (seed 000 Alg. 6) this is not only a lower bound
-    but the exact acceptance probability (MATH.md §2.2); it equals
+    For the discrete MPFR with token clocks (Liu et al. 2026, Alg. 6) this is not only a lower
+    bound but the exact acceptance probability (given the target token i with first clock g,
+    the other tokens' draft arrivals scoring below it are Poisson(g α_i/p_i); integrating
+    gives the expression, see :func:`specbound.theory.symbolic.mpfr_integral`); it equals
     ``exact_acceptance(p, q, "mpfr", B)``.  For ``B = 1`` it equals the exponential-race
     acceptance ``sum_i p_i/(1+alpha_i)`` and :func:`lml_bound`.
 
@@ -156,8 +168,8 @@ def pml_bound(p, q, B, *, normalize: bool = False):
     Notes
     -----
     Zeros: a token with ``p_i = 0`` contributes nothing; a token with ``p_i > 0 = q_i`` has
-    ``alpha_i = inf`` and is never accepted (MATH.md §2.1 limits; the paper assumes full
-    support).
+    ``alpha_i = inf`` and is never accepted (the zero limits of the module docstring; the paper
+    assumes full support).
     """
     B = as_B(B)
     p2, q2, batched = as_pair(p, q, normalize=normalize)
@@ -165,7 +177,7 @@ def pml_bound(p, q, B, *, normalize: bool = False):
 
 
 def pml_weak_bound(p, q, B, *, normalize: bool = False):
-    r"""PML-weak bound, seed 000 Thm 5.1: :math:`1 - \sum_i p_i (p_i/(p_i+q_i))^B`.
+    r"""PML-weak bound, Liu et al. (2026), Thm 5.1: :math:`1 - \sum_i p_i (p_i/(p_i+q_i))^B`.
 
     Weaker than :func:`pml_bound` because ``alpha_i <= p_i/q_i``.
 
@@ -202,8 +214,8 @@ def pml_weak_bound(p, q, B, *, normalize: bool = False):
 def lml_bound(p, q, B, *, normalize: bool = False):
     r"""LML bound, Rowan et al. 2025 Eq. (3): :math:`\sum_i p_i\, B/(B + \alpha_i)`.
 
-    Written in seed 000's notation (Thm B.2).  It is exactly the probability that the winning
-    block of GLS / list coupling accepts (MATH.md §2.2), so ``exact GLS >= LML``.
+    Written in the notation of Liu et al. (2026), Thm B.2.  It is exactly the probability that
+    the winning block of GLS / list coupling accepts, so ``exact GLS >= LML``.
 
     Parameters
     ----------
@@ -217,7 +229,7 @@ def lml_bound(p, q, B, *, normalize: bool = False):
     Returns
     -------
     float or ndarray of shape (rows,)
-        The bound, in ``[0, 1]``; ``<= pml_bound`` (seed 000 Thm B.2).
+        The bound, in ``[0, 1]``; ``<= pml_bound`` (Liu et al. 2026, Thm B.2).
 
     Raises
     ------
@@ -227,8 +239,8 @@ def lml_bound(p, q, B, *, normalize: bool = False):
     Notes
     -----
     Zeros: a token with ``p_i = 0`` contributes nothing; a token with ``p_i > 0 = q_i`` has
-    ``alpha_i = inf`` and is never accepted (MATH.md §2.1 limits; the paper assumes full
-    support).
+    ``alpha_i = inf`` and is never accepted (the zero limits of the module docstring; the paper
+    assumes full support).
     """
     B = as_B(B)
     p2, q2, batched = as_pair(p, q, normalize=normalize)
@@ -238,7 +250,7 @@ def lml_bound(p, q, B, *, normalize: bool = False):
 def lml_relaxed_bound(p, q, B, *, normalize: bool = False):
     r"""Relaxed LML bound, Rowan et al. 2025 Eq. (4): :math:`\sum_i p_i\, B q_i/(p_i + B q_i)`.
 
-    Written in seed 000's notation (Thm B.3).
+    Written in the notation of Liu et al. (2026), Thm B.3.
 
     Parameters
     ----------
@@ -252,7 +264,7 @@ def lml_relaxed_bound(p, q, B, *, normalize: bool = False):
     Returns
     -------
     float or ndarray of shape (rows,)
-        The bound, in ``[0, 1]``; ``<= pml_weak_bound`` (seed 000 Thm B.3).
+        The bound, in ``[0, 1]``; ``<= pml_weak_bound`` (Liu et al. 2026, Thm B.3).
 
     Raises
     ------
@@ -269,7 +281,7 @@ def lml_relaxed_bound(p, q, B, *, normalize: bool = False):
 
 
 def lml_nonidentical_bound(p, qs, *, normalize: bool = False):
-    r"""Non-identical proposals, seed 000 Prop. B.5:
+    r"""Non-identical proposals, Liu et al. (2026), Prop. B.5:
     :math:`\sum_i p_i \sum_{b=1}^B 1/(B + \alpha_i^{(b)})`,
     with :math:`\alpha_i^{(b)} = p_i \sum_j (q_{b,j}/q_{b,i} - p_j/p_i)_+`.
 
@@ -329,9 +341,11 @@ def lml_nonidentical_bound(p, qs, *, normalize: bool = False):
 
 def _as_J(J, rows: int, batched: bool):
     """Validate the number(s) of active drafts: an int >= 1, or one per row when batched."""
-    if np.ndim(J) == 0:
+    if isinstance(J, str | bytes) or J is None:
+        return as_B(J, "J")
+    arr = asarray_named(J, "J")
+    if arr.ndim == 0:
         return as_B(J.item() if isinstance(J, np.ndarray) else J, "J")
-    arr = np.asarray(J)
     if not batched or arr.ndim != 1 or arr.shape[0] != rows:
         raise ValueError(
             f"J: must be an integer or, for a batch, a 1-D array with one entry per row "
@@ -342,15 +356,15 @@ def _as_J(J, rows: int, batched: bool):
         for x in arr.tolist()
     ):
         raise ValueError(f"J: must contain integers, got dtype {arr.dtype}")
-    out = arr.astype(np.int64)
-    if np.any(out < 1):
-        raise ValueError(f"J: every entry must be >= 1, got min {int(out.min())}")
+    if any(int(x) < 1 for x in arr.tolist()):
+        raise ValueError(f"J: every entry must be >= 1, got min {int(min(arr.tolist()))}")
+    out = as_int_array(arr, "J", min_value=1)
     return out[:, None]
 
 
 def active_set_bound(p, q, J, *, normalize: bool = False):
-    r"""Active-set bound, seed 000 Thm B.4: PML-weak with ``B`` replaced by the number ``J``
-    of active drafts, :math:`1 - \sum_i p_i (p_i/(p_i+q_i))^{J}`.
+    r"""Active-set bound (Liu et al. 2026, Thm B.4): PML-weak with ``B`` replaced by the number
+    ``J`` of active drafts, :math:`1 - \sum_i p_i (p_i/(p_i+q_i))^{J}`.
 
     In the draft-indexed active-set version of multi-draft speculative sampling, the step
     only uses the ``J_t = |S_t|`` drafts still active; at the first step of a block
@@ -387,22 +401,24 @@ def active_set_bound(p, q, J, *, normalize: bool = False):
 
 
 def exact_acceptance(p, q, scheme, B=1, *, normalize: bool = False):
-    r"""Exact probability that a token-level coupling accepts (MATH.md §1–2).
+    r"""Exact probability that a token-level coupling accepts.
 
     ``scheme``:
 
     ``"sd"``
-        Standard speculative sampling (seed 000 Alg. 1), the maximal coupling:
+        Standard speculative sampling (Leviathan et al. 2023; Liu et al. 2026, Alg. 1), the
+        maximal coupling:
         ``1 - TV(p, q) = sum_i min(p_i, q_i)``.  ``B = 1`` only.
     ``"exp_race"``
-        Exponential race / PFR with one draft (seed 000 Alg. 2, 3):
+        Exponential race / PFR with one draft (Liu et al. 2026, Alg. 2, 3):
         ``sum_i p_i / (1 + alpha_i) = sum_i 1 / sum_j max(p_j/p_i, q_j/q_i)``.  ``B = 1`` only.
     ``"mpfr"``
-        MPFR with direct token clocks (seed 000 Alg. 6): ``1 - sum_i p_i (alpha_i/(1+alpha_i))^B``,
-        the PML expression of Thm B.1, which is exact for this scheme (MATH.md §2.2).
+        MPFR with direct token clocks (Liu et al. 2026, Alg. 6):
+        ``1 - sum_i p_i (alpha_i/(1+alpha_i))^B``, the PML expression of Thm B.1, which is exact
+        for this scheme (see :func:`pml_bound`).
     ``"gls"``
-        GLS / list coupling (Rowan et al. 2025) with ``B`` blocks, by the 1-D integral of
-        MATH.md §2.3,
+        GLS / list coupling (Rowan et al. 2025) with ``B`` blocks, by the 1-D integral over the
+        winning score ``s`` (density ``B e^{-Bs}``),
         ``sum_i B p_i int_0^inf e^{-Bs} [1 - (1 - e^{-s alpha_i})(1 - r_i(s))^{B-1}] ds``,
         with ``r_i(s) = q_i T(s p_i/q_i)`` and ``T(x) = int_x^inf exp(-sum_j q_j (t - c_j)_+) dt``.
         Computed as ``LML + extra``: the closed-form winning-block term plus a trapezoidal rule
@@ -437,8 +453,8 @@ def exact_acceptance(p, q, scheme, B=1, *, normalize: bool = False):
     Notes
     -----
     Zeros: a token with ``p_i = 0`` contributes nothing; a token with ``p_i > 0 = q_i`` has
-    ``alpha_i = inf`` and is never accepted (MATH.md §2.1 limits; the paper assumes full
-    support).
+    ``alpha_i = inf`` and is never accepted (the zero limits of the module docstring; the paper
+    assumes full support).
     For GLS, a token with ``q_i = 0`` is never drafted by any block (``r_i = 0``) and a token
     with ``p_j = 0 < q_j`` has shift ``c_j = 0``.
     """

@@ -1,4 +1,5 @@
-"""Block efficiency of speculative decoding: expected tokens per target call (MATH.md §3)."""
+"""Block efficiency of speculative decoding: expected tokens per target call (Leviathan et al.
+2023, Eq. (1))."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from specbound._validation import as_int
+from specbound._validation import as_int, as_real_array
 
 __all__ = ["block_efficiency"]
 
@@ -16,12 +17,7 @@ def _as_acceptance(a) -> tuple[np.ndarray, bool]:
     if a is None or isinstance(a, bool | np.bool_):
         raise ValueError(f"a: must be a real number or array of reals, got {a!r}")
     scalar = isinstance(a, numbers.Real) or (isinstance(a, np.ndarray) and a.ndim == 0)
-    try:
-        arr = np.array(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"a: must be a real number or array of reals ({exc})") from None
-    if np.asarray(a).dtype == np.bool_:
-        raise ValueError("a: must be a real number or array of reals, got booleans")
+    arr, _ = as_real_array(a, "a", what="a real number or an array of reals")
     if arr.size == 0:
         raise ValueError(f"a: must not be empty (shape {arr.shape})")
     if not np.all(np.isfinite(arr)):
@@ -40,7 +36,7 @@ def block_efficiency(a, L):
     With lookahead ``L`` (drafts per block) and i.i.d. per-token acceptance probability
     ``a``, one verification step emits the accepted prefix of the block plus one token from
     the target (the correction on a rejection, or the bonus token when all ``L`` drafts are
-    accepted), so (Leviathan et al. 2023, Eq. (1); MATH.md §3)
+    accepted), so (Leviathan et al. 2023, Eq. (1))
 
     .. math:: E[\\text{tokens per step}] = \\sum_{k=0}^{L} a^k = \\frac{1 - a^{L+1}}{1 - a}.
 
@@ -52,6 +48,8 @@ def block_efficiency(a, L):
         gives ``L + 1`` (the removable singularity of the quotient).
     L : int
         Lookahead, ``L >= 0`` (``L = 0`` is plain autoregressive decoding: 1 token per step).
+        Any size up to the largest float (``L + 1 <= 1.8e308``) is exact in O(1); a larger
+        integer is refused (``ValueError`` naming ``L``).
 
     Returns
     -------
@@ -62,7 +60,8 @@ def block_efficiency(a, L):
     Raises
     ------
     ValueError
-        ``a``: non-numeric, empty, NaN/inf or outside [0, 1]; ``L``: not an integer or < 0.
+        ``a``: non-numeric (strings, booleans and complex values included), empty, NaN/inf or
+        outside [0, 1]; ``L``: not an integer, < 0 or beyond the float range.
 
     Notes
     -----
@@ -72,16 +71,23 @@ def block_efficiency(a, L):
     """
     arr, scalar = _as_acceptance(a)
     L = as_int(L, "L", min_value=0)
+    try:
+        L1 = float(L + 1)
+    except OverflowError:
+        raise ValueError(
+            f"L: too large (about 10^{int(L.bit_length() * 0.30103)}): L + 1 must be a "
+            "finite float (at most 1.8e308)"
+        ) from None
     out = np.empty_like(arr)
     zero = arr == 0.0
     one = arr == 1.0
     mid = ~(zero | one)
     out[zero] = 1.0
-    out[one] = float(L + 1)
+    out[one] = L1
     am = arr[mid]
-    out[mid] = -np.expm1((L + 1) * np.log(am)) / (1.0 - am)
+    out[mid] = -np.expm1(L1 * np.log(am)) / (1.0 - am)
     # rounding can push the quotient an ulp outside [1, L + 1]
-    np.clip(out, 1.0, float(L + 1), out=out)
+    np.clip(out, 1.0, L1, out=out)
     if scalar:
         return float(out)
     return out

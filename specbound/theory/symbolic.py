@@ -9,21 +9,24 @@ denominator are polynomials with nonnegative coefficients on the half line).
 The module imports sympy, which is slow to import, so :mod:`specbound.theory` does not
 import it; use ``from specbound.theory import symbolic``.
 
-Contents (MATH.md §1–§3; seed 000 = "watermarkable multi-draft speculative sampling"):
+Contents (Liu, Wan, Gao & Gündüz 2026, "Watermarkable multi-draft speculative sampling",
+arXiv:2609.21858, cited below as Liu et al. 2026; Zhou et al. 2026, arXiv:2607.26627):
 
-- :func:`max_identity` -- Σ_j max(p_j/p_i, q_j/q_i) = (1 + α_i)/p_i (MATH.md §1; seed 000
-  proof of Thm B.2);
+- :func:`max_identity` -- Σ_j max(p_j/p_i, q_j/q_i) = (1 + α_i)/p_i (Liu et al. 2026, proof
+  of Thm B.2);
 - :func:`key_inequality` -- 1 − (α/(1+α))^B ≥ B/(B+α), the term-by-term step of PML ≥ LML
-  (seed 000 Thm B.2), strict for B > 1 and α > 0;
+  (Liu et al. 2026, Thm B.2), strict for B > 1 and α > 0;
 - :func:`mpfr_integral` -- ∫_0^∞ e^{−t} P(Poisson(tα) ≥ B) dt = (α/(1+α))^B, which makes the
-  PML expression the *exact* MPFR acceptance (MATH.md §2.2);
+  PML expression the *exact* acceptance of the token-clock MPFR (Liu et al. 2026, Alg. 6);
 - :func:`lenience_numerator` -- 1 − Σ min(q, p/ℓ) = ½Σ|q − p/ℓ| + ½ − 1/(2ℓ), the numerator of
-  Δ_ℓ (MATH.md §3; seed 004 lenience rule);
+  Δ_ℓ (Zhou et al. 2026, Eq. 10, the lenience rule);
 - :func:`gumbel_exponential_race` -- the Gumbel-max trick is the exponential race
-  (seed 000 App. A.2).
+  (Liu et al. 2026, App. A.2).
 
-The zero-probability conventions of the numerical code (MATH.md §2.1) are limits of these
-formulas; the symbolic statements assume strictly positive p and q, as the paper does.
+The zero-probability conventions of the numerical code (:mod:`specbound.theory.acceptance`)
+are limits of these formulas; the symbolic statements assume strictly positive p and q, as
+the paper does.  The vector identities take the vocabulary size ``vocab_size`` (formerly
+``n``, a deprecated alias for one release).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from specbound._validation import as_choice, as_int
+from specbound._deprecation import renamed_kwargs
+from specbound._validation import as_bool, as_choice, as_int
 
 __all__ = [
     "Derivation",
@@ -138,8 +142,8 @@ class KeyInequality(InequalityProof):
     ----------------
     B : int
     closed_form : sympy.Expr
-        The binomial-theorem numerator Σ_{k=0}^{B−2} C(B,k) α^{k+1} of seed 000's proof of
-        Thm B.2.
+        The binomial-theorem numerator Σ_{k=0}^{B−2} C(B,k) α^{k+1} of the proof of Thm B.2
+        in Liu et al. (2026).
     matches_closed_form : bool
         sympy's numerator equals :attr:`closed_form` identically.
     """
@@ -183,22 +187,24 @@ def _gap_symbol(k: int, sign: int) -> sp.Symbol:
     return sp.Symbol(f"d{k + 1}", positive=True)
 
 
-def _check_n(n, name: str = "n", max_value: int = MAX_N) -> int:
+def _check_n(n, name: str = "vocab_size", max_value: int = MAX_N) -> int:
     return as_int(n, name, min_value=2, max_value=max_value)
 
 
-def max_identity(n: int = 3, method: str = "abs", normalized: bool = True) -> Derivation:
+@renamed_kwargs(n="vocab_size")
+def max_identity(vocab_size: int = 3, method: str = "abs",
+                 normalized: bool = True) -> Derivation:
     """Prove Σ_j max(p_j/p_i, q_j/q_i) = (1 + α_i)/p_i for symbolic vectors of length n.
 
-    Here α_i := p_i Σ_j (q_j/q_i − p_j/p_i)₊ (MATH.md §1; seed 000, proof of Thm B.2), with
+    Here α_i := p_i Σ_j (q_j/q_i − p_j/p_i)₊ (Liu et al. 2026, proof of Thm B.2), with
     positive symbols p_1..p_n, q_1..q_n and the constraint Σ_j p_j = 1 (imposed by
     eliminating p_n).  The identity is the term-by-term fact
     max(a, b) = a + (b − a)₊ summed over j, with Σ_j p_j/p_i = 1/p_i.
 
     Parameters
     ----------
-    n : int
-        Vocabulary size, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4).
+    vocab_size : int
+        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4); formerly ``n``.
     method : {"abs", "cases"}
         ``"abs"``: sympy rewrites ``Max(a, b)`` as ``(a + b + |a − b|)/2`` and the residual
         reduces to 0.  ``"cases"``: for every j ≠ i the ratio q_j/q_i is written as
@@ -214,8 +220,9 @@ def max_identity(n: int = 3, method: str = "abs", normalized: bool = True) -> De
     Derivation
         One statement per index i (``"abs"``) or per (i, case) (``"cases"``).
     """
-    n = _check_n(n, "n", MAX_N_CASES if method == "cases" else MAX_N)
     method = as_choice(method, "method", ("abs", "cases"))
+    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
+    normalized = as_bool(normalized, "normalized")
     p, q = _vectors(n)
     subs = _normalize_subs(p) if normalized else {}
     statements, residuals, conditions = [], [], []
@@ -318,7 +325,8 @@ def nonnegative_on_halfline(expr, x: sp.Symbol) -> InequalityProof:
 def key_inequality(B: int) -> KeyInequality:
     """Prove 1 − (α/(1+α))^B ≥ B/(B+α) for every α ≥ 0, for one integer B ≥ 1.
 
-    This is the term-by-term comparison in seed 000's proof of Thm B.2 (PML ≥ LML, i.e.
+    This is the term-by-term comparison in the proof of Thm B.2 of Liu et al. (2026) (PML ≥
+    LML, i.e.
     1 − Σ_i p_i(α_i/(1+α_i))^B ≥ Σ_i p_i B/(B+α_i)).  sympy writes the difference as
     N_B(α)/D_B(α) with D_B = (1+α)^B (B+α) and N_B = Σ_{k=0}^{B−2} C(B,k) α^{k+1}
     (nonnegative coefficients), so:
@@ -356,8 +364,8 @@ def key_inequality(B: int) -> KeyInequality:
 def mpfr_integral(B: int) -> Derivation:
     """Prove ∫_0^∞ e^{−t} P(Poisson(tα) ≥ B) dt = (α/(1+α))^B for one B ≥ 1.
 
-    This is the rejection probability of the discrete token-clock MPFR (seed 000 Alg. 6)
-    given that the target token is i, with α = α_i (MATH.md §2.2): given the winning score
+    This is the rejection probability of the discrete token-clock MPFR (Liu et al. 2026,
+    Alg. 6) given that the target token is i, with α = α_i: given the winning score
     t ~ Exp(1), the number of other-token draft arrivals that beat token i's first draft
     arrival is Poisson(tα_i), and i is missed by the B drafts iff that count is ≥ B.  Hence
     P(accept) = 1 − Σ_i p_i (α_i/(1+α_i))^B exactly, the PML expression of Thm B.1.
@@ -394,18 +402,19 @@ def mpfr_integral(B: int) -> Derivation:
     )
 
 
-def lenience_numerator(n: int = 3, method: str = "abs") -> Derivation:
+@renamed_kwargs(n="vocab_size")
+def lenience_numerator(vocab_size: int = 3, method: str = "abs") -> Derivation:
     """Prove 1 − Σ_k min(q_k, p_k/ℓ) = ½Σ_k|q_k − p_k/ℓ| + ½ − 1/(2ℓ) for length-n vectors.
 
     The left side is the rejection probability of the lenience rule h = min(1, p/(ℓq))
-    (seed 004 §3), the right side the numerator of Δ_ℓ in MATH.md §3, so
+    (Zhou et al. 2026, §3), the right side the numerator of Δ_ℓ (ibid., Eq. 10), so
     Δ_ℓ = [1 − Σ min(q, p/ℓ)] / TV(p, q).  Symbols: positive p, q, ℓ with Σp = Σq = 1
     (imposed by eliminating p_n and q_n).  Term by term it is min(a, b) = (a + b − |a − b|)/2.
 
     Parameters
     ----------
-    n : int
-        2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4).
+    vocab_size : int
+        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4); formerly ``n``.
     method : {"abs", "cases"}
         ``"abs"``: sympy rewrites ``Min`` through ``Abs``.  ``"cases"``: each q_k is written
         as p_k/ℓ + d_k (d_k ≥ 0) or p_k/ℓ − d_k (d_k > 0), sympy resolves every ``Min`` and
@@ -417,8 +426,8 @@ def lenience_numerator(n: int = 3, method: str = "abs") -> Derivation:
         Also contains, as the last statement, the ℓ = 1 check that the numerator equals
         TV(p, q) = ½Σ|q − p| (so Δ_1 = 1 and lenience 1 is lossless).
     """
-    n = _check_n(n, "n", MAX_N_CASES if method == "cases" else MAX_N)
     method = as_choice(method, "method", ("abs", "cases"))
+    n = _check_n(vocab_size, "vocab_size", MAX_N_CASES if method == "cases" else MAX_N)
     p, q = _vectors(n)
     ell = sp.Symbol("ell", positive=True)
     subs = {**_normalize_subs(p), **_normalize_subs(q)}
@@ -468,8 +477,9 @@ def lenience_numerator(n: int = 3, method: str = "abs") -> Derivation:
     )
 
 
-def gumbel_exponential_race(n: int = 3) -> Derivation:
-    """Prove that the Gumbel-max trick is the exponential race (seed 000 App. A.2).
+@renamed_kwargs(n="vocab_size")
+def gumbel_exponential_race(vocab_size: int = 3) -> Derivation:
+    """Prove that the Gumbel-max trick is the exponential race (Liu et al. 2026, App. A.2).
 
     With G_i i.i.d. standard Gumbel and E_i := exp(−G_i), sympy shows:
 
@@ -485,16 +495,16 @@ def gumbel_exponential_race(n: int = 3) -> Derivation:
 
     Parameters
     ----------
-    n : int
-        Vocabulary size, 2 ≤ n ≤ 6; p_1..p_n are positive symbols, not normalized (the
-        win probability is p_i/Σp).
+    vocab_size : int
+        Vocabulary size n, 2 ≤ n ≤ 6; p_1..p_n are positive symbols, not normalized (the
+        win probability is p_i/Σp).  Formerly ``n``.
 
     Returns
     -------
     Derivation
         Statements 1–3 then, for each i, statements 4 and 5.
     """
-    n = _check_n(n)
+    n = _check_n(vocab_size)
     G = sp.Symbol("G", real=True)
     E = sp.Symbol("E", positive=True)
     xpos = sp.Symbol("x", positive=True)
