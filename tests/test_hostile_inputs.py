@@ -123,6 +123,11 @@ VALID = {
     "vocab_small": 3,
     "B_small": 2,
     "expr_x": None,  # filled below (sympy objects)
+    "p_fn": lambda ctx: P3,
+    "q_fn": lambda ctx: Q3,
+    "prompt": [0],
+    "nu": 2,
+    "exact_scheme": "exp_race",
 }
 
 
@@ -162,6 +167,11 @@ TABLE: dict[str, Row] = {
     "theory.exact_acceptance": Row(theory.exact_acceptance, ["p", "q", "scheme", "B"],
                                    {"normalize": "flag"}),
     "theory.block_efficiency": Row(theory.block_efficiency, ["prob", "L"]),
+    "theory.mpfr_multiplicity_law": Row(theory.mpfr_multiplicity_law, ["p", "q", "nu"],
+                                        {"normalize": "flag"}),
+    "theory.expected_block_tokens": Row(theory.expected_block_tokens,
+                                        ["p_fn", "q_fn", "prompt", "exact_scheme"],
+                                        {"L": "L", "B": "int"}),
     # lossy rules
     "theory.induced_distribution": Row(theory.induced_distribution, ["p", "q", "rule"],
                                        {"ell": "ell", "normalize": "flag"}),
