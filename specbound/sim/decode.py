@@ -8,7 +8,7 @@ Implementation
 --------------
 The block loop is Python; every vocabulary-sized step (model evaluation, exponential race,
 MPFR top-B, residual draw, recursive rejection) is a Numba kernel
-(``_model_kernels``, ``_decode_kernels``).  Keyed context labels are BLAKE2b digests computed
+(``_model_kernels``, ``_kernels``).  Keyed context labels are BLAKE2b digests computed
 once per context in Python (:func:`specbound.sim.prf.context_label`), which is why the loop
 is not one compiled kernel; the Python overhead is a few microseconds per context, small
 next to a 50,000-token model evaluation.  Target distributions are computed lazily along
@@ -109,7 +109,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specbound._validation import as_choice, as_int, as_rng
-from specbound.sim import _decode_kernels as _dk
+from specbound.sim import _kernels as _K
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import context_label, key_digest, prf_uniform
 
@@ -274,7 +274,7 @@ class _Run:
 
     def position_label(self, t):
         """Unkeyed clocks of absolute position ``t`` (pfr_nowm, masked repeats)."""
-        return _U64(_dk.position_label(self.run_label, t))
+        return _U64(_K.trial_label(self.run_label, t))
 
     def keyed_label(self, ctx):
         return context_label(self.digest, np.asarray(ctx, dtype=np.int64), self.m)
@@ -310,9 +310,9 @@ class _Run:
         self.n_target_evals += 1
         self.n_target_contexts += 1
         if self.decoder == "ar":
-            y = _dk.inverse_cdf(p, self.rng.random())
+            y = _K.categorical(p, self.rng.random())
         else:
-            y = _dk.race_argmin(self.clock_label(self.tokens), p, 0)
+            y = _K.race_argmin(self.clock_label(self.tokens), p, 0)
         self.emit(y, self.tokens)
         return 1
 
@@ -341,7 +341,7 @@ class _Run:
                 qv = self.q(np.array(h + list(path), dtype=np.int64))
                 self.n_draft_contexts += 1
                 k = mult[path]
-                _dk.mpfr_topk(lab(path), qv, k, buf)
+                _K.mpfr_topk(lab(path), qv, k, buf)
                 kids = children.setdefault(path, set())
                 for t in buf[:k]:
                     child = path + (int(t),)
@@ -358,7 +358,7 @@ class _Run:
         emitted = 0
         for _ in range(ell):
             ctx = h + list(path)
-            y = int(_dk.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
+            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
             self.emit(y, ctx)
             emitted += 1
             if y not in children.get(path, ()):
@@ -366,7 +366,7 @@ class _Run:
             path = path + (y,)
         if self.generated < self.N:
             ctx = h + list(path)
-            y = int(_dk.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
+            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -384,12 +384,12 @@ class _Run:
             qv = self.q(np.array(ctx, dtype=np.int64))
             self.n_draft_contexts += 1
             if self.decoder == "vsps":
-                x = int(_dk.inverse_cdf(qv, us[s, 0]))
+                x = int(_K.categorical(qv, us[s, 0]))
                 labs.append(None)
             else:
                 lab = self.clock_label(ctx, path_windows)
                 labs.append(lab)
-                x = int(_dk.race_argmin(lab, qv, 0))
+                x = int(_K.race_argmin(lab, qv, 0))
                 if self.mask and self.m is not None:
                     path_windows.add(self.window(ctx))
             xs.append(x)
@@ -412,15 +412,15 @@ class _Run:
             if coin * qs[s][x] <= pv[x]:
                 self.emit(x, ctx)
                 continue
-            self.emit(_dk.residual_sample(pv, qs[s], us[s, 2]), ctx)
+            self.emit(_K.residual_sample(pv, qs[s], us[s, 2]), ctx)
             return emitted
         if self.generated < self.N:
             ctx = h + xs
             pv = self.p(np.array(ctx, dtype=np.int64))
             if self.decoder == "vsps":
-                y = _dk.inverse_cdf(pv, us[ell, 2])
+                y = _K.categorical(pv, us[ell, 2])
             else:
-                y = _dk.race_argmin(self.clock_label(ctx, path_windows), pv, 0)
+                y = _K.race_argmin(self.clock_label(ctx, path_windows), pv, 0)
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -448,12 +448,12 @@ class _Run:
         """invariant: list coupling (GLS) with the active-draft set."""
         labels = self.rng.integers(0, 2**64, size=ell + 1, dtype=np.uint64)
         h, paths, _ = self._draft_paths(
-            ell, lambda s, b, qv: _dk.race_argmin(labels[s], qv, b))
+            ell, lambda s, b, qv: _K.race_argmin(labels[s], qv, b))
         active = np.arange(self.B, dtype=np.int64)
         emitted = 0
         for s in range(ell):
             ctx = h + paths[active[0]][:s]
-            y = int(_dk.gls_argmin(labels[s], self.p(np.array(ctx, dtype=np.int64)), active))
+            y = int(_K.gls_argmin(labels[s], self.p(np.array(ctx, dtype=np.int64)), active))
             self.emit(y, ctx)
             emitted += 1
             active = np.array([b for b in active if paths[b][s] == y], dtype=np.int64)
@@ -461,7 +461,7 @@ class _Run:
                 return emitted
         if self.generated < self.N:
             ctx = h + paths[active[0]]
-            y = _dk.gls_argmin(labels[ell], self.p(np.array(ctx, dtype=np.int64)), active)
+            y = _K.gls_argmin(labels[ell], self.p(np.array(ctx, dtype=np.int64)), active)
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -470,7 +470,7 @@ class _Run:
         """specinfer: recursive rejection sampling over the active drafts."""
         us = self.rng.random((ell + 1, self.B, 3))
         h, paths, cache = self._draft_paths(
-            ell, lambda s, b, qv: _dk.inverse_cdf(qv, us[s, b, 0]))
+            ell, lambda s, b, qv: _K.categorical(qv, us[s, b, 0]))
         active = np.arange(self.B, dtype=np.int64)
         emitted = 0
         for s in range(ell):
@@ -478,7 +478,7 @@ class _Run:
             ctx = h + prefix
             pv = self.p(np.array(ctx, dtype=np.int64))
             cands = np.array([paths[b][s] for b in active], dtype=np.int64)
-            y, ok = _dk.specinfer_verify(pv, cache[tuple(prefix)], cands, us[s, active, 1],
+            y, ok = _K.specinfer_verify(pv, cache[tuple(prefix)], cands, us[s, active, 1],
                                          us[s, 0, 2])
             self.emit(y, ctx)
             emitted += 1
@@ -487,7 +487,7 @@ class _Run:
             active = np.array([b for b in active if paths[b][s] == y], dtype=np.int64)
         if self.generated < self.N:
             ctx = h + paths[active[0]]
-            y = _dk.inverse_cdf(self.p(np.array(ctx, dtype=np.int64)), us[ell, 0, 2])
+            y = _K.categorical(self.p(np.array(ctx, dtype=np.int64)), us[ell, 0, 2])
             self.emit(y, ctx)
             emitted += 1
         return emitted
