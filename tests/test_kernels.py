@@ -119,6 +119,18 @@ def test_inv_cdf_tie_rule():
     for u in cases:
         assert K.categorical(3.0 * w, u) == K.inv_cdf(cdf, u)
     assert K.inv_cdf(np.array([2.0]), 0.7) == 0
+    # the streamed draw (categorical, residual_sample) takes its exact path at the CDF steps
+    # above (u * total equal to a running sum) and for subnormal totals
+    w = np.array([1e-310, 0.0, 2e-310, 0.0])
+    for u in (0.0, 0.3, 1 / 3, 0.5, np.nextafter(1.0, 0)):
+        assert K.categorical(w, u) == K.inv_cdf(np.cumsum(w), u) == R.inv_cdf(w, u)
+        assert K.residual_sample(w, np.zeros(4), u) == K.categorical(w, u)
+    # weights absorbed by the running sum have an empty interval in floating point too: the
+    # streamed draw follows the running sum, not the weights
+    w = np.array([1.0, 1e-17, 0.0, 1e-17])
+    for u in (0.0, 0.5, np.nextafter(1.0, 0), 1.0):
+        assert K.categorical(w, u) == K.inv_cdf(np.cumsum(w), u) == R.inv_cdf(w, u) == 0
+        assert K.residual_sample(w, np.zeros(4), u) == 0
 
 
 @pytest.mark.kernel

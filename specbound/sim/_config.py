@@ -33,3 +33,6 @@ def jit_options(fastmath: bool = True) -> dict:
 #: whether this process compiles with fastmath (``SPECBOUND_FASTMATH=0`` turns it off)
 FASTMATH_ON = os.environ.get("SPECBOUND_FASTMATH", "1").strip() != "0"
 JIT = jit_options(FASTMATH_ON)
+#: for kernels whose result is defined by a running sum in index order (the inverse CDF):
+#: the same flags without ``reassoc``, which would let LLVM reorder (vectorise) the additions
+JIT_SEQUENTIAL = dict(JIT, fastmath=FASTMATH - {"reassoc"}) if FASTMATH_ON else dict(JIT)

@@ -27,7 +27,9 @@ Inverse CDF (the package's one rule)
 ``[0, 1)`` by inversion of the *unnormalised* running sum ``cdf = cumsum(w)`` (sequential
 summation, as ``np.cumsum``): ``i`` is the smallest index with ``cdf[i] > u * cdf[-1]``.  A
 zero-mass token has ``cdf[i] = cdf[i-1]`` and is never returned; when rounding makes
-``u * cdf[-1]`` reach the total, the last token with positive mass is returned.
+``u * cdf[-1]`` reach the total, the last token with positive mass is returned.  Mass is
+that of the running sum: a weight so small that adding it does not change the running sum
+(below its rounding) has an empty interval and is treated as zero.
 :func:`inv_cdf_many` applies it to many uniforms and :func:`categorical` to weights;
 :func:`specbound.sim._reference.inv_cdf` is the NumPy reference.
 
@@ -45,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, JIT_SEQUENTIAL
 from specbound.sim.prf import _GOLDEN, _mix, prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)
@@ -110,9 +112,68 @@ def inv_cdf_many(cdf, us, out):
 
 
 @njit(**JIT)
+def _mass(p, q, use_q):
+    """``sum(w)`` in any order (vectorisable), ``w = (p - q)_+`` if ``use_q`` else ``p``."""
+    t = 0.0
+    for i in range(p.shape[0]):
+        t += max(p[i] - q[i], 0.0) if use_q else p[i]
+    return t
+
+
+@njit(**JIT_SEQUENTIAL)
+def _draw_stream(p, q, use_q, u):
+    """``inv_cdf(cumsum(w), u)`` without building the running sum, ``w = (p - q)_+`` if
+    ``use_q`` else ``p``; ``-1`` when ``w`` has no mass.  ``O(n)``, no allocation.
+
+    The running sum ``acc`` is accumulated in index order (compiled without ``reassoc``), so
+    it is ``cumsum(w)`` bit for bit, and the answer is the first ``i`` with
+    ``acc_i > x = u * acc_{n-1}``.  A fast total ``T'`` (any order) brackets ``x`` in
+    ``[u T' (1 - r), u T' (1 + r)]`` with ``r = (4 n + 16) 2^-53`` (twice the worst-case
+    relative error of two summation orders, plus the roundings of the bracket), so the first
+    crossing of the bracket decides whenever it lands above it; otherwise (probability about
+    ``n 2^-51``, or a total in the subnormal range) the exact total is summed first.  The
+    fallback is :func:`inv_cdf`'s: the last index where the running sum increased.
+    """
+    n = p.shape[0]
+    fast = _mass(p, q, use_q)
+    if not fast > 0.0:
+        return -1
+    if fast > 1e-290:
+        r = (4.0 * n + 16.0) * 2.0**-53
+        x_lo = u * fast * (1.0 - r)
+        x_hi = u * fast * (1.0 + r)
+        acc = 0.0
+        for i in range(n):
+            acc = acc + (max(p[i] - q[i], 0.0) if use_q else p[i])
+            if acc > x_lo:
+                if acc > x_hi:
+                    return i
+                break
+    total = 0.0
+    for i in range(n):
+        total = total + (max(p[i] - q[i], 0.0) if use_q else p[i])
+    x = u * total
+    acc = 0.0
+    last = 0
+    for i in range(n):
+        nxt = acc + (max(p[i] - q[i], 0.0) if use_q else p[i])
+        if nxt > x:
+            return i
+        if nxt != acc:
+            last = i
+        acc = nxt
+    return last
+
+
+@njit(**JIT)
 def categorical(w, u):
-    """Draw from the non-negative weights ``w`` with ``u``: ``inv_cdf(cumsum(w), u)``."""
-    return inv_cdf(np.cumsum(w), u)
+    """Draw from the non-negative weights ``w`` with ``u``: ``inv_cdf(cumsum(w), u)``.
+
+    Streamed (:func:`_draw_stream`): the same token as the binary search on the running
+    sum, without allocating it.
+    """
+    y = _draw_stream(w, w, False, u)
+    return y if y >= 0 else 0
 
 
 @njit(**JIT)
@@ -134,13 +195,13 @@ def residual(r, q):
 def residual_sample(p, q, u):
     """Draw from the SD residual ``(p - q)_+`` (Alg. 1) with ``u``; from ``p`` if it is empty.
 
-    Inversion of the unnormalised running sum of ``(p - q)_+`` (the rule of :func:`inv_cdf`
-    is scale-free, so no normalisation is needed).
+    ``inv_cdf(cumsum((p - q)_+), u)``, streamed (the rule of :func:`inv_cdf` is scale-free,
+    so no normalisation is needed).
     """
-    cdf = np.cumsum(np.maximum(p - q, 0.0))
-    if cdf[cdf.shape[0] - 1] <= 0.0:
-        cdf = np.cumsum(p)
-    return inv_cdf(cdf, u)
+    y = _draw_stream(p, q, True, u)
+    if y < 0:
+        y = _draw_stream(p, p, False, u)
+    return y
 
 
 # --------------------------------------------------------------------- sequential rules
@@ -373,29 +434,27 @@ def _sift_up_max(hs, hu, hg, hj, i):
             return
 
 
-@njit(**JIT)
-def _keep_smallest(hs, hu, hg, hj, cnt, B, s, u, g, j):
-    """Offer candidate ``(s, u, j)`` (clock ``g``) to the max-heap of the ``B`` smallest.
-
-    Returns the new heap size.  ``O(1)`` when the candidate is rejected, ``O(log B)`` else.
-    """
-    if cnt < B:
-        hs[cnt] = s
-        hu[cnt] = u
-        hg[cnt] = g
-        hj[cnt] = j
-        _sift_up_max(hs, hu, hg, hj, cnt)
-        return cnt + 1
-    if _lt(s, u, j, hs[0], hu[0], hj[0]):
-        hs[0] = s
-        hu[0] = u
-        hg[0] = g
-        hj[0] = j
-        _sift_down(hs, hu, hg, hj, 0, cnt, True)
-    return cnt
+@njit(inline="always", **JIT)
+def _heap_push(hs, hu, hg, hj, cnt, s, u, g, j):
+    """Add candidate ``(s, u, j)`` (clock ``g``) to the max-heap of size ``cnt``."""
+    hs[cnt] = s
+    hu[cnt] = u
+    hg[cnt] = g
+    hj[cnt] = j
+    _sift_up_max(hs, hu, hg, hj, cnt)
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
+def _heap_replace_top(hs, hu, hg, hj, cnt, s, u, g, j):
+    """Replace the largest candidate of the max-heap by ``(s, u, j)`` (clock ``g``)."""
+    hs[0] = s
+    hu[0] = u
+    hg[0] = g
+    hj[0] = j
+    _sift_down(hs, hu, hg, hj, 0, cnt, True)
+
+
+@njit(inline="always", **JIT)
 def _mpfr_select(p, q, use_p, B, label, table, use_table, drafts, hs, hu, hg, hj):
     """MPFR (Alg. 6) in ``O(n + B log B)``; returns the target winner (``-1`` if not ``use_p``).
 
@@ -425,7 +484,12 @@ def _mpfr_select(p, q, use_p, B, label, table, use_table, drafts, hs, hu, hg, hj
                     by = s
                     y = u
             if qu > 0.0:
-                cnt = _keep_smallest(hs, hu, hg, hj, cnt, B, e / qu, u, e, 1)
+                s = e / qu
+                if cnt < B:
+                    _heap_push(hs, hu, hg, hj, cnt, s, u, e, 1)
+                    cnt += 1
+                elif _lt(s, u, 1, hs[0], hu[0], hj[0]):
+                    _heap_replace_top(hs, hu, hg, hj, cnt, s, u, e, 1)
     # turn the max-heap into a min-heap
     for i in range((cnt >> 1) - 1, -1, -1):
         _sift_down(hs, hu, hg, hj, i, cnt, False)
@@ -497,7 +561,12 @@ def mpfr_direct_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
                         by = s
                         y = u
                 if qu > 0.0:
-                    cnt = _keep_smallest(hs, hu, hg, hj, cnt, B, g / qu, u, g, j)
+                    s = g / qu
+                    if cnt < B:
+                        _heap_push(hs, hu, hg, hj, cnt, s, u, g, j)
+                        cnt += 1
+                    elif _lt(s, u, j, hs[0], hu[0], hj[0]):
+                        _heap_replace_top(hs, hu, hg, hj, cnt, s, u, g, j)
     # heap sort: the max-heap of the B smallest into increasing (s, u, j) order
     for end in range(cnt - 1, 0, -1):
         _swap(hs, hu, hg, hj, 0, end)

@@ -14,7 +14,8 @@ both; the tests marked ``kernel`` compare them, also with ``NUMBA_DISABLE_JIT=1`
   :func:`trial_label`;
 - the inverse CDF: :func:`inv_cdf` / :func:`inv_cdf_many` (the rule of
   ``_kernels.inv_cdf``: smallest ``i`` with ``cumsum(w)[i] > u * sum(w)``, never a zero-mass
-  token, the last positive-mass token when rounding reaches the total);
+  token, the last positive-mass token when rounding reaches the total; "mass" is that of the
+  running sum, in which a weight below its rounding has none);
 - synthetic language models (:mod:`specbound.sim._model_kernels`): :func:`window_label`,
   :func:`gaussian_field`, :func:`synthetic_probs`.
 """
@@ -48,8 +49,10 @@ def inv_cdf_many(prob_like: np.ndarray, us: np.ndarray) -> np.ndarray:
     w = np.asarray(prob_like, dtype=np.float64)
     cdf = np.cumsum(w)
     i = np.searchsorted(cdf, np.asarray(us, dtype=np.float64) * cdf[-1], side="right")
-    # u * total rounded up to the total: the last token with positive mass
-    return np.where(i >= cdf.size, np.flatnonzero(w > 0)[-1], i).astype(np.int64)
+    # u * total rounded up to the total: the last token with positive mass, i.e. whose
+    # interval [cdf[i-1], cdf[i]) is not empty (a weight absorbed by rounding has none)
+    last = np.flatnonzero(np.diff(cdf, prepend=0.0) > 0)
+    return np.where(i >= cdf.size, last[-1] if last.size else 0, i).astype(np.int64)
 
 
 def _scores(e: np.ndarray, w: np.ndarray) -> np.ndarray:
