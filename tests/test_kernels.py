@@ -218,13 +218,11 @@ def _fastmath_outputs():
     return out
 
 
-@pytest.mark.slow
 def test_discrete_outputs_identical_with_fastmath_on_and_off(tmp_path):
     """The fastmath flags of ``sim._config`` (never nnan/ninf) may move a score by an ulp but
     must not change a token: every kernel of the package is compiled again, without fastmath
-    and without the on-disk cache, in a fresh process (``SPECBOUND_FASTMATH=0``).  Slow tier:
-    compiling every kernel from scratch takes about 45 s on the 2-core machine at load 4,
-    over 2 minutes at load 8."""
+    and without the on-disk cache, in a fresh process (``SPECBOUND_FASTMATH=0``).  The
+    recompile takes 20-45 s on the 2-core machine (load 2-4)."""
     if numba.config.DISABLE_JIT:
         pytest.skip("nothing is compiled under NUMBA_DISABLE_JIT")
     code = (
