@@ -5,7 +5,9 @@ This module is the one set of step kernels of the package: the estimators
 lossy sampler (:mod:`specbound.sim.lossy`) and the sequence decoders
 (:mod:`specbound.sim.decode`) all call the kernels below.  Every kernel has a NumPy
 reference in :mod:`specbound.sim._reference` that the tests marked ``kernel`` compare it
-with (also with ``NUMBA_DISABLE_JIT=1``, ``make test-nojit``).
+with (also with ``NUMBA_DISABLE_JIT=1``, ``make test-nojit``).  Algorithm numbers ("Alg. 6") are
+those of Liu, Wan, Gao & Gündüz 2026, "watermarkable multi-draft speculative sampling",
+arXiv:2609.21858.
 
 Uniform source
 --------------

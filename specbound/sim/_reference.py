@@ -3,6 +3,7 @@
 Each reference is written independently of its kernel (vectorised where NumPy allows, no
 shared helpers beyond the inverse-CDF rule), so that agreement on the same inputs checks
 both; the tests marked ``kernel`` compare them, also with ``NUMBA_DISABLE_JIT=1``.
+Algorithm numbers are those of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858.
 
 - token-level samplers (:mod:`specbound.sim._kernels`): the functions ``sd`` ... ``mpfr_scan``
   take the same table of uniforms ``U[row, col]`` as the kernels (layout per scheme in

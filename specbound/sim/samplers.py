@@ -28,7 +28,7 @@ gls        ``(n, B)``       block ``b`` uses arrival index ``b``: ``E_{b,u} = -l
 specinfer  ``(B+1, 2)``     drafts ``X_j = F_q^{-1}(U[j,0])``; draft ``j`` accepted iff
                             ``U[j,1] q(X_j) <= p_j(X_j)`` with ``p_0 = p``,
                             ``p_{j+1} = norm((p_j - q)+)``; else ``Y = F_{p_B}^{-1}(U[B,0])``
-                            (recursive rejection sampling, Miao et al. 2023)
+                            (recursive rejection sampling, Miao et al. 2024)
 spectr     ``(B+1, 2)``     drafts as specinfer; draft ``j`` accepted iff
                             ``U[j,1] rho q(X_j) <= p(X_j)``; else ``Y`` from the residual
                             ``(p - min(q, p/rho) f)+``, ``f = (1-(1-beta)^B)/beta``,
