@@ -32,11 +32,10 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory test-nojit
 
 # every Numba kernel against its NumPy reference with the JIT off, so the kernels' Python
-# source itself is executed (coverage of jitted code, as in umap/stumpy)
+# source itself is executed (coverage of jitted code, as in umap/stumpy): the tests marked
+# `kernel`, wherever they live
 test-nojit: $(STAMP)
-	NUMBA_DISABLE_JIT=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "not slow and not gpu" -n 2 \
-		-k "matches or reference or equals or numpy" \
-		tests/test_samplers.py tests/test_decode.py tests/test_models.py tests/test_prf.py
+	NUMBA_DISABLE_JIT=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "kernel and not slow and not gpu" -n 2 tests
 
 test-slow: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "slow and not gpu" -n 2 tests

@@ -32,7 +32,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from specbound.sim import _kernels as K
+from benchmarks._limits import exp_limit_numba_rng, exp_limit_prf
 from specbound.sim import estimate_acceptance, spectr_rho
 from specbound.sim.montecarlo import CHUNK
 
@@ -186,8 +186,8 @@ def run(quick: bool = False, out_dir: Path | None = None, schemes=SCHEMES) -> Pa
     pw, qw = make_pair(10)
     for s in schemes:
         estimate_acceptance(pw, qw, s, 1 if s in ("sd", "exp_race") else 2, n=10)
-    K.exp_limit_numba_rng(10, 2, 0)
-    K.exp_limit_prf(10, 2, np.uint64(1))
+    exp_limit_numba_rng(10, 2, 0)
+    exp_limit_prf(10, 2, np.uint64(1))
     rows = []
     print(f"{'scheme':<12}{'n':>7}{'B':>3}{'numba 1T':>12}{'numba 2T':>12}{'numpy':>11}"
           f"{'x numpy':>9}{'x rng':>9}{'x prf':>9}{'2T/1T':>7}")
@@ -200,8 +200,8 @@ def run(quick: bool = False, out_dir: Path | None = None, schemes=SCHEMES) -> Pa
                 if quick and B == 4:
                     continue
                 # the limits are measured next to each row so that both see the same load
-                rng_lim = _rate(lambda t, n=n: K.exp_limit_numba_rng(n, t, 0), min_time)
-                prf_lim = _rate(lambda t, n=n: K.exp_limit_prf(n, t, np.uint64(7)), min_time)
+                rng_lim = _rate(lambda t, n=n: exp_limit_numba_rng(n, t, 0), min_time)
+                prf_lim = _rate(lambda t, n=n: exp_limit_prf(n, t, np.uint64(7)), min_time)
                 one, two = _numba_rates(p, q, s, B, min_time)
                 ns = NumpySampler(p, q, s, B)
                 gen = np.random.default_rng(0)

@@ -1,4 +1,5 @@
-"""Tests of the sequence-level decoders (specbound.sim.decode, _decode_kernels)."""
+"""Tests of the sequence-level decoders (specbound.sim.decode); their step kernels are
+tested against NumPy references in tests/test_kernels.py."""
 
 from __future__ import annotations
 
@@ -6,10 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from specbound.sim import _decode_kernels as dk
+from specbound.sim import _kernels as K
 from specbound.sim.decode import (
     DECODER_SCHEME,
     DECODERS,
@@ -27,70 +26,8 @@ from specbound.sim.gof import chisquare_gof
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import key_id, keyed_uniforms
 from specbound.theory.blocks import mpfr_multiplicity_law
-from tests.strategies import prob_pairs, prob_vectors
 
 LOSSLESS = DECODERS  # every decoder of the package is lossless
-
-# ------------------------------------------------------------------- kernels vs NumPy
-
-
-@given(prob_vectors(max_size=60), st.integers(0, 2**64 - 1), st.integers(0, 3))
-def test_race_argmin_matches_numpy(p, label, arrival):
-    got = dk.race_argmin(np.uint64(label), p, arrival)
-    assert got == dk.race_argmin_numpy(np.uint64(label), p, arrival)
-    assert p[got] > 0
-
-
-@given(prob_vectors(max_size=60), st.integers(0, 2**64 - 1),
-       st.lists(st.integers(0, 7), min_size=1, max_size=5, unique=True))
-def test_gls_argmin_matches_numpy(p, label, cols):
-    c = np.array(cols, dtype=np.int64)
-    assert dk.gls_argmin(np.uint64(label), p, c) == dk.gls_argmin_numpy(np.uint64(label), p, c)
-
-
-@given(prob_vectors(max_size=60), st.integers(0, 2**64 - 1), st.integers(1, 6))
-def test_mpfr_topk_matches_numpy(q, label, k):
-    out = np.empty(k, dtype=np.int64)
-    dk.mpfr_topk(np.uint64(label), q, k, out)
-    np.testing.assert_array_equal(out, dk.mpfr_topk_numpy(np.uint64(label), q, k))
-    assert np.all(q[out] > 0)
-    # the first MPFR sample is the exponential race winner (arrival 0)
-    assert out[0] == dk.race_argmin(np.uint64(label), q, 0)
-
-
-@given(prob_vectors(max_size=60), st.floats(0.0, 1.0, exclude_max=True))
-def test_inverse_cdf_matches_numpy(w, u):
-    got = dk.inverse_cdf(w, u)
-    assert got == dk.inverse_cdf_numpy(w, u)
-    assert w[got] > 0
-
-
-@given(prob_pairs(max_size=30), st.integers(0, 2**32 - 1), st.integers(1, 5))
-def test_specinfer_verify_matches_numpy(pq, seed, k):
-    p, q = pq
-    rng = np.random.default_rng(seed)
-    if not np.all(q[p > 0] > 0):
-        q = 0.5 * (p + q)
-    cands = rng.choice(q.shape[0], size=k, p=q).astype(np.int64)
-    u_acc, u_res = rng.random(k), float(rng.random())
-    assert dk.specinfer_verify(p, q, cands, u_acc, u_res) == dk.specinfer_verify_numpy(
-        p, q, cands, u_acc, u_res)
-
-
-@given(st.integers(0, 2**64 - 1), st.integers(0, 10**6))
-def test_position_label_matches_numpy(run, t):
-    assert dk.position_label(np.uint64(run), t) == dk.position_label_numpy(run, t)
-
-
-@given(prob_pairs(max_size=30), st.floats(0.0, 1.0, exclude_max=True))
-def test_residual_sample_support(pq, u):
-    p, q = pq
-    y = dk.residual_sample(p, q, u)
-    if np.any(p > q):
-        assert p[y] > q[y]
-    else:
-        assert p[y] > 0
-
 
 # ------------------------------------------------------------------- result structure
 
@@ -291,8 +228,8 @@ def test_mpfr_multiplicity_law_matches_simulation():
     counts = np.zeros_like(J)
     out = np.empty(2, dtype=np.int64)
     for lab in rng.integers(0, 2**64, size=n, dtype=np.uint64):
-        dk.mpfr_topk(lab, q, 2, out)
-        y = dk.race_argmin(lab, p, 0)
+        K.mpfr_topk(lab, q, 2, out)
+        y = K.race_argmin(lab, p, 0)
         counts[y, int(np.sum(out == y))] += 1
     se = np.sqrt(J * (1 - J) / n)
     assert np.all(np.abs(counts / n - J) <= 5 * se + 1e-6)
@@ -537,7 +474,7 @@ def test_masked_windows_of_short_contexts_are_whole():
     # was taken for a repeat of [0] and decoded with unkeyed clocks.  Now a position is
     # unkeyed iff its window (the detector's tokens[max(0, t - w):t]) occurred at an earlier
     # generated position: every other basic_uwm token is the keyed race winner.
-    from specbound.sim import _decode_kernels as kern
+    from specbound.sim import _kernels as kern
     from specbound.sim.prf import context_label
 
     target = MarkovLM(np.array([[0.5, 0.5], [0.3, 0.7]]))

@@ -1,4 +1,7 @@
-"""Tests of the synthetic language models (specbound.sim.models, _model_kernels)."""
+"""Tests of the synthetic language models (specbound.sim.models, _model_kernels).
+
+Tests marked ``kernel`` compare a model kernel with its NumPy reference in
+``specbound.sim._reference`` (also run with ``NUMBA_DISABLE_JIT=1``, ``make test-nojit``)."""
 
 from __future__ import annotations
 
@@ -6,8 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from numba import njit
 
 from specbound.sim import _model_kernels as mk
+from specbound.sim import _reference as R
 from specbound.sim.models import MarkovLM, SyntheticLM
 
 
@@ -18,6 +23,7 @@ def _tv(p, q):
 # ------------------------------------------------------------------- kernels vs NumPy
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("kind", ["gaussian", "zipf"])
 @pytest.mark.parametrize("top_k", [None, 1, 7])
 @pytest.mark.parametrize("n", [1, 2, 37, 1000])
@@ -26,16 +32,25 @@ def test_synthetic_kernel_matches_numpy_reference(kind, top_k, n):
     for model in (target, target.draft(0.7, seed=3, context_length=1)):
         for ctx in ([], [0], [n - 1, 0, n // 2]):
             got = model.next_distribution(ctx)
-            ints, uints, floats, _ = model.kernel_args
-            ref = mk.synthetic_probs_numpy(ints, uints, floats, np.array(ctx, dtype=np.int64), n)
+            ref = R.synthetic_probs(model._ints, model._uints, model._floats,
+                                    np.array(ctx, dtype=np.int64), n)
             np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.kernel
 @given(st.integers(0, 2**64 - 1), st.integers(0, 5),
        st.lists(st.integers(0, 49_999), max_size=8))
 def test_window_label_matches_numpy(base, order, ctx):
     arr = np.array(ctx, dtype=np.int64)
-    assert mk.window_label(np.uint64(base), order, arr) == mk.window_label_numpy(base, order, arr)
+    assert mk.window_label(np.uint64(base), order, arr) == R.window_label(base, order, arr)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("n", [1, 2, 3, 1000])
+def test_unigram_field_matches_numpy(n):
+    base = mk.unigram_field(np.uint64(123), 1.5, 2, n)
+    ref = 1.5 / np.sqrt(3.0) * R.gaussian_field(R.window_label(123, 0, []), n)
+    np.testing.assert_allclose(base, ref, rtol=1e-12, atol=1e-15)
 
 
 # ------------------------------------------------------------------- SyntheticLM
@@ -187,8 +202,19 @@ def test_markov_next_distribution_and_initial():
     np.testing.assert_array_equal(model.next_distribution([]), [0.2, 0.3, 0.5])
     np.testing.assert_allclose(MarkovLM(mat).next_distribution([]), np.full(3, 1 / 3))
     out = np.empty(3)
-    mk.markov_probs(*model.kernel_args, np.array([0], dtype=np.int64), out)
+    _markov_probs(model.transition_matrix, model.initial, np.array([0], dtype=np.int64), out)
     np.testing.assert_array_equal(out, mat[0])
+    _markov_probs(model.transition_matrix, model.initial, np.array([], dtype=np.int64), out)
+    np.testing.assert_array_equal(out, model.initial)
+
+
+@njit
+def _markov_probs(matrix, initial, ctx, out):
+    """A Numba-callable Markov evaluation: the row of the last token (``initial`` if empty)."""
+    if ctx.shape[0] == 0:
+        out[:] = initial
+    else:
+        out[:] = matrix[ctx[ctx.shape[0] - 1]]
 
 
 def test_markov_sequence_law_is_the_chain_product():

@@ -13,10 +13,11 @@ import pandas as pd
 import pytest
 
 from specbound import theory
-from specbound.sim import Estimate, estimate_acceptance, sample_emitted, spectr_rho
+from specbound.results import EstimateBatch
+from specbound.sim import SCHEMES, Estimate, estimate_acceptance, sample_emitted, spectr_rho
 from specbound.sim.gof import bonferroni_alpha, chisquare_gof
 
-LOSSLESS = ("sd", "exp_race", "mpfr", "mpfr_direct", "mpfr_scan", "gls", "specinfer", "spectr")
+LOSSLESS = SCHEMES  # every sampler scheme is lossless
 EXACT_RATE = 1e-4  # overall false-failure rate of test_emitted_follow_p_and_drafts_follow_q
 
 
@@ -112,13 +113,13 @@ def test_emitted_follow_p_large_vocab(scheme):
 # --------------------------------------------------------------------------- theory
 
 
-def _close(df, exact, n):
+def _close(batch, exact, n):
     """|successes - n a| <= 5 sqrt(n a (1-a)) + 5 (counts).
 
     The 5-count slack covers the Poisson regime a ~ 0 or 1 where the normal approximation
     fails; per comparison the chance failure probability is <= ~6e-7.
     """
-    k = df["successes"].to_numpy()
+    k = batch.successes
     a = np.asarray(exact, dtype=np.float64)
     tol = 5 * np.sqrt(n * a * (1 - a)) + 5
     return np.abs(k - n * a) <= tol, (k / n, a)
@@ -136,7 +137,7 @@ def test_sd_and_exp_race_match_theory():
         assert ok.all(), (scheme, info)
     # exp race is drafter-invariant and beats the no-communication limit (1-TV)/(1+TV)
     lim = theory.no_communication_limit(P, Q)
-    k = df["successes"].to_numpy()
+    k = df.successes
     assert np.all(k >= N_THEORY * lim - 5 * np.sqrt(N_THEORY * lim * (1 - lim)) - 5)
 
 
@@ -152,7 +153,8 @@ def _stack(pairs):
 
 
 def _alpha_local(p, q):
-    """alpha_i = p_i sum_j (q_j/q_i - p_j/p_i)+ with the zero-support limits (MATH.md §1)."""
+    """alpha_i = p_i sum_j (q_j/q_i - p_j/p_i)+ with the zero-support limits (Liu, Wan, Gao &
+    Gündüz 2026, arXiv:2609.21858, App. B)."""
     out = np.zeros(p.size)
     for i in range(p.size):
         if p[i] == 0:
@@ -177,7 +179,8 @@ def test_local_closed_forms_agree_with_theory_module():
 
 
 def test_mpfr_matches_pml_exactly():
-    """MPFR acceptance = PML (MATH.md §2.2) for B = 1, 2, 4, 8, and >= PML-weak, LML.
+    """MPFR acceptance = PML (exact for Alg. 6 of arXiv:2609.21858) for B = 1, 2, 4, 8, and
+    >= PML-weak, LML.
 
     80 two-sided comparisons and 160 one-sided ones that hold with margin (a bound <= the
     exact value), false-failure rate <= 80 x 6e-7 + 160 x 3e-7 < 1e-4.
@@ -190,7 +193,7 @@ def test_mpfr_matches_pml_exactly():
         ok, info = _close(df, exact, N_THEORY)
         assert ok.all(), (B, info)
         # Thm 5.1 (PML-weak) and Rowan's LML are lower bounds of the MPFR acceptance
-        k = df["successes"].to_numpy()
+        k = df.successes
         for bound in (theory.pml_weak_bound(P, Q, B), theory.lml_bound(P, Q, B)):
             assert np.all(k >= N_THEORY * bound - 5 * np.sqrt(N_THEORY * bound * (1 - bound)) - 5)
 
@@ -206,7 +209,7 @@ def test_gls_matches_theory_and_beats_lml():
         ok, info = _close(df, theory.exact_acceptance(P, Q, "gls", B), N_THEORY)
         assert ok.all(), (B, info)
         lml = theory.lml_bound(P, Q, B)
-        k = df["successes"].to_numpy()
+        k = df.successes
         assert np.all(k >= N_THEORY * lml - 5 * np.sqrt(N_THEORY * lml * (1 - lml)) - 5)
 
 
@@ -252,7 +255,7 @@ def test_same_seed_same_output_and_thread_count_independence():
             y2, x2 = sample_emitted(P, Q, scheme, B, n=5000, seed=9, return_drafts=True)
             e2 = estimate_acceptance(P, Q, scheme, B, n=5000, seed=9)
             assert np.array_equal(y1, y2) and np.array_equal(x1, x2)
-            pd.testing.assert_frame_equal(e1, e2)
+            pd.testing.assert_frame_equal(e1.to_frame(), e2.to_frame())
             y3 = sample_emitted(P, Q, scheme, B, n=5000, seed=10)
             assert not np.array_equal(y1, y3)
     finally:
@@ -280,10 +283,19 @@ def test_estimate_and_samples_describe_the_same_trials():
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
-def test_dataframe_columns_and_intervals():
+def test_batch_result_frame_columns_and_intervals():
     P, Q = _stack(_pairs(12, count=3))
-    df = estimate_acceptance(P, Q, "mpfr", 2, n=2000, seed=0)
+    batch = estimate_acceptance(P, Q, "mpfr", 2, n=2000, seed=0)
+    assert isinstance(batch, EstimateBatch) and len(batch) == 3
+    df = batch.to_frame()
     assert list(df.columns) == ["mean", "stderr", "n", "successes", "ci_low", "ci_high"]
+    for i in range(3):
+        assert batch[i] == Estimate.from_successes(int(df.successes[i]), 2000)
+    ci = batch.ci()
+    np.testing.assert_array_equal(ci.low, df.ci_low)
+    np.testing.assert_array_equal(ci.high, df.ci_high)
+    with pytest.warns(DeprecationWarning, match="to_frame"):
+        np.testing.assert_array_equal(batch["mean"], df["mean"])
     for i in range(3):
         e = Estimate.from_successes(int(df.successes[i]), 2000)
         ci = e.ci()
@@ -327,12 +339,15 @@ def test_estimator_validation_errors():
         sample_emitted(p, p, "mpfr", n=10, return_drafts="yes")
 
 
+@pytest.mark.kernel
 def test_batch_kernel_trials_match_the_reference():
     """Trial t of chunk c of sample_emitted is the NumPy reference run on the keyed clocks of
     label trial_label(chunk_label[c], t), chunk labels from SeedSequence(seed).spawn."""
     from specbound.sim import _reference as R
     from specbound.sim.montecarlo import CHUNK, _chunks
-    from specbound.sim.samplers import clock_shape, sample_step_reference
+    from specbound.sim.samplers import clock_shape
+
+    sample_step_reference = R.sample_step
 
     p = np.array([0.05, 0.0, 0.4, 0.25, 0.3])
     q = np.array([0.3, 0.2, 0.1, 0.0, 0.4])
@@ -347,3 +362,72 @@ def test_batch_kernel_trials_match_the_reference():
             rows, cols = clock_shape(scheme, p.size, B, scan_rows=5000)
             ry, rx, _ = sample_step_reference(p, q2, scheme, B, R.clock_table(lab, rows, cols))
             assert y[start[c] + t] == ry and np.array_equal(x[start[c] + t], rx), (scheme, c, t)
+
+
+# --------------------------------------------------------------------------- names and limits
+
+
+def test_seed_is_keyword_only_with_a_deprecated_positional_form():
+    p = np.array([0.5, 0.3, 0.2])
+    q = np.array([0.2, 0.3, 0.5])
+    new = estimate_acceptance(p, q, "mpfr", 2, 3000, seed=5)
+    with pytest.warns(DeprecationWarning, match="seed"):
+        old = estimate_acceptance(p, q, "mpfr", 2, 3000, 5)
+    assert old == new
+    with pytest.warns(DeprecationWarning, match="seed"):
+        y_old = sample_emitted(p, q, "mpfr", 2, 3000, 5)
+    np.testing.assert_array_equal(y_old, sample_emitted(p, q, "mpfr", 2, 3000, seed=5))
+    # the default seed is 0 in both
+    assert estimate_acceptance(p, q, "sd", n=500) == estimate_acceptance(p, q, "sd", n=500,
+                                                                          seed=0)
+
+
+@pytest.mark.parametrize("scheme", ["mpfr", "mpfr_direct", "gls", "mpfr_scan"])
+@pytest.mark.parametrize("B", [2**62, 10**20])
+def test_huge_B_raises_a_value_error_naming_B(scheme, B):
+    """Before: SystemError inside the Numba kernel (2**62), OverflowError (10**20)."""
+    with pytest.raises(ValueError, match=r"^B: at most 1,048,576 drafts"):
+        estimate_acceptance([0.5, 0.5], [0.2, 0.8], scheme, B, n=10)
+    with pytest.raises(ValueError, match=r"^B"):
+        sample_emitted([0.5, 0.5], [0.2, 0.8], scheme, B, n=10)
+
+
+def test_absurd_n_is_refused_with_the_size_it_needs():
+    """Before: n = 10**12 tried to allocate 10**12 / 256 chunk labels (or 8 TB of tokens)."""
+    p = np.array([0.5, 0.5])
+    with pytest.raises(ValueError, match=r"^n: .* exceeds the limit MAX_TRIALS"):
+        estimate_acceptance(p, p, "mpfr", n=10**12)
+    with pytest.raises(ValueError, match=r"^n: storing 1 x 1,000,000,000,000 trials would need "
+                                         r"7.45e\+03 GiB"):
+        sample_emitted(p, p, "mpfr", n=10**12)
+    with pytest.raises(ValueError, match=r"^n: storing .* GiB"):
+        sample_emitted(p, p, "mpfr", 8, n=10**8, return_drafts=True)
+    with pytest.raises(ValueError, match=r"^n: .* MAX_TRIALS"):
+        estimate_acceptance(np.full((2**10, 2), 0.5), p, "sd", n=2**25)
+
+
+def test_progress_bar_changes_no_result(capsys):
+    """Long calls run in segments of chunks with a progress bar; results are unchanged."""
+    P, Q = _stack(_pairs(13, count=3))
+    a = estimate_acceptance(P, Q, "gls", 3, n=20 * 256 + 11, seed=3, progress=True)
+    assert capsys.readouterr().err  # something was shown
+    b = estimate_acceptance(P, Q, "gls", 3, n=20 * 256 + 11, seed=3, progress=False)
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(a.successes, b.successes)
+    y1, x1 = sample_emitted(P, Q, "mpfr", 4, n=3000, seed=1, return_drafts=True, progress=True)
+    y2, x2 = sample_emitted(P, Q, "mpfr", 4, n=3000, seed=1, return_drafts=True)
+    assert np.array_equal(y1, y2) and np.array_equal(x1, x2)
+    with pytest.raises(ValueError, match="^progress"):
+        estimate_acceptance(P, Q, "sd", n=10, progress="yes")
+
+
+def test_long_runs_show_progress_by_default():
+    from specbound.sim.montecarlo import PROGRESS_WORK, _work_units
+    from specbound.sim.samplers import prepare_pairs
+
+    # exp_race over 50,000 tokens: 10**5 trials are 5e9 clock draws -> progress bar
+    prep = prepare_pairs(np.full(50_000, 2e-5), np.full(50_000, 2e-5), "exp_race", 1)
+    assert 10**5 * _work_units(prep) > PROGRESS_WORK
+    # the defaults of the tests and notebooks stay silent
+    small = prepare_pairs(np.full(64, 1 / 64), np.full(64, 1 / 64), "gls", 8)
+    assert 200_000 * _work_units(small) < PROGRESS_WORK

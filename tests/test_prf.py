@@ -104,6 +104,7 @@ def _jit_block(label, n_tokens, n_arrivals, out_u, out_e):
 # ------------------------------------------------------------- reproducibility
 
 
+@pytest.mark.kernel
 def test_matches_pure_python_reference():
     for key, ctx, m in [("golden", [1, 2, 3], None), (2026, [], None), (b"\x00\xff", [5], 1),
                         (-7, [9, 8, 7, 6], 2), ("ключ", [0, 2**40], None)]:
@@ -114,6 +115,7 @@ def test_matches_pure_python_reference():
         np.testing.assert_array_equal(u, np.array(ref))
 
 
+@pytest.mark.kernel
 def test_golden_values_are_stable_across_runs():
     # Frozen outputs of the construction: generation and detection in another run, process
     # or layer (torch) must give these exact numbers.
@@ -126,6 +128,7 @@ def test_golden_values_are_stable_across_runs():
     ]
 
 
+@pytest.mark.kernel
 def test_numba_and_numpy_backends_bit_identical():
     rng = np.random.default_rng(0)
     for key, ctx in [(1, [3, 1, 4]), ("k", []), (b"\x01" * 32, list(range(100)))]:
@@ -164,6 +167,7 @@ def test_same_uniforms_in_another_process():
 # ------------------------------------------------------------- range and uniformity
 
 
+@pytest.mark.kernel
 def test_values_strictly_inside_unit_interval_at_the_extremes():
     # Labels chosen (by inverting SplitMix64's finaliser) so the internal state is 0, 2^64-1
     # and the neighbours of the rounding boundary: u must stay in [2^-53, 1 - 2^-53].

@@ -1,4 +1,5 @@
-"""Token-level samplers: Numba kernels vs NumPy references, keyed clocks, validation."""
+"""Token-level samplers: Numba kernels vs NumPy references, keyed clocks, validation, size
+limits.  Tests marked ``kernel`` compare a kernel with its NumPy reference (``make test-nojit``)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specbound.sim import SCHEMES, sample_step, spectr_rho
 from specbound.sim import _kernels as K
 from specbound.sim import _reference as R
-from specbound.sim import sample_step, spectr_rho
 from specbound.sim.prf import context_label
-from specbound.sim.samplers import Step, clock_shape, sample_step_reference
+from specbound.sim.samplers import Step, clock_shape
 from tests.strategies import prob_pairs, prob_vectors
 
-ALL = ("sd", "exp_race", "mpfr", "mpfr_direct", "mpfr_scan", "gls", "specinfer", "spectr")
+ALL = SCHEMES
+sample_step_reference = R.sample_step
 
 
 def _pairs(seed=0, count=30, abs_cont=False):
@@ -59,6 +61,7 @@ def _same(step: Step, ref):
     return step.token == y and np.array_equal(step.drafts, np.asarray(d)) and step.accepted == a
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("scheme", ALL)
 def test_kernel_matches_reference_on_tables(scheme):
     rng = np.random.default_rng(11)
@@ -71,6 +74,7 @@ def test_kernel_matches_reference_on_tables(scheme):
             assert _same(sample_step(p, q, scheme, B, uniforms=U), ref), (scheme, p, q, B)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("scheme", ALL)
 def test_kernel_matches_reference_on_keyed_clocks(scheme):
     for k, (p, q) in enumerate(_pairs(2, count=18, abs_cont=scheme == "mpfr_scan")):
@@ -82,6 +86,7 @@ def test_kernel_matches_reference_on_keyed_clocks(scheme):
         assert _same(sample_step(p, q, scheme, B, key="secret", context=ctx), ref)
 
 
+@pytest.mark.kernel
 @given(prob_pairs(min_size=1, max_size=40), st.integers(1, 6), st.integers(0, 2**32 - 1))
 def test_kernels_match_references_property(pair, B, seed):
     p, q = pair
@@ -96,6 +101,7 @@ def test_kernels_match_references_property(pair, B, seed):
         assert step.accepted == (step.token in step.drafts)
 
 
+@pytest.mark.kernel
 def test_mpfr_fast_equals_direct_on_keyed_clocks():
     """Alg. 6 literal and the O(n + B log B) kernel agree exactly on the same clocks."""
     rng = np.random.default_rng(5)
@@ -114,6 +120,7 @@ def test_mpfr_fast_equals_direct_on_keyed_clocks():
             assert a.accepted == b.accepted
 
 
+@pytest.mark.kernel
 def test_mpfr_fast_equals_direct_on_tied_tables():
     """Exact ties (repeated uniforms, equal probabilities) are broken the same way."""
     p = np.full(6, 1 / 6)
@@ -146,9 +153,9 @@ def test_keyed_step_depends_on_key_and_context():
     tokens = {sample_step(p, p, "mpfr", 2, key=key, context=[c]).token
               for key in (1, 2) for c in range(20)}
     assert len(tokens) > 10  # 40 steps over 50 tokens: P(<= 10 distinct) is astronomically small
-    a = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
-    b = sample_step(p, p, "mpfr", 2, key="k", context=[9, 2, 3], m=2)
-    assert a == b and a != sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 4], m=2)
+    a = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], window=2)
+    b = sample_step(p, p, "mpfr", 2, key="k", context=[9, 2, 3], window=2)
+    assert a == b and a != sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 4], window=2)
     assert a != 3
 
 
@@ -208,6 +215,7 @@ def test_spectr_rho_solves_its_equation():
     assert batch.shape == (2,) and batch[1] == 1.0
 
 
+@pytest.mark.kernel
 def test_inv_cdf_never_returns_zero_mass_tokens():
     w = np.array([0.0, 0.3, 0.0, 0.7, 0.0])
     cdf = np.cumsum(w)
@@ -256,6 +264,7 @@ def test_step_validation_errors():
         clock_shape("bad", 3)
 
 
+@pytest.mark.kernel
 @given(prob_pairs(min_size=1, max_size=300), st.integers(1, 12), st.integers(0, 2**63 - 1))
 def test_mpfr_fast_equals_direct_property(pair, B, label):
     """The O(n + B log B) MPFR kernel and literal Alg. 6 agree on any keyed clocks."""
@@ -265,7 +274,7 @@ def test_mpfr_fast_equals_direct_property(pair, B, label):
     y1, a1 = K.mpfr_fast_step(p, q, B, np.uint64(label), tab, False, d1, np.empty(B),
                               np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
     y2, a2 = K.mpfr_direct_step(p, q, B, np.uint64(label), tab, False, d2, np.empty(B),
-                                np.empty(B, np.int64), np.empty(B, np.int64))
+                                np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
     assert y1 == y2 and a1 == a2 and np.array_equal(d1, d2)
     y3, d3, a3 = R.mpfr(p, q, R.clock_table(label, p.size, B), B)
     assert y3 == y1 and np.array_equal(d3, d1) and a3 == a1
@@ -273,7 +282,8 @@ def test_mpfr_fast_equals_direct_property(pair, B, label):
 
 @given(prob_vectors(min_size=1, max_size=100), st.integers(1, 6), st.integers(0, 2**32 - 1))
 def test_identical_distributions_always_accept(p, B, seed):
-    """Every coupling accepts with probability 1 when q = p (MATH.md §1: alpha = 0)."""
+    """Every coupling accepts with probability 1 when q = p (alpha = 0; Liu, Wan, Gao &
+    Gündüz 2026, arXiv:2609.21858, App. B)."""
     rng = np.random.default_rng(seed)
     for scheme in ALL:
         b = 1 if scheme in ("sd", "exp_race") else B
@@ -282,3 +292,91 @@ def test_identical_distributions_always_accept(p, B, seed):
         assert step.accepted
         if scheme != "gls":  # gls accepts in the block holding the overall minimum
             assert step.token == step.drafts[0], scheme
+
+
+# ------------------------------------------------------------------- names and limits
+
+
+def test_schemes_is_one_tuple_of_names():
+    from specbound import theory
+    from specbound.sim import samplers
+
+    assert isinstance(SCHEMES, tuple) and len(set(SCHEMES)) == len(SCHEMES)
+    exact = getattr(theory, "SCHEMES", ("sd", "exp_race", "mpfr", "gls"))
+    assert set(exact) <= set(SCHEMES)  # the sampler schemes are a superset
+    for derived in (samplers.SINGLE_DRAFT, samplers.SEQUENTIAL, samplers.TOKEN_CLOCK):
+        assert set(derived) <= set(SCHEMES)
+        assert list(derived) == [s for s in SCHEMES if s in derived]  # order of SCHEMES
+
+
+def test_window_keyword_and_deprecated_m():
+    p = np.full(50, 0.02)
+    a = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], window=2)
+    with pytest.warns(DeprecationWarning, match="window"):
+        b = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
+    assert a == b
+    with pytest.raises(ValueError, match="^window"):
+        sample_step(p, p, "mpfr", 2, key="k", context=[1], window=1, m=1)
+
+
+@pytest.mark.parametrize("scheme", ["mpfr", "mpfr_direct", "gls", "mpfr_scan", "specinfer",
+                                    "spectr"])
+@pytest.mark.parametrize("B", [2**62, 10**20, 2**20 + 1])
+def test_huge_B_is_refused_up_front(scheme, B):
+    """Before: SystemError inside the kernel (2**62) or OverflowError (10**20)."""
+    p = np.array([0.5, 0.5])
+    q = np.array([0.2, 0.8])
+    with pytest.raises(ValueError, match=r"^B: at most 1,048,576"):
+        sample_step(p, q, scheme, B, key=1)
+
+
+def test_specinfer_residual_table_is_bounded():
+    p = np.full(4096, 1 / 4096)
+    with pytest.raises(ValueError, match=r"^B: scheme 'specinfer' precomputes .* GiB"):
+        sample_step(p, p, "specinfer", 2**17, key=1)
+
+
+def test_mpfr_scan_refuses_a_scan_of_minutes():
+    """Before: tiny w or tiny q scanned up to 1e9 candidates for minutes, then raised."""
+    p = np.array([0.5, 0.5])
+    with pytest.raises(ValueError, match=r"^w: mpfr_scan scans about 1/w"):
+        sample_step(p, p, "mpfr_scan", 2, seed=0, w=1e-9)
+    q = np.array([1 - 1e-12, 1e-12])
+    with pytest.raises(ValueError, match=r"^q: mpfr_scan scans about 1/w .* min q/p"):
+        sample_step(p, q, "mpfr_scan", 2, key=1)
+    # at the limit it runs (expected scan about 1e5 candidates)
+    s = sample_step(p, p, "mpfr_scan", 2, key=1, w=1e-5)
+    assert s == sample_step(p, p, "mpfr_scan", 2, key=1)
+
+
+@pytest.mark.kernel
+def test_mpfr_direct_at_large_B_equals_fast():
+    """The literal Alg. 6 keeps its B smallest in a heap (O(n B log B), was O(n B^2))."""
+    rng = np.random.default_rng(3)
+    p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+    for B in (257, 4096):
+        for ctx in ([1], [2]):
+            a = sample_step(p, q, "mpfr", B, key=4, context=ctx)
+            b = sample_step(p, q, "mpfr_direct", B, key=4, context=ctx)
+            assert a == b
+
+
+def test_spectr_residual_closed_form_equals_the_finite_sum():
+    """f = sum_{k<B} (1-beta)^k in closed form (was a Python loop over B)."""
+    from specbound.sim.samplers import _spectr_residual
+
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        n = int(rng.integers(2, 20))
+        p, q = rng.dirichlet(np.full(n, 0.5)), rng.dirichlet(np.full(n, 0.5))
+        B = int(rng.integers(1, 40))
+        rho = spectr_rho(p, q, B)
+        beta = np.minimum(q, p / rho).sum()
+        f = sum((1.0 - beta) ** k for k in range(B))
+        res = np.maximum(p - np.minimum(q, p / rho) * f, 0.0)
+        np.testing.assert_allclose(_spectr_residual(p, q, rho, B), res if res.sum() > 0 else p,
+                                   rtol=1e-12, atol=1e-15)
+    # B = MAX_B is prepared in O(n), and the step still runs
+    p = np.array([0.6, 0.4, 0.0])
+    q = np.array([0.2, 0.3, 0.5])
+    assert sample_step(p, q, "spectr", 2**20, key=3).token in (0, 1)

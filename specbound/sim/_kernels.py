@@ -1,17 +1,47 @@
-"""Numba kernels of the token-level samplers (private).
+"""Numba step kernels of the token-level samplers and the sequence decoders (private).
 
+This module is the one set of step kernels of the package: the estimators
+(:mod:`specbound.sim.montecarlo`), the one-step samplers (:mod:`specbound.sim.samplers`), the
+lossy sampler (:mod:`specbound.sim.lossy`) and the sequence decoders
+(:mod:`specbound.sim.decode`) all call the kernels below.  Every kernel has a NumPy
+reference in :mod:`specbound.sim._reference` that the tests marked ``kernel`` compare it
+with (also with ``NUMBA_DISABLE_JIT=1``, ``make test-nojit``).  Algorithm numbers ("Alg. 6") are
+those of Liu, Wan, Gao & Gündüz 2026, "watermarkable multi-draft speculative sampling",
+arXiv:2609.21858.
+
+Uniform source
+--------------
 Every kernel is a pure function of its inputs: the randomness comes either from a table of
 uniforms ``table`` drawn outside (``use_table=True``, QuantEcon style) or from the keyed
 counter-based PRF :func:`specbound.sim.prf.prf_uniform` evaluated at ``(label, row, col)``
 (``use_table=False``).  In both cases the kernel reads "uniform ``(row, col)``", so the same
 kernel runs on a seeded stream, on keyed clocks, or on per-trial PRF labels derived from a
 ``SeedSequence`` (the batched estimators).  The clock layout ``(row, col)`` of each scheme is
-documented in :mod:`specbound.sim.samplers` (``clock_shape``).
+documented in :mod:`specbound.sim.samplers` (``clock_shape``).  For the token-clock kernels
+(races, MPFR, GLS) row = token id and col = arrival index: the ``j``-th inter-arrival clock of
+token ``v`` in a context with label ``lab`` is ``-log(prf_uniform(lab, v, j))``, the
+convention shared with the detector (:mod:`specbound.sim.detect`).  The decoder-facing
+kernels (:func:`race_argmin`, :func:`gls_argmin`, :func:`mpfr_topk`) take a label only.
 
+Inverse CDF (the package's one rule)
+------------------------------------
+:func:`inv_cdf` draws token ``i`` from non-negative weights ``w`` with the uniform ``u`` in
+``[0, 1)`` by inversion of the *unnormalised* running sum ``cdf = cumsum(w)`` (sequential
+summation, as ``np.cumsum``): ``i`` is the smallest index with ``cdf[i] > u * cdf[-1]``.  A
+zero-mass token has ``cdf[i] = cdf[i-1]`` and is never returned; when rounding makes
+``u * cdf[-1]`` reach the total, the last token with positive mass is returned.  Mass is
+that of the running sum: a weight so small that adding it does not change the running sum
+(below its rounding) has an empty interval and is treated as zero.
+:func:`inv_cdf_many` applies it to many uniforms and :func:`categorical` to weights;
+:func:`specbound.sim._reference.inv_cdf` is the NumPy reference.
+
+Scores and ties
+---------------
+Race scores are ``e / w_u`` with ``e = -log U`` computed once per uniform (so a two-sided
+race compares ``e / p_u`` and ``e / q_u`` of the same ``e``); comparisons are strict, so the
+first index in the kernel's scan order wins a tie.  A token with ``w_u = 0`` has score
+``+inf`` and is never selected; no uniform is read for a token with ``p_u = q_u = 0``.
 Kernels assume valid input (probability vectors, ``B >= 1``); the public wrappers validate.
-Zero probabilities: a token with ``p_u = 0`` (resp. ``q_u = 0``) has score ``+inf`` on the
-target (resp. draft) side and is never emitted (resp. drafted); no uniform is read for a
-token with ``p_u = q_u = 0``.  Every NumPy reference lives in :mod:`specbound.sim._reference`.
 """
 
 from __future__ import annotations
@@ -19,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, JIT_SEQUENTIAL
 from specbound.sim.prf import _GOLDEN, _mix, prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)
@@ -39,16 +69,25 @@ def _unif(label, table, use_table, row, col):
 
 @njit(**JIT)
 def trial_label(base, t):
-    """PRF label of trial ``t`` of a chunk whose label is ``base`` (SplitMix64 counter)."""
-    return _mix(base + _GOLDEN * (np.uint64(t) + np.uint64(1)))
+    """Label of item ``t`` of a stream labelled ``base``: ``mix(base + G (t + 1))``.
+
+    SplitMix64 counter: trial ``t`` of an estimator chunk (:mod:`specbound.sim.montecarlo`)
+    and the unkeyed clocks of absolute position ``t`` of a decoding run
+    (:mod:`specbound.sim.decode`, ``pfr_nowm`` and masked repeats) use it.
+    """
+    return _mix(np.uint64(base) + _GOLDEN * (np.uint64(t) + np.uint64(1)))
+
+
+# --------------------------------------------------------------------------- inverse CDF
 
 
 @njit(**JIT)
 def inv_cdf(cdf, u):
-    """Token ``i`` with ``cdf[i-1] <= u * cdf[-1] < cdf[i]`` (``cdf`` = unnormalised cumsum).
+    """Smallest ``i`` with ``cdf[i] > u * cdf[-1]`` (``cdf`` = unnormalised ``cumsum(w)``).
 
-    Zero-probability tokens have an empty interval and are never returned; if rounding puts
-    ``u * cdf[-1]`` at the total, the last token with positive mass is returned.
+    The package's one inverse CDF (module docstring): zero-mass tokens have an empty
+    interval and are never returned; if rounding puts ``u * cdf[-1]`` at the total, the last
+    token with positive mass is returned.  ``O(log n)`` (binary search).
     """
     n = cdf.shape[0]
     x = u * cdf[n - 1]
@@ -68,6 +107,109 @@ def inv_cdf(cdf, u):
 
 
 @njit(**JIT)
+def inv_cdf_many(cdf, us, out):
+    """``out[k] = inv_cdf(cdf, us[k])`` for every uniform (the vectorised samplers)."""
+    for k in range(us.shape[0]):
+        out[k] = inv_cdf(cdf, us[k])
+
+
+@njit(**JIT)
+def _mass(p, q, use_q):
+    """``sum(w)`` in any order (vectorisable), ``w = (p - q)_+`` if ``use_q`` else ``p``."""
+    t = 0.0
+    for i in range(p.shape[0]):
+        t += max(p[i] - q[i], 0.0) if use_q else p[i]
+    return t
+
+
+@njit(**JIT_SEQUENTIAL)
+def _draw_stream(p, q, use_q, u):
+    """``inv_cdf(cumsum(w), u)`` without building the running sum, ``w = (p - q)_+`` if
+    ``use_q`` else ``p``; ``-1`` when ``w`` has no mass.  ``O(n)``, no allocation.
+
+    The running sum ``acc`` is accumulated in index order (compiled without ``reassoc``), so
+    it is ``cumsum(w)`` bit for bit, and the answer is the first ``i`` with
+    ``acc_i > x = u * acc_{n-1}``.  A fast total ``T'`` (any order) brackets ``x`` in
+    ``[u T' (1 - r), u T' (1 + r)]`` with ``r = (4 n + 16) 2^-53`` (twice the worst-case
+    relative error of two summation orders, plus the roundings of the bracket), so the first
+    crossing of the bracket decides whenever it lands above it; otherwise (probability about
+    ``n 2^-51``, or a total in the subnormal range) the exact total is summed first.  The
+    fallback is :func:`inv_cdf`'s: the last index where the running sum increased.
+    """
+    n = p.shape[0]
+    fast = _mass(p, q, use_q)
+    if not fast > 0.0:
+        return -1
+    if fast > 1e-290:
+        r = (4.0 * n + 16.0) * 2.0**-53
+        x_lo = u * fast * (1.0 - r)
+        x_hi = u * fast * (1.0 + r)
+        acc = 0.0
+        for i in range(n):
+            acc = acc + (max(p[i] - q[i], 0.0) if use_q else p[i])
+            if acc > x_lo:
+                if acc > x_hi:
+                    return i
+                break
+    total = 0.0
+    for i in range(n):
+        total = total + (max(p[i] - q[i], 0.0) if use_q else p[i])
+    x = u * total
+    acc = 0.0
+    last = 0
+    for i in range(n):
+        nxt = acc + (max(p[i] - q[i], 0.0) if use_q else p[i])
+        if nxt > x:
+            return i
+        if nxt != acc:
+            last = i
+        acc = nxt
+    return last
+
+
+@njit(**JIT)
+def categorical(w, u):
+    """Draw from the non-negative weights ``w`` with ``u``: ``inv_cdf(cumsum(w), u)``.
+
+    Streamed (:func:`_draw_stream`): the same token as the binary search on the running
+    sum, without allocating it.
+    """
+    y = _draw_stream(w, w, False, u)
+    return y if y >= 0 else 0
+
+
+@njit(**JIT)
+def residual(r, q):
+    """The residual of one rejection, ``(r - q)_+ / sum (r - q)_+``; ``r`` itself if empty.
+
+    Speculative sampling's correction distribution (Leviathan et al. 2023, Alg. 1; Chen et
+    al. 2023) and one step of SpecInfer's recursive rejection (Miao et al. 2024).  Returns a
+    new array.
+    """
+    w = np.maximum(r - q, 0.0)
+    s = w.sum()
+    if s > 0.0:
+        return w / s
+    return r.copy()
+
+
+@njit(**JIT)
+def residual_sample(p, q, u):
+    """Draw from the SD residual ``(p - q)_+`` (Alg. 1) with ``u``; from ``p`` if it is empty.
+
+    ``inv_cdf(cumsum((p - q)_+), u)``, streamed (the rule of :func:`inv_cdf` is scale-free,
+    so no normalisation is needed).
+    """
+    y = _draw_stream(p, q, True, u)
+    if y < 0:
+        y = _draw_stream(p, p, False, u)
+    return y
+
+
+# --------------------------------------------------------------------- sequential rules
+
+
+@njit(**JIT)
 def seq_step(q, qcdf, targ, scale, fincdf, B, label, table, use_table, drafts):
     """Sequential verification of ``B`` i.i.d. drafts (SD, SpecInfer, SpecTr).
 
@@ -75,11 +217,16 @@ def seq_step(q, qcdf, targ, scale, fincdf, B, label, table, use_table, drafts):
     ``U[j, 1] * scale * q[x] <= targ[min(j, R-1), x]``; the first accepted draft is emitted.
     If all are rejected the emitted token is ``inv_cdf(fincdf, U[B, 0])``.
 
-    - SD (Alg. 1): ``B = 1``, ``targ = [p]``, ``scale = 1``, ``fincdf`` = cdf of ``(p-q)+``;
-    - SpecInfer (recursive rejection sampling): ``targ[j]`` = residual after ``j``
-      rejections, ``scale = 1``, ``fincdf`` = cdf of the residual after ``B`` rejections;
-    - SpecTr k-sequential: ``targ = [p]``, ``scale = rho``, ``fincdf`` = its residual.
+    - SD (Leviathan et al. 2023; Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 1):
+      ``B = 1``, ``targ = [p]``, ``scale = 1``, ``fincdf`` = cdf of ``(p-q)+``;
+    - SpecInfer (recursive rejection sampling, Miao et al. 2024): ``targ[j]`` = residual after
+      ``j`` rejections (:func:`residual` applied ``j`` times), ``scale = 1``, ``fincdf`` =
+      cdf of the residual after ``B`` rejections;
+    - SpecTr k-sequential (Sun et al. 2023): ``targ = [p]``, ``scale = rho``, ``fincdf`` =
+      its residual.
 
+    The sequence decoder verifies candidates it has already drawn along its draft paths, with
+    the residuals computed only as far as the rejections go: :func:`specinfer_verify`.
     Returns ``(y, accepted)``; ``drafts`` (length ``B``) is filled.
     """
     R = targ.shape[0]
@@ -99,33 +246,57 @@ def seq_step(q, qcdf, targ, scale, fincdf, B, label, table, use_table, drafts):
 
 
 @njit(**JIT)
+def specinfer_verify(p, q, cands, u_acc, u_res):
+    """SpecInfer's recursive rejection over given candidates (Miao et al. 2024).
+
+    The rule of :func:`seq_step` (SpecInfer mode) on candidates drawn outside: candidate
+    ``i`` is accepted iff ``u_acc[i] * q(x_i) <= r(x_i)`` for the current residual ``r``
+    (initially ``p``; after a rejection ``r <- residual(r, q)``, computed only when needed).
+    Returns ``(token, accepted)``; when all are rejected the token is
+    ``categorical(r, u_res)`` from the final residual.
+    """
+    r = p
+    for i in range(cands.shape[0]):
+        x = cands[i]
+        if q[x] > 0.0 and u_acc[i] * q[x] <= r[x]:
+            return x, True
+        r = residual(r, q)
+    return categorical(r, u_res), False
+
+
+# --------------------------------------------------------------------------- races
+
+
+@njit(**JIT)
 def _skip(v, pu, by, qu, bx):
     """True if ``e = -log v`` can beat neither ``by`` (score ``e/pu``) nor ``bx`` (``e/qu``).
 
     Uses ``-log v >= 1 - v`` (shrunk by ``1e-12`` to absorb rounding), so skipping never
     changes a result: a skipped token has ``e/pu >= by`` and ``e/qu >= bx`` and would not
-    have replaced the current best under the strict ``<`` comparisons.  Skipping only saves
-    the logarithm, the uniform is still read.
+    have replaced the current best under the strict ``<`` comparisons.  (Where ``by * pu``
+    is subnormal the token could not win anyway: ``e >= 1 - v >= 2**-53``.)  Skipping only
+    saves the logarithm, the uniform is still read.
     """
     lb = (1.0 - v) * _LB_SHRINK
     return (pu == 0.0 or lb >= by * pu) and (qu == 0.0 or lb >= bx * qu)
 
 
 @njit(**JIT)
-def _race_column(p, q, label, table, use_table, col, by, y):
+def _race_column(p, q, two_sided, label, table, use_table, col, by, y):
     """One exponential race on clock column ``col``: ``E_u = -log U[u, col]``.
 
-    Continues the target race from its current best ``(by, y)`` (score ``E_u / p_u``) and runs
-    a fresh draft race (score ``E_u / q_u``); returns ``(by, y, x)``.  Strict ``<`` keeps the
-    first index on ties.  The logarithm is skipped for a token that provably cannot win either
-    race (:func:`_skip`).
+    Continues the target race from its current best ``(by, y)`` (score ``E_u / p_u``) and,
+    when ``two_sided``, runs a fresh draft race on the same clocks (score ``E_u / q_u``; ``q``
+    is not read otherwise); returns ``(by, y, x)`` (``x = -1`` when one-sided).  Strict ``<``
+    keeps the first index on ties.  The logarithm is skipped for a token that provably
+    cannot win either race (:func:`_skip`).
     """
     n = p.shape[0]
     bx = np.inf
     x = -1
     for u in range(n):
         pu = p[u]
-        qu = q[u]
+        qu = q[u] if two_sided else 0.0
         if pu > 0.0 or qu > 0.0:
             v = _unif(label, table, use_table, u, col)
             if _skip(v, pu, by, qu, bx):
@@ -146,12 +317,41 @@ def _race_column(p, q, label, table, use_table, col, by, y):
 
 @njit(**JIT)
 def exp_race_step(p, q, label, table, use_table):
-    """Exponential race (Alg. 2): ``E_u = -log U[u, 0]``; returns ``(Y, X)``.
+    """Exponential race (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 2).
 
-    ``X = argmin_u E_u / q_u`` and ``Y = argmin_u E_u / p_u`` (first index on ties).
+    ``E_u = -log U[u, 0]``; ``X = argmin_u E_u / q_u`` and ``Y = argmin_u E_u / p_u`` (first
+    index on ties).  Returns ``(Y, X)``.
     """
-    _, y, x = _race_column(p, q, label, table, use_table, 0, np.inf, -1)
+    _, y, x = _race_column(p, q, True, label, table, use_table, 0, np.inf, -1)
     return y, x
+
+
+@njit(**JIT)
+def race_argmin(label, w, col):
+    """Keyed exponential race on one side: ``argmin_{v: w_v > 0} -log U(label, v, col) / w_v``.
+
+    The decoders' Gumbel-max step (Alg. 2/3 of Liu, Wan, Gao & Gündüz 2026,
+    arXiv:2609.21858): the target winner with ``w = p``, a draft with ``w = q``.
+    """
+    _, y, _ = _race_column(w, w, False, label, np.empty((1, 1)), False, col, np.inf, -1)
+    return y
+
+
+@njit(**JIT)
+def gls_argmin(label, w, cols):
+    """Target side of list coupling: token of ``argmin_{b in cols, v} E_{b,v} / w_v``.
+
+    ``E_{b,v} = -log U(label, v, b)``: column ``b`` is draft ``b``'s race (Rowan et al. 2025);
+    the races run column after column in the order of ``cols``, ties to the first
+    ``(column, token)``.  :func:`gls_step` is the token-level sampler over columns
+    ``0..B-1`` with the draft races on the same pass.
+    """
+    table = np.empty((1, 1))
+    by = np.inf
+    y = -1
+    for i in range(cols.shape[0]):
+        by, y, _ = _race_column(w, w, False, label, table, False, cols[i], by, y)
+    return y
 
 
 @njit(**JIT)
@@ -163,55 +363,27 @@ def _contains(drafts, y):
 
 
 @njit(**JIT)
-def mpfr_direct_step(p, q, B, label, table, use_table, drafts, ts, tu, tj):
-    """Direct finite-support MPFR (Alg. 6) with token clocks.
+def gls_step(p, q, B, label, table, use_table, drafts):
+    """Gumbel list sampling / list coupling (Rowan et al. 2025).
 
-    ``G_{u,j} = sum_{m<j} -log U[u, m]`` (``j = 1..B``) for every token; ``Y = argmin_u
-    G_{u,1}/p_u``; the drafts are the labels of the ``B`` smallest ``G_{u,j}/q_u`` in
-    increasing order, ties by ``(u, j)`` (a stable sort of the candidates listed token by
-    token), selected by insertion into the sorted buffers ``ts, tu, tj`` (length ``B``).
-    Returns ``(y, accepted)``.
+    Block ``b`` uses arrival index ``b``: ``E_{b,u} = -log U[u, b]``;
+    ``X_b = argmin_u E_{b,u}/q_u``; ``Y`` = label of ``argmin_{(b,u)} E_{b,u}/p_u`` (first in
+    ``(b, u)`` order on ties).  Returns ``(y, accepted)`` with accepted iff ``Y`` in drafts.
     """
-    n = p.shape[0]
     by = np.inf
     y = -1
-    cnt = 0
-    for u in range(n):
-        pu = p[u]
-        qu = q[u]
-        if pu > 0.0 or qu > 0.0:
-            g = 0.0
-            jmax = B if qu > 0.0 else 1
-            for j in range(jmax):
-                e = -np.log(_unif(label, table, use_table, u, j))
-                g = g + e
-                if j == 0 and pu > 0.0:
-                    s = g / pu
-                    if s < by:
-                        by = s
-                        y = u
-                if qu > 0.0:
-                    s = g / qu
-                    if cnt < B or _lt(s, u, j, ts[cnt - 1], tu[cnt - 1], tj[cnt - 1]):
-                        k = cnt if cnt < B else B - 1
-                        while k > 0 and _lt(s, u, j, ts[k - 1], tu[k - 1], tj[k - 1]):
-                            ts[k] = ts[k - 1]
-                            tu[k] = tu[k - 1]
-                            tj[k] = tj[k - 1]
-                            k -= 1
-                        ts[k] = s
-                        tu[k] = u
-                        tj[k] = j
-                        if cnt < B:
-                            cnt += 1
     for b in range(B):
-        drafts[b] = tu[b]
+        # the target race runs over all (b, u); each block's draft race is its own
+        by, y, drafts[b] = _race_column(p, q, True, label, table, use_table, b, by, y)
     return y, _contains(drafts, y)
+
+
+# --------------------------------------------------------------------------- MPFR
 
 
 @njit(**JIT)
 def _lt(s1, u1, j1, s2, u2, j2):
-    """Lexicographic ``(s, u, j)`` order (matches the stable sort of Alg. 6)."""
+    """Lexicographic ``(s, u, j)`` order (the stable sort of Alg. 6's candidate list)."""
     if s1 != s2:
         return s1 < s2
     if u1 != u2:
@@ -264,9 +436,29 @@ def _sift_up_max(hs, hu, hg, hj, i):
             return
 
 
-@njit(**JIT)
-def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
-    """MPFR (Alg. 6) in ``O(n + B log B)``: exactly the same output as :func:`mpfr_direct_step`.
+@njit(inline="always", **JIT)
+def _heap_push(hs, hu, hg, hj, cnt, s, u, g, j):
+    """Add candidate ``(s, u, j)`` (clock ``g``) to the max-heap of size ``cnt``."""
+    hs[cnt] = s
+    hu[cnt] = u
+    hg[cnt] = g
+    hj[cnt] = j
+    _sift_up_max(hs, hu, hg, hj, cnt)
+
+
+@njit(inline="always", **JIT)
+def _heap_replace_top(hs, hu, hg, hj, cnt, s, u, g, j):
+    """Replace the largest candidate of the max-heap by ``(s, u, j)`` (clock ``g``)."""
+    hs[0] = s
+    hu[0] = u
+    hg[0] = g
+    hj[0] = j
+    _sift_down(hs, hu, hg, hj, 0, cnt, True)
+
+
+@njit(inline="always", **JIT)
+def _mpfr_select(p, q, use_p, B, label, table, use_table, drafts, hs, hu, hg, hj):
+    """MPFR (Alg. 6) in ``O(n + B log B)``; returns the target winner (``-1`` if not ``use_p``).
 
     Pass 1 draws the first arrival ``G_{u,1}`` of every token (the target winner needs only
     these) and keeps the ``B`` smallest draft scores ``G_{u,1}/q_u`` in a max-heap: a token
@@ -274,14 +466,14 @@ def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
     the ``B`` smallest.  Pass 2 is a ``B``-step merge: pop the smallest score, emit its label,
     push that token's next arrival ``G_{u,j+1} = G_{u,j} - log U[u, j]``.  Ties follow the
     ``(score, u, j)`` order of the direct kernel.  ``hs, hu, hg, hj`` are length-``B`` work
-    buffers (score, token, cumulative clock, next arrival index).  Returns ``(y, accepted)``.
+    buffers (score, token, cumulative clock, next arrival index); ``drafts[:B]`` is filled.
     """
-    n = p.shape[0]
+    n = q.shape[0]
     by = np.inf
     y = -1
     cnt = 0
     for u in range(n):
-        pu = p[u]
+        pu = p[u] if use_p else 0.0
         qu = q[u]
         if pu > 0.0 or qu > 0.0:
             v = _unif(label, table, use_table, u, 0)
@@ -296,18 +488,10 @@ def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
             if qu > 0.0:
                 s = e / qu
                 if cnt < B:
-                    hs[cnt] = s
-                    hu[cnt] = u
-                    hg[cnt] = e
-                    hj[cnt] = 1
-                    _sift_up_max(hs, hu, hg, hj, cnt)
+                    _heap_push(hs, hu, hg, hj, cnt, s, u, e, 1)
                     cnt += 1
                 elif _lt(s, u, 1, hs[0], hu[0], hj[0]):
-                    hs[0] = s
-                    hu[0] = u
-                    hg[0] = e
-                    hj[0] = 1
-                    _sift_down(hs, hu, hg, hj, 0, cnt, True)
+                    _heap_replace_top(hs, hu, hg, hj, cnt, s, u, e, 1)
     # turn the max-heap into a min-heap
     for i in range((cnt >> 1) - 1, -1, -1):
         _sift_down(hs, hu, hg, hj, i, cnt, False)
@@ -321,28 +505,82 @@ def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
             hg[0] = g
             hj[0] = j + 1
             _sift_down(hs, hu, hg, hj, 0, cnt, False)
+    return y
+
+
+@njit(**JIT)
+def mpfr_fast_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
+    """MPFR (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 6) in ``O(n + B log B)``.
+
+    Exactly the output of :func:`mpfr_direct_step` (see :func:`_mpfr_select`); ``Y`` is the
+    target winner ``argmin_u G_{u,1}/p_u``.  Returns ``(y, accepted)``.
+    """
+    y = _mpfr_select(p, q, True, B, label, table, use_table, drafts, hs, hu, hg, hj)
     return y, _contains(drafts, y)
 
 
 @njit(**JIT)
-def gls_step(p, q, B, label, table, use_table, drafts):
-    """Gumbel list sampling / list coupling (Rowan et al. 2025).
+def mpfr_topk(label, q, k, out):
+    """Draft side of MPFR on keyed clocks: labels of the ``k`` smallest ``G_{v,j} / q_v``.
 
-    Block ``b`` uses arrival index ``b``: ``E_{b,u} = -log U[u, b]``;
-    ``X_b = argmin_u E_{b,u}/q_u``; ``Y`` = label of ``argmin_{(b,u)} E_{b,u}/p_u`` (first in
-    ``(b, u)`` order on ties).  Returns ``(y, accepted)`` with accepted iff ``Y`` in drafts.
+    ``G_{v,j} = sum_{i<j} -log U(label, v, i)``; ``out[:k]`` receives the labels in
+    increasing ``(score, v, j)`` order -- the drafts of :func:`mpfr_fast_step` (the
+    ``O(n + k log k)`` kernel), used by the sequence decoder at a context of multiplicity ``k``
+    (Alg. 4/10).
     """
+    _mpfr_select(q, q, False, k, label, np.empty((1, 1)), False, out, np.empty(k),
+                 np.empty(k, np.int64), np.empty(k), np.empty(k, np.int64))
+
+
+@njit(**JIT)
+def mpfr_direct_step(p, q, B, label, table, use_table, drafts, hs, hu, hg, hj):
+    """Direct finite-support MPFR (Alg. 6) with token clocks: every one of the ``n B`` clocks.
+
+    ``G_{u,j} = sum_{m<j} -log U[u, m]`` (``j = 1..B``) for every token; ``Y = argmin_u
+    G_{u,1}/p_u``; the drafts are the labels of the ``B`` smallest ``G_{u,j}/q_u`` in
+    increasing order, ties by ``(u, j)`` (a stable sort of the candidates listed token by
+    token).  The literal algorithm, kept as the check of :func:`mpfr_fast_step`; the ``B``
+    smallest are kept in a max-heap (``hs, hu, hg, hj``, length ``B``) and sorted at the
+    end, so the cost is ``O(n B)`` draws plus ``O(log B)`` per heap replacement
+    (``O(n B log B)`` at worst).  Returns ``(y, accepted)``.
+    """
+    n = p.shape[0]
     by = np.inf
     y = -1
+    cnt = 0
+    for u in range(n):
+        pu = p[u]
+        qu = q[u]
+        if pu > 0.0 or qu > 0.0:
+            g = 0.0
+            jmax = B if qu > 0.0 else 1
+            for j in range(jmax):
+                e = -np.log(_unif(label, table, use_table, u, j))
+                g = g + e
+                if j == 0 and pu > 0.0:
+                    s = g / pu
+                    if s < by:
+                        by = s
+                        y = u
+                if qu > 0.0:
+                    s = g / qu
+                    if cnt < B:
+                        _heap_push(hs, hu, hg, hj, cnt, s, u, g, j)
+                        cnt += 1
+                    elif _lt(s, u, j, hs[0], hu[0], hj[0]):
+                        _heap_replace_top(hs, hu, hg, hj, cnt, s, u, g, j)
+    # heap sort: the max-heap of the B smallest into increasing (s, u, j) order
+    for end in range(cnt - 1, 0, -1):
+        _swap(hs, hu, hg, hj, 0, end)
+        _sift_down(hs, hu, hg, hj, 0, end, True)
     for b in range(B):
-        # the target race runs over all (b, u); each block's draft race is its own
-        by, y, drafts[b] = _race_column(p, q, label, table, use_table, b, by, y)
+        drafts[b] = hu[b]
     return y, _contains(drafts, y)
 
 
 @njit(**JIT)
 def mpfr_scan_step(p, ratio, qcdf, B, w, label, table, use_table, max_scan, drafts):
-    """Proposal-scanning MPFR (Alg. 5) for ``P << Q`` with the ratio bound ``w``.
+    """Proposal-scanning MPFR (Alg. 5 of arXiv:2609.21858) for ``P << Q`` with ratio bound ``w``.
 
     Candidate ``i = 0, 1, ...`` has arrival time ``T_i = sum_{k<=i} -log U[k, 0]`` and mark
     ``Z_i = inv_cdf(qcdf, U[i, 1])`` (``Z_i ~ Q``).  Draft side (``r = dQ/dQ = 1``): the drafts
@@ -378,9 +616,12 @@ def mpfr_scan_step(p, ratio, qcdf, B, w, label, table, use_table, max_scan, draf
     return y, _contains(drafts, y), 0
 
 
+# --------------------------------------------------------------------------- batches
+
+
 @njit(**JIT_PAR)
 def batch_kernel(code, B, p, q, qcdf, targ, scale, fincdf, ratio, w, max_scan,
-                 chunk_pair, chunk_start, chunk_len, chunk_label, store,
+                 chunk_pair, chunk_start, chunk_len, chunk_label, store_y, store_x,
                  out_y, out_x, chunk_succ, chunk_status):
     """Run ``chunk_len[c]`` trials of scheme ``code`` on pair ``chunk_pair[c]`` for every chunk.
 
@@ -388,8 +629,8 @@ def batch_kernel(code, B, p, q, qcdf, targ, scale, fincdf, ratio, w, max_scan,
     ``trial_label(chunk_label[c], t)``, so the result is a pure function of the inputs and
     does not depend on how ``prange`` distributes chunks over threads.  Each chunk writes
     only its own slice ``[chunk_start, chunk_start + chunk_len)`` of row ``chunk_pair[c]`` of
-    ``out_y`` (emitted tokens) and ``out_x`` (drafts) when ``store``, and its success count
-    to ``chunk_succ[c]``.
+    ``out_y`` (emitted tokens, when ``store_y``) and ``out_x`` (drafts, when ``store_x``),
+    and its success count to ``chunk_succ[c]``.
     """
     table = np.empty((1, 1))
     for c in prange(chunk_pair.shape[0]):
@@ -414,7 +655,8 @@ def batch_kernel(code, B, p, q, qcdf, targ, scale, fincdf, ratio, w, max_scan,
             elif code == MPFR:
                 y, acc = mpfr_fast_step(p[i], q[i], B, lab, table, False, drafts, hs, hu, hg, hj)
             elif code == MPFR_DIRECT:
-                y, acc = mpfr_direct_step(p[i], q[i], B, lab, table, False, drafts, hs, hu, hj)
+                y, acc = mpfr_direct_step(p[i], q[i], B, lab, table, False, drafts, hs, hu, hg,
+                                          hj)
             elif code == GLS:
                 y, acc = gls_step(p[i], q[i], B, lab, table, False, drafts)
             else:  # MPFR_SCAN
@@ -424,31 +666,10 @@ def batch_kernel(code, B, p, q, qcdf, targ, scale, fincdf, ratio, w, max_scan,
                     status = st
             if acc:
                 succ += 1
-            if store:
+            if store_y:
                 out_y[i, start + t] = y
+            if store_x:
                 for b in range(B):
                     out_x[i, start + t, b] = drafts[b]
         chunk_succ[c] = succ
         chunk_status[c] = status
-
-
-@njit(**JIT)
-def exp_limit_numba_rng(n, trials, seed):
-    """Random-number limit (benchmarks): ``trials`` x ``n`` Exp(1) draws of Numba's RNG."""
-    np.random.seed(seed)  # noqa: NPY002 - Numba's internal per-thread generator
-    acc = 0.0
-    for _ in range(trials):
-        for _u in range(n):
-            acc += np.random.exponential()  # noqa: NPY002
-    return acc
-
-
-@njit(**JIT)
-def exp_limit_prf(n, trials, base):
-    """Random-number limit (benchmarks): ``trials`` x ``n`` keyed PRF Exp(1) clocks."""
-    acc = 0.0
-    for t in range(trials):
-        lab = trial_label(base, t)
-        for u in range(n):
-            acc += -np.log(prf_uniform(lab, u, 0))
-    return acc

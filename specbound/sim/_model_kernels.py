@@ -2,8 +2,9 @@
 
 Every kernel is a pure function of its inputs: the "randomness" of a :class:`SyntheticLM` is
 the counter-based mixer of :mod:`specbound.sim.prf` applied to (model seed, context window,
-token), so a decoding kernel can query any context without storage.  NumPy references
-(``*_numpy``) are compared with the kernels in ``tests/test_models.py``.
+token), so a decoding kernel can query any context without storage.  The NumPy references
+live in :mod:`specbound.sim._reference` (``window_label``, ``gaussian_field``,
+``synthetic_probs``) and are compared with the kernels in ``tests/test_models.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from specbound.sim._config import JIT
-from specbound.sim.prf import _GOLDEN, _ONE, _mix, _mix_np
+from specbound.sim.prf import _GOLDEN, _ONE, _mix
 
 _S32 = np.uint64(32)
 _LO32 = np.uint64(0xFFFFFFFF)
@@ -163,68 +164,3 @@ def unigram_field(field_seed, scale, m, n):
     _add_gaussian_field(window_label(field_seed, 0, np.empty(0, dtype=np.int64)),
                         scale / np.sqrt(m + 1.0), out)
     return out
-
-
-@njit(**JIT)
-def markov_probs(matrix, initial, ctx, out):
-    """Next-token distribution of a Markov LM: row of the last token (``initial`` if empty)."""
-    if ctx.shape[0] == 0:
-        out[:] = initial
-    else:
-        out[:] = matrix[ctx[ctx.shape[0] - 1]]
-
-
-# --------------------------------------------------------------------- NumPy references
-
-
-def window_label_numpy(base, order, ctx) -> np.uint64:
-    """NumPy reference of :func:`window_label`."""
-    ctx = np.asarray(ctx, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        h = _mix_np(np.uint64(base) + _GOLDEN * np.uint64(order + 1))
-        for i in range(order):
-            pos = len(ctx) - order + i
-            tok = int(ctx[pos]) if pos >= 0 else -1
-            h = _mix_np(h + _GOLDEN * np.uint64(tok + 2))
-    return np.uint64(h)
-
-
-def _gaussian_field_numpy(label, n) -> np.ndarray:
-    i = np.arange((n + 1) // 2).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        h = _mix_np(_mix_np(np.uint64(label) + _GOLDEN * (i + _ONE)) + _GOLDEN)
-    u1 = ((h >> _S32).astype(np.float64) + 0.5) * _INV32
-    u2 = ((h & _LO32).astype(np.float64) + 0.5) * _INV32
-    r = np.sqrt(-2.0 * np.log(u1))
-    g = np.empty(2 * i.shape[0])
-    g[0::2] = r * np.cos(2.0 * np.pi * u2)
-    g[1::2] = r * np.sin(2.0 * np.pi * u2)
-    return g[:n]
-
-
-def synthetic_probs_numpy(ints, uints, floats, ctx, n) -> np.ndarray:
-    """NumPy reference of :func:`synthetic_probs` (computes every field itself, ``base``
-    included; the Zipf permutation reuses the scalar helper)."""
-    kind, m, noise_order, top_k = (int(x) for x in ints)
-    scale, zipf_exponent, noise_std, temperature = (float(x) for x in floats)
-    ctx = np.asarray(ctx, dtype=np.int64)
-    if kind == KIND_GAUSSIAN:
-        logits = np.zeros(n)
-        for k in range(m + 1):
-            logits += scale / np.sqrt(m + 1.0) * _gaussian_field_numpy(
-                window_label_numpy(uints[0], k, ctx), n
-            )
-    else:
-        a, b = zipf_affine(window_label_numpy(uints[0], m, ctx), n)
-        logits = -zipf_exponent * np.log1p((a * np.arange(n) + b) % n)
-    if noise_std > 0.0:
-        logits = logits + noise_std * _gaussian_field_numpy(
-            window_label_numpy(uints[1], noise_order, ctx), n
-        )
-    keep = np.ones(n, dtype=bool)
-    if 0 < top_k < n:
-        thr = np.sort(logits)[::-1][top_k - 1]
-        keep = logits >= thr
-    z = np.where(keep, (logits - logits[keep].max()) / temperature, -np.inf)
-    e = np.where(keep, np.exp(np.where(keep, z, 0.0)), 0.0)
-    return e / e.sum()

@@ -13,7 +13,7 @@ batched draft evaluation per draft depth and one batched target evaluation per b
 same decisions and the same random draws drive the synthetic models of this package
 (:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
 The block loop is Python; every vocabulary-sized step (exponential race, MPFR top-B, residual
-draw, recursive rejection) is a Numba kernel (``_decode_kernels``).  Keyed context labels are
+draw, recursive rejection) is a Numba kernel (``_kernels``).  Keyed context labels are
 BLAKE2b digests computed once per context in Python (:mod:`specbound.sim.prf`; whole-prefix
 labels keep the hash state along the committed sequence).
 
@@ -152,7 +152,7 @@ import numpy as np
 
 from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
 from specbound._validation import as_bool, as_choice, as_int, as_rng
-from specbound.sim import _decode_kernels as _dk
+from specbound.sim import _kernels as _K
 from specbound.sim.models import MarkovLM, as_language_model, next_distributions
 from specbound.sim.prf import (
     PrefixLabels,
@@ -525,7 +525,7 @@ class _Run:
 
     def position_label(self, t):
         """Unkeyed clocks of absolute position ``t`` (pfr_nowm, masked repeats)."""
-        return _U64(_dk.position_label(self.run_label, t))
+        return _U64(_K.trial_label(self.run_label, t))
 
     def _windowed(self, ctx):
         arr = np.asarray(ctx, dtype=np.int64)
@@ -577,9 +577,9 @@ class _Run:
         self.verify([()])
         p = self.p(self.tokens)
         if self.decoder == "ar":
-            y = _dk.inverse_cdf(p, self.rng.random())
+            y = _K.categorical(p, self.rng.random())
         else:
-            y = _dk.race_argmin(self.clock_label(self.tokens), p, 0)
+            y = _K.race_argmin(self.clock_label(self.tokens), p, 0)
         self.emit(y, self.tokens)
         return 1
 
@@ -606,7 +606,7 @@ class _Run:
             nxt: dict = {}
             for path, qv in zip(level, self.draft_step(level), strict=True):
                 k = mult[path]
-                _dk.mpfr_topk(lab(path), qv, k, buf)
+                _K.mpfr_topk(lab(path), qv, k, buf)
                 kids = children.setdefault(path, set())
                 for t in buf[:k]:
                     child = path + (int(t),)
@@ -621,7 +621,7 @@ class _Run:
         emitted = 0
         for _ in range(ell):
             ctx = h + list(path)
-            y = int(_dk.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
+            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
             self.emit(y, ctx)
             emitted += 1
             ok = y in children.get(path, ())
@@ -631,7 +631,7 @@ class _Run:
             path = path + (y,)
         if self.generated < self.N:
             ctx = h + list(path)
-            y = int(_dk.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
+            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -648,12 +648,12 @@ class _Run:
             ctx = h + xs
             qv = self.draft_step([tuple(xs)])[0]
             if self.decoder == "vsps":
-                x = int(_dk.inverse_cdf(qv, us[s, 0]))
+                x = int(_K.categorical(qv, us[s, 0]))
                 labs.append(None)
             else:
                 lab = self.clock_label(ctx, path_windows)
                 labs.append(lab)
-                x = int(_dk.race_argmin(lab, qv, 0))
+                x = int(_K.race_argmin(lab, qv, 0))
                 if self.mask and self.w is not None:
                     path_windows.add(self.win(ctx))
             xs.append(x)
@@ -674,16 +674,16 @@ class _Run:
                 self.emit(x, ctx)
                 self.decide(1, True)
                 continue
-            self.emit(_dk.residual_sample(pv, qs[s], us[s, 2]), ctx)
+            self.emit(_K.residual_sample(pv, qs[s], us[s, 2]), ctx)
             self.decide(1, False)
             return emitted
         if self.generated < self.N:
             ctx = h + xs
             pv = self.p(np.array(ctx, dtype=np.int64))
             if self.decoder == "vsps":
-                y = _dk.inverse_cdf(pv, us[ell, 2])
+                y = _K.categorical(pv, us[ell, 2])
             else:
-                y = _dk.race_argmin(self.clock_label(ctx, path_windows), pv, 0)
+                y = _K.race_argmin(self.clock_label(ctx, path_windows), pv, 0)
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -707,12 +707,12 @@ class _Run:
         """invariant: list coupling (GLS) with the active-draft set."""
         labels = self.rng.integers(0, 2**64, size=ell + 1, dtype=np.uint64)
         h, paths, _ = self._draft_paths(
-            ell, lambda s, b, qv: _dk.race_argmin(labels[s], qv, b))
+            ell, lambda s, b, qv: _K.race_argmin(labels[s], qv, b))
         active = np.arange(self.B, dtype=np.int64)
         emitted = 0
         for s in range(ell):
             ctx = h + paths[active[0]][:s]
-            y = int(_dk.gls_argmin(labels[s], self.p(np.array(ctx, dtype=np.int64)), active))
+            y = int(_K.gls_argmin(labels[s], self.p(np.array(ctx, dtype=np.int64)), active))
             self.emit(y, ctx)
             emitted += 1
             nu = active.size
@@ -722,7 +722,7 @@ class _Run:
                 return emitted
         if self.generated < self.N:
             ctx = h + paths[active[0]]
-            y = _dk.gls_argmin(labels[ell], self.p(np.array(ctx, dtype=np.int64)), active)
+            y = _K.gls_argmin(labels[ell], self.p(np.array(ctx, dtype=np.int64)), active)
             self.emit(y, ctx)
             emitted += 1
         return emitted
@@ -731,7 +731,7 @@ class _Run:
         """specinfer: recursive rejection sampling over the active drafts."""
         us = self.rng.random((ell + 1, self.B, 3))
         h, paths, cache = self._draft_paths(
-            ell, lambda s, b, qv: _dk.inverse_cdf(qv, us[s, b, 0]))
+            ell, lambda s, b, qv: _K.categorical(qv, us[s, b, 0]))
         active = np.arange(self.B, dtype=np.int64)
         emitted = 0
         for s in range(ell):
@@ -739,7 +739,7 @@ class _Run:
             ctx = h + prefix
             pv = self.p(np.array(ctx, dtype=np.int64))
             cands = np.array([paths[b][s] for b in active], dtype=np.int64)
-            y, ok = _dk.specinfer_verify(pv, cache[tuple(prefix)], cands, us[s, active, 1],
+            y, ok = _K.specinfer_verify(pv, cache[tuple(prefix)], cands, us[s, active, 1],
                                          us[s, 0, 2])
             self.emit(y, ctx)
             emitted += 1
@@ -749,7 +749,7 @@ class _Run:
             active = np.array([b for b in active if paths[b][s] == y], dtype=np.int64)
         if self.generated < self.N:
             ctx = h + paths[active[0]]
-            y = _dk.inverse_cdf(self.p(np.array(ctx, dtype=np.int64)), us[ell, 0, 2])
+            y = _K.categorical(self.p(np.array(ctx, dtype=np.int64)), us[ell, 0, 2])
             self.emit(y, ctx)
             emitted += 1
         return emitted

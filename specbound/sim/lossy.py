@@ -59,14 +59,17 @@ __getattr__ = module_aliases(
 def _categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws from the (possibly unnormalised) non-negative vector ``probs``.
 
-    ``u`` are uniforms in [0, 1).  A zero-mass token is never returned: its CDF step is
-    empty, and ``searchsorted(..., side="right")`` returns the first index whose CDF
-    exceeds ``u``.
+    ``u`` are uniforms in [0, 1); the package's one inverse CDF (``_kernels.inv_cdf``): the
+    smallest ``i`` with ``cumsum(probs)[i] > u * sum(probs)``, so a zero-mass token is never
+    returned (the last positive-mass token if rounding reaches the total).
     """
-    cdf = np.cumsum(probs)
-    cdf /= cdf[-1]
-    idx = np.searchsorted(cdf, u, side="right")
-    return np.minimum(idx, probs.size - 1).astype(np.int64)
+    from specbound.sim import _kernels as _K  # one inverse CDF for the whole package
+
+    cdf = np.cumsum(np.asarray(probs, dtype=np.float64))
+    us = np.ascontiguousarray(u, dtype=np.float64).reshape(-1)
+    out = np.empty(us.size, dtype=np.int64)
+    _K.inv_cdf_many(cdf, us, out)
+    return out.reshape(np.shape(u))
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

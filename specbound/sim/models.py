@@ -203,11 +203,6 @@ class SyntheticLM:
             self._base = np.zeros(self.vocab_size)
 
     # ------------------------------------------------------------------ evaluation
-    @property
-    def kernel_args(self):
-        """``(ints, uints, floats, base)``: ``_model_kernels.synthetic_probs(*args, ctx, out)``."""
-        return self._ints, self._uints, self._floats, self._base
-
     def _probs(self, ctx: np.ndarray) -> np.ndarray:
         """Unvalidated fast path: ``ctx`` is a C-contiguous int64 array of valid ids."""
         out = np.empty(self.vocab_size)
@@ -354,11 +349,6 @@ class MarkovLM:
         mat = np.maximum(mat, 1e-12)
         mat /= mat.sum(axis=1, keepdims=True)
         return cls(mat, initial)
-
-    @property
-    def kernel_args(self):
-        """``(matrix, initial)`` for ``_model_kernels.markov_probs(*args, ctx, out)``."""
-        return self.transition_matrix, self.initial
 
     def _probs(self, ctx: np.ndarray) -> np.ndarray:
         if ctx.shape[0] == 0:

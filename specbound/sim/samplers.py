@@ -1,7 +1,8 @@
 """Token-level samplers: one speculative step in one context (public wrappers).
 
 Every sampler couples an emitted token ``Y ~ p`` with ``B`` draft tokens ``X_1..X_B ~ q``
-(MATH.md §1) and reports whether a draft was accepted.  The randomness is a table of
+(Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, §3 and App. B; algorithm numbers below are
+that paper's) and reports whether a draft was accepted.  The randomness is a table of
 uniforms ``U[row, col]`` in ``(0, 1)`` whose layout depends on the scheme
 (:func:`clock_shape`):
 
@@ -9,8 +10,8 @@ uniforms ``U[row, col]`` in ``(0, 1)`` whose layout depends on the scheme
 scheme     shape            meaning
 ========== ================ =====================================================================
 sd         ``(2, 2)``       draft ``X = F_q^{-1}(U[0,0])``; accept iff ``U[0,1] q(X) <= p(X)``;
-                            else ``Y = F_r^{-1}(U[1,0])``, ``r = (p-q)+`` normalised (seed 000
-                            Alg. 1)
+                            else ``Y = F_r^{-1}(U[1,0])``, ``r = (p-q)+`` normalised
+                            (arXiv:2609.21858 Alg. 1; Leviathan et al. 2023)
 exp_race   ``(n, 1)``       ``E_u = -log U[u,0]``; ``X = argmin E_u/q_u``, ``Y = argmin E_u/p_u``
                             (Alg. 2; PFR with B = 1)
 mpfr       ``(n, B)``       token ``u``'s Poisson clock ``G_{u,j} = sum_{m<j} -log U[u,m]``;
@@ -27,7 +28,7 @@ gls        ``(n, B)``       block ``b`` uses arrival index ``b``: ``E_{b,u} = -l
 specinfer  ``(B+1, 2)``     drafts ``X_j = F_q^{-1}(U[j,0])``; draft ``j`` accepted iff
                             ``U[j,1] q(X_j) <= p_j(X_j)`` with ``p_0 = p``,
                             ``p_{j+1} = norm((p_j - q)+)``; else ``Y = F_{p_B}^{-1}(U[B,0])``
-                            (recursive rejection sampling, Miao et al. 2023)
+                            (recursive rejection sampling, Miao et al. 2024)
 spectr     ``(B+1, 2)``     drafts as specinfer; draft ``j`` accepted iff
                             ``U[j,1] rho q(X_j) <= p(X_j)``; else ``Y`` from the residual
                             ``(p - min(q, p/rho) f)+``, ``f = (1-(1-beta)^B)/beta``,
@@ -35,14 +36,22 @@ spectr     ``(B+1, 2)``     drafts as specinfer; draft ``j`` accepted iff
                             ``rho beta(rho) = 1 - (1-beta(rho))^B`` (SpecTr k-seq, Sun et al. 2023)
 ========== ================ =====================================================================
 
-``F_w^{-1}(u)`` is inversion of the cumulative sum of ``w`` (zero-probability tokens have an
-empty interval and are never drawn).  In every scheme a token with ``p_u = 0`` is never
-emitted and a token with ``q_u = 0`` is never drafted.  Under keyed clocks
-(``key``/``context``) uniform ``(row, col)`` is ``prf_uniform(context_label(key, context, m),
-row, col)``, i.e. for the token-clock schemes (exp_race, mpfr, gls) row = token id and col =
-arrival index, so exp_race, mpfr (B = 1) and gls (B = 1) share their clocks and give the same
-tokens, and mpfr's target winner is the PFR winner of every B.  For the slot schemes (sd,
-specinfer, spectr, mpfr_scan) rows are draft slots / scan positions, not token ids.
+``F_w^{-1}(u)`` is the package's one inverse CDF (``_kernels.inv_cdf``): the smallest ``i``
+with ``cumsum(w)[i] > u * sum(w)``, so zero-probability tokens have an empty interval and are
+never drawn (the last positive-mass token if rounding reaches the total).  In every scheme a
+token with ``p_u = 0`` is never emitted and a token with ``q_u = 0`` is never drafted.  Under
+keyed clocks (``key``/``context``) uniform ``(row, col)`` is
+``prf_uniform(context_label(key, context, window), row, col)``, i.e. for the token-clock
+schemes (exp_race, mpfr, gls) row = token id and col = arrival index, so exp_race, mpfr
+(B = 1) and gls (B = 1) share their clocks and give the same tokens, and mpfr's target winner
+is the PFR winner of every B.  For the slot schemes (sd, specinfer, spectr, mpfr_scan) rows
+are draft slots / scan positions, not token ids.
+
+Size limits, checked up front (``ValueError`` naming the argument): ``B <= MAX_B`` (the
+kernels keep ``O(B)`` work buffers per thread); ``specinfer`` precomputes ``B`` residual
+distributions per pair, ``m B n`` floats of at most ``MAX_TABLE_BYTES``; ``mpfr_scan`` scans
+about ``max(B, 1/w)`` candidates per step and refuses an expected scan longer than
+``MAX_EXPECTED_SCAN``.
 """
 
 from __future__ import annotations
@@ -53,26 +62,33 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from specbound._validation import as_B, as_choice, as_pair, as_real, as_rng
+from specbound._deprecation import renamed_kwargs
+from specbound._validation import as_choice, as_int, as_pair, as_real, as_rng
 from specbound.sim import _kernels as K
 from specbound.sim.prf import context_label
 
 __all__ = ["SCHEMES", "Step", "clock_shape", "sample_step", "spectr_rho"]
 
-#: scheme name -> kernel code
-SCHEMES = {
-    "sd": K.SD,
-    "exp_race": K.EXP_RACE,
-    "mpfr": K.MPFR,
-    "mpfr_direct": K.MPFR_DIRECT,
-    "mpfr_scan": K.MPFR_SCAN,
-    "gls": K.GLS,
-    "specinfer": K.SPECINFER,
-    "spectr": K.SPECTR,
-}
+#: the sampler schemes, in a fixed order (a superset of ``specbound.theory.SCHEMES``, the
+#: schemes with an exact acceptance formula); every other list of schemes derives from it
+SCHEMES = ("sd", "exp_race", "mpfr", "mpfr_direct", "mpfr_scan", "gls", "specinfer", "spectr")
 #: schemes with exactly one draft
-SINGLE_DRAFT = ("sd", "exp_race")
-#: hard cap on the candidates one mpfr_scan step may examine
+SINGLE_DRAFT = tuple(s for s in SCHEMES if s in ("sd", "exp_race"))
+#: schemes whose uniform rows are draft slots and that verify drafts one after another
+SEQUENTIAL = tuple(s for s in SCHEMES if s in ("sd", "specinfer", "spectr"))
+#: schemes whose uniform rows are token ids and columns arrival indices (token clocks)
+TOKEN_CLOCK = tuple(s for s in SCHEMES if s in ("exp_race", "mpfr", "mpfr_direct", "gls"))
+_CODES = dict(zip(SCHEMES, (K.SD, K.EXP_RACE, K.MPFR, K.MPFR_DIRECT, K.MPFR_SCAN, K.GLS,
+                            K.SPECINFER, K.SPECTR), strict=True))
+#: largest number of drafts: every kernel keeps a few length-``B`` work buffers per thread
+#: (40 bytes per draft), and ``B`` beyond a million has no use in speculative decoding
+MAX_B = 2**20
+#: largest per-call table of precomputed residuals (``specinfer``: ``m * B * n`` floats), bytes
+MAX_TABLE_BYTES = 2**31
+#: largest expected number of candidates one ``mpfr_scan`` step may scan (about ``1/w``)
+MAX_EXPECTED_SCAN = 10**6
+#: hard cap on the candidates one mpfr_scan step may examine (reached with probability
+#: ``exp(-MAX_SCAN / MAX_EXPECTED_SCAN)`` or less)
 MAX_SCAN = 10**9
 #: safety factor on the default ratio bound of mpfr_scan (guards the stopping rule against
 #: rounding in ``1/r``; only delays stopping)
@@ -109,7 +125,7 @@ class Step:
 def clock_shape(scheme: str, n: int, B: int = 1, scan_rows: int = 4096) -> tuple[int, int]:
     """Shape of the uniform table a scheme reads (module table); ``mpfr_scan``: ``scan_rows``."""
     as_choice(scheme, "scheme", SCHEMES)
-    if scheme in ("sd", "specinfer", "spectr"):
+    if scheme in SEQUENTIAL:
         return (B + 1, 2)
     if scheme == "exp_race":
         return (n, 1)
@@ -125,12 +141,15 @@ def clock_shape(scheme: str, n: int, B: int = 1, scan_rows: int = 4096) -> tuple
 _RHO_TOL = 1e-13
 
 
+def _spectr_accept(beta, B):
+    """``1 - (1 - beta)^B`` via ``expm1``/``log1p`` (accurate when ``beta`` is tiny)."""
+    return 1.0 if beta >= 1.0 else -math.expm1(B * math.log1p(-beta))
+
+
 def _h_spectr(rho, p, q, B):
-    """``rho beta(rho) - (1 - (1 - beta(rho))^B)``, the last term via ``expm1``/``log1p``
-    (accurate when ``beta`` is tiny)."""
+    """``rho beta(rho) - (1 - (1 - beta(rho))^B)``."""
     beta = float(np.minimum(q, p / rho).sum())
-    accept = 1.0 if beta >= 1.0 else -math.expm1(B * math.log1p(-beta))
-    return float(np.minimum(rho * q, p).sum()) - accept
+    return float(np.minimum(rho * q, p).sum()) - _spectr_accept(beta, B)
 
 
 def _spectr_rho_row(p, q, B):
@@ -159,107 +178,101 @@ def spectr_rho(p, q, B):
     residual ``p - min(q, p/rho) f`` is nonnegative.  ``rho = 1`` when ``B = 1`` or when
     the equation already holds at 1 up to ``1e-13`` (rounding of the sums; e.g. ``p = q`` or
     disjoint supports).  Zeros are allowed in ``p`` and ``q``.  The SpecTr
-    acceptance is ``1 - (1 - beta(rho))^B``.
+    acceptance is ``1 - (1 - beta(rho))^B`` (Sun et al. 2023).
 
     Returns a float for 1-D input, an array for a 2-D batch.
     """
     p2, q2, batched = as_pair(p, q)
-    B = as_B(B)
+    B = check_B(B)
     out = np.array([_spectr_rho_row(a, b, B) for a, b in zip(p2, q2, strict=True)])
     return out if batched else float(out[0])
 
 
-def _residual_or(v, fallback):
-    r = np.maximum(v, 0.0)
-    s = r.sum()
-    return r / s if s > 0 else fallback
+def _spectr_residual(p, q, rho, B):
+    """SpecTr's correction distribution ``(p - min(q, p/rho) f)_+`` (``p`` if it is empty).
+
+    ``f = sum_{k<B} (1 - beta)^k = (1 - (1 - beta)^B) / beta`` in closed form (``B`` if
+    ``beta = 0``), so the cost does not grow with ``B``.
+    """
+    beta = float(np.minimum(q, p / rho).sum())
+    f = float(B) if beta <= 0.0 else _spectr_accept(beta, B) / beta
+    res = np.maximum(p - np.minimum(q, p / rho) * f, 0.0)
+    return res if res.sum() > 0 else p
 
 
-def _default_w(p, q):
-    """Largest valid ratio bound ``w = min_{p_u > 0} q_u / p_u`` (times a safety factor)."""
+def default_ratio_bound(p, q) -> float:
+    """Internal: ``mpfr_scan``'s default ratio bound ``w = min_{p_u > 0} q_u / p_u``.
+
+    Times ``1 - 2**-40`` (guards Alg. 5's stopping rule against the rounding of ``1/r``;
+    a smaller valid ``w`` only lengthens the scan).  Validated 1-D ``p``, ``q`` with
+    ``p << q``.
+    """
     mask = p > 0
     with np.errstate(over="ignore"):
         return float(np.min(q[mask] / p[mask])) * _W_SAFETY
 
 
-@dataclass
-class _Prepared:
+@dataclass(frozen=True)
+class PreparedPairs:
+    """Internal API (shared by :func:`sample_step` and :mod:`specbound.sim.montecarlo`).
+
+    The validated pairs of one call and the per-pair arrays the kernels read
+    (``_kernels.seq_step``, ``mpfr_scan_step``, ``batch_kernel``), built once per call by
+    :func:`prepare_pairs`.  ``m`` pairs over a vocabulary of ``n`` tokens:
+
+    Attributes
+    ----------
+    scheme, code, B : str, int, int
+        Scheme name, kernel code, number of drafts.
+    batched : bool
+        Whether the input was a 2-D batch.
+    p, q : ndarray (m, n)
+        Target and draft rows (C-contiguous).
+    qcdf : ndarray (m, n)
+        ``cumsum(q)`` per row (the drafts' inverse CDF).
+    targ : ndarray (m, R, n)
+        Sequential schemes: the distributions draft ``j`` is verified against.
+    scale : ndarray (m,)
+        ``rho`` of SpecTr (1 otherwise).
+    fincdf : ndarray (m, n)
+        Sequential schemes: cumsum of the correction distribution.
+    ratio, w : ndarray (m, n), (m,)
+        ``mpfr_scan``: ``p / q`` and the ratio bound.
+    """
+
+    scheme: str
     code: int
     B: int
+    batched: bool
     p: np.ndarray
     q: np.ndarray
     qcdf: np.ndarray
-    targ: np.ndarray  # (m, R, n)
-    scale: np.ndarray  # (m,)
-    fincdf: np.ndarray  # (m, n)
-    ratio: np.ndarray  # (m, n) or (1, 1)
-    w: np.ndarray  # (m,)
+    targ: np.ndarray
+    scale: np.ndarray
+    fincdf: np.ndarray
+    ratio: np.ndarray
+    w: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.p.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.p.shape[1]
 
 
-def _check_scheme_B(scheme, B):
-    as_choice(scheme, "scheme", SCHEMES)
-    B = as_B(B)
+def check_B(B, scheme: str | None = None) -> int:
+    """Internal: validate the number of drafts (``1 <= B <= MAX_B``; 1 for single-draft)."""
+    B = as_int(B, "B", min_value=1)
+    if B > MAX_B:
+        raise ValueError(
+            f"B: at most {MAX_B:,} drafts are supported (the kernels keep O(B) work buffers "
+            f"per thread), got B={B}"
+        )
     if scheme in SINGLE_DRAFT and B != 1:
         raise ValueError(f"B: scheme {scheme!r} uses exactly one draft, got B={B}")
     return B
-
-
-def _prepare(p2, q2, scheme, B, w=None) -> _Prepared:
-    """Per-pair arrays for the kernels (validated 2-D input)."""
-    m, n = p2.shape
-    dummy2 = np.zeros((m, 1))
-    targ = np.zeros((m, 1, 1))
-    scale = np.ones(m)
-    fincdf = dummy2
-    ratio = np.zeros((m, 1))
-    wv = np.ones(m)
-    qcdf = np.cumsum(q2, axis=1)
-    if scheme == "sd":
-        targ = p2[:, None, :].copy()
-        fincdf = np.cumsum([_residual_or(a - b, a) for a, b in zip(p2, q2, strict=True)], axis=1)
-    elif scheme == "specinfer":
-        targ = np.empty((m, B, n))
-        fin = np.empty((m, n))
-        for i in range(m):
-            cur = p2[i].copy()
-            for j in range(B):
-                targ[i, j] = cur
-                cur = _residual_or(cur - q2[i], cur)
-            fin[i] = cur
-        fincdf = np.cumsum(fin, axis=1)
-    elif scheme == "spectr":
-        targ = p2[:, None, :].copy()
-        fin = np.empty((m, n))
-        for i in range(m):
-            rho = _spectr_rho_row(p2[i], q2[i], B)
-            scale[i] = rho
-            beta = float(np.minimum(q2[i], p2[i] / rho).sum())
-            f = sum((1.0 - beta) ** k for k in range(B))
-            res = np.maximum(p2[i] - np.minimum(q2[i], p2[i] / rho) * f, 0.0)
-            fin[i] = res if res.sum() > 0 else p2[i]
-        fincdf = np.cumsum(fin, axis=1)
-    elif scheme == "mpfr_scan":
-        bad = np.any((p2 > 0) & (q2 == 0), axis=1)
-        if np.any(bad):
-            raise ValueError(
-                "q: scheme 'mpfr_scan' needs p absolutely continuous w.r.t. q (p > 0 where "
-                f"q = 0 in row {int(np.flatnonzero(bad)[0])})"
-            )
-        ratio = np.zeros((m, n))
-        with np.errstate(over="ignore"):
-            np.divide(p2, q2, out=ratio, where=q2 > 0)
-        wmax = np.array([_default_w(a, b) for a, b in zip(p2, q2, strict=True)])
-        if w is None:
-            wv = wmax
-        else:
-            wv = np.broadcast_to(np.asarray(w, dtype=np.float64), (m,)).copy()
-            if np.any(wv > wmax / _W_SAFETY):
-                raise ValueError(
-                    "w: must satisfy w <= min_{p_u>0} q_u/p_u (Alg. 5's bound 1/r >= w), got "
-                    f"w = {float(np.max(wv)):.6g} > {float(np.min(wmax / _W_SAFETY)):.6g}"
-                )
-    return _Prepared(SCHEMES[scheme], B, p2, q2, qcdf, np.ascontiguousarray(targ), scale,
-                     np.ascontiguousarray(fincdf), ratio, wv)
 
 
 def _check_w(w, scheme):
@@ -270,7 +283,95 @@ def _check_w(w, scheme):
     return as_real(w, "w", low=0.0, low_open=True)
 
 
-def _run_step(prep: _Prepared, i, label, table, use_table):
+def _prepare_scan(p2, q2, B, w):
+    m, n = p2.shape
+    bad = np.any((p2 > 0) & (q2 == 0), axis=1)
+    if np.any(bad):
+        raise ValueError(
+            "q: scheme 'mpfr_scan' needs p absolutely continuous w.r.t. q (p > 0 where "
+            f"q = 0 in row {int(np.flatnonzero(bad)[0])})"
+        )
+    ratio = np.zeros((m, n))
+    with np.errstate(over="ignore"):
+        np.divide(p2, q2, out=ratio, where=q2 > 0)
+    wmax = np.array([default_ratio_bound(a, b) for a, b in zip(p2, q2, strict=True)])
+    if w is None:
+        wv = wmax
+    else:
+        wv = np.full(m, w)
+        if np.any(wv > wmax / _W_SAFETY):
+            raise ValueError(
+                "w: must satisfy w <= min_{p_u>0} q_u/p_u (Alg. 5's bound 1/r >= w), got "
+                f"w = {float(np.max(wv)):.6g} > {float(np.min(wmax / _W_SAFETY)):.6g}"
+            )
+    # Alg. 5 stops at the first candidate with T_i >= best / w; best ~ Exp(1) (the target
+    # race's winning score), so a step scans about max(B, 1/w) candidates
+    wmin = float(np.min(wv))
+    if 1.0 / wmin > MAX_EXPECTED_SCAN:
+        name = "q" if w is None else "w"
+        what = ("the default ratio bound w = min q/p" if w is None else "w")
+        raise ValueError(
+            f"{name}: mpfr_scan scans about 1/w candidates per step (Alg. 5 stops once "
+            f"T_i >= best/w); {what} = {wmin:.3g} gives about {1.0 / wmin:.3g}, above the "
+            f"limit MAX_EXPECTED_SCAN = {MAX_EXPECTED_SCAN:.0e}; use w >= "
+            f"{1.0 / MAX_EXPECTED_SCAN:.0e}" + (" (a draft q with min q/p of at least that)"
+                                                if w is None else "")
+        )
+    return ratio, wv
+
+
+def prepare_pairs(p, q, scheme, B, w=None) -> PreparedPairs:
+    """Internal API: validate ``(p, q, scheme, B, w)`` and build the per-pair arrays.
+
+    Raises ``ValueError`` naming the argument for invalid input or a size above the module's
+    limits (``MAX_B``, ``MAX_TABLE_BYTES``, ``MAX_EXPECTED_SCAN``).
+    """
+    p2, q2, batched = as_pair(p, q)
+    as_choice(scheme, "scheme", SCHEMES)
+    B = check_B(B, scheme)
+    w = _check_w(w, scheme)
+    m, n = p2.shape
+    targ = np.zeros((m, 1, 1))
+    scale = np.ones(m)
+    fincdf = np.zeros((m, 1))
+    ratio = np.zeros((m, 1))
+    wv = np.ones(m)
+    qcdf = np.cumsum(q2, axis=1)
+    if scheme == "sd":
+        targ = p2[:, None, :].copy()
+        fincdf = np.cumsum([K.residual(a, b) for a, b in zip(p2, q2, strict=True)], axis=1)
+    elif scheme == "specinfer":
+        need = m * B * n * 8
+        if need > MAX_TABLE_BYTES:
+            raise ValueError(
+                f"B: scheme 'specinfer' precomputes B residual distributions per pair "
+                f"({m} x {B} x {n} floats = {need / 2**30:.3g} GiB), above the limit of "
+                f"{MAX_TABLE_BYTES / 2**30:.3g} GiB; use a smaller B or fewer pairs per call"
+            )
+        targ = np.empty((m, B, n))
+        fin = np.empty((m, n))
+        for i in range(m):
+            cur = p2[i]
+            for j in range(B):
+                targ[i, j] = cur
+                cur = K.residual(cur, q2[i])
+            fin[i] = cur
+        fincdf = np.cumsum(fin, axis=1)
+    elif scheme == "spectr":
+        targ = p2[:, None, :].copy()
+        fin = np.empty((m, n))
+        for i in range(m):
+            scale[i] = _spectr_rho_row(p2[i], q2[i], B)
+            fin[i] = _spectr_residual(p2[i], q2[i], scale[i], B)
+        fincdf = np.cumsum(fin, axis=1)
+    elif scheme == "mpfr_scan":
+        ratio, wv = _prepare_scan(p2, q2, B, w)
+    return PreparedPairs(scheme, _CODES[scheme], B, batched, p2, q2, qcdf,
+                         np.ascontiguousarray(targ), scale, np.ascontiguousarray(fincdf), ratio,
+                         wv)
+
+
+def _run_step(prep: PreparedPairs, i, label, table, use_table):
     """One step of pair ``i`` on a uniform source; returns ``(y, drafts, acc, status)``."""
     code, B = prep.code, prep.B
     p, q = prep.p[i], prep.q[i]
@@ -283,12 +384,10 @@ def _run_step(prep: _Prepared, i, label, table, use_table):
         y, x = K.exp_race_step(p, q, label, table, use_table)
         drafts[0] = x
         acc = y == x
-    elif code == K.MPFR:
-        y, acc = K.mpfr_fast_step(p, q, B, label, table, use_table, drafts, np.empty(B),
-                                  np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
-    elif code == K.MPFR_DIRECT:
-        y, acc = K.mpfr_direct_step(p, q, B, label, table, use_table, drafts, np.empty(B),
-                                    np.empty(B, np.int64), np.empty(B, np.int64))
+    elif code in (K.MPFR, K.MPFR_DIRECT):
+        step = K.mpfr_fast_step if code == K.MPFR else K.mpfr_direct_step
+        y, acc = step(p, q, B, label, table, use_table, drafts, np.empty(B),
+                      np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
     elif code == K.GLS:
         y, acc = K.gls_step(p, q, B, label, table, use_table, drafts)
     else:
@@ -297,8 +396,9 @@ def _run_step(prep: _Prepared, i, label, table, use_table):
     return int(y), drafts, bool(acc), int(status)
 
 
-def sample_step(p, q, scheme, B=1, *, key=None, context=(), m=None, seed=None, uniforms=None,
-                w=None) -> Step:
+@renamed_kwargs(m="window")
+def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=None,
+                uniforms=None, w=None) -> Step:
     """One speculative step: the emitted token, the drafts and whether a draft was accepted.
 
     Parameters
@@ -306,47 +406,48 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), m=None, seed=None, u
     p, q : array_like, shape (n,)
         Target and draft distributions (zeros allowed; ``mpfr_scan`` needs ``p << q``).
     scheme : str
-        ``"sd"``, ``"exp_race"``, ``"mpfr"``, ``"mpfr_direct"``, ``"mpfr_scan"``, ``"gls"``,
-        ``"specinfer"`` or ``"spectr"`` (see the module docstring for each construction).
+        One of :data:`SCHEMES`: ``"sd"``, ``"exp_race"``, ``"mpfr"``, ``"mpfr_direct"``,
+        ``"mpfr_scan"``, ``"gls"``, ``"specinfer"`` or ``"spectr"`` (see the module
+        docstring for each construction).
     B : int
-        Number of drafts (must be 1 for ``"sd"`` and ``"exp_race"``).
+        Number of drafts (must be 1 for ``"sd"`` and ``"exp_race"``; at most ``MAX_B``).
     key : int, str or bytes, optional
         Secret key: the step runs on the keyed clocks of ``(key, context)``.
     context : sequence of int
         Context tokens for the keyed clocks.
-    m : int or None
-        Only the last ``m`` context tokens enter the context label (``None``: all of them);
-        see :func:`specbound.sim.prf.context_label`.
+    window : int or None
+        The keyed context window: only the last ``window`` context tokens enter the context
+        label (``None``: all of them); see :func:`specbound.sim.prf.context_label`.  (The
+        deprecated name ``m`` still works.)
     seed : int, SeedSequence or Generator, optional
         Without ``key``/``uniforms``: the uniform table (:func:`clock_shape`) is drawn from
         ``np.random.default_rng(seed)`` outside the kernel.  For ``mpfr_scan`` rows are drawn
-        4096 at a time until the scan stops.
+        4096 at a time (then doubling) until the scan stops.
     uniforms : array_like, optional
         An explicit uniform table (at least :func:`clock_shape`), values in (0, 1).
     w : float, optional
         ``mpfr_scan`` only: the ratio bound ``w <= min_{p_u>0} q_u/p_u`` (default: that
-        minimum times ``1 - 2**-40``); smaller valid values only lengthen the scan.
+        minimum times ``1 - 2**-40``); smaller valid values only lengthen the scan (about
+        ``max(B, 1/w)`` candidates; ``1/w`` above ``MAX_EXPECTED_SCAN`` is refused).
 
     Returns
     -------
     Step
         ``token``, ``drafts`` (int64, shape (B,)) and ``accepted``.
     """
-    p2, q2, batched = as_pair(p, q)
-    if batched:
+    prep = prepare_pairs(p, q, scheme, B, w)
+    if prep.batched:
         raise ValueError("p: sample_step takes one pair of 1-D vectors; use sample_emitted "
                          "for batches")
-    B = _check_scheme_B(scheme, B)
-    w = _check_w(w, scheme)
+    B = prep.B
     sources = (key is not None) + (uniforms is not None) + (seed is not None)
     if sources > 1:
         raise ValueError("key: give at most one of key, uniforms and seed")
-    prep = _prepare(p2, q2, scheme, B, w)
-    n = p2.shape[1]
+    n = prep.n
     if key is not None:
-        label = context_label(key, context, m)
+        label = context_label(key, context, window)
         y, drafts, acc, status = _run_step(prep, 0, label, np.empty((1, 1)), False)
-        if status != 0:
+        if status != 0:  # pragma: no cover - probability exp(-1000) after the up-front check
             raise RuntimeError(f"mpfr_scan: the scan did not stop within {MAX_SCAN} candidates")
         return Step(y, drafts, acc)
     if uniforms is not None:
@@ -369,29 +470,6 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), m=None, seed=None, u
         y, drafts, acc, status = _run_step(prep, 0, np.uint64(0), table, True)
         if status == 0:
             return Step(y, drafts, acc)
-        if table.shape[0] >= MAX_SCAN:  # pragma: no cover - needs w ~ 1e-9
+        if table.shape[0] >= MAX_SCAN:  # pragma: no cover - probability exp(-1000)
             raise RuntimeError("mpfr_scan: the scan did not stop")
         table = np.vstack([table, rng.random((table.shape[0], 2))])
-
-
-def sample_step_reference(p, q, scheme, B, table, w=None):
-    """NumPy reference of :func:`sample_step` on a uniform table (tests, benchmarks)."""
-    from specbound.sim import _reference as R
-
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    if scheme == "sd":
-        return R.sd(p, q, table)
-    if scheme == "exp_race":
-        return R.exp_race(p, q, table)
-    if scheme in ("mpfr", "mpfr_direct"):
-        return R.mpfr(p, q, table, B)
-    if scheme == "gls":
-        return R.gls(p, q, table, B)
-    if scheme == "specinfer":
-        return R.specinfer(p, q, table, B)
-    if scheme == "spectr":
-        return R.spectr(p, q, table, B, _spectr_rho_row(p, q, B))
-    if scheme == "mpfr_scan":
-        return R.mpfr_scan(p, q, table, B, _default_w(p, q) if w is None else w)
-    raise ValueError(f"scheme: unknown {scheme!r}")
