@@ -36,6 +36,7 @@ from specbound.theory import (
     u_score_log_pvalue,
 )
 from specbound.theory import watermark as W
+from tests._stats import binom_ok
 from tests.strategies import prob_vectors
 
 PARAMS = {
@@ -44,11 +45,6 @@ PARAMS = {
     "li": {"delta": 0.1},
     "lattimore": {"epsilon": 0.01},
 }
-
-
-def _binom_ok(k: int, n: int, p: float, conf: float = 0.999) -> bool:
-    lo, hi = stats.binom.interval(conf, n, p)
-    return lo <= k <= hi
 
 
 def _mp_irwin_hall_log_sf(M: int, s: float) -> float:
@@ -350,7 +346,7 @@ def test_null_calibration_iid_pivots(score):
     U = rng.uniform(size=(10_000, 50))
     lp = score_log_pvalue(U, score, **PARAMS[score])
     k = int(np.sum(lp <= math.log(0.01)))
-    assert _binom_ok(k, 10_000, 0.01), k
+    assert binom_ok(k, 10_000, 0.01), k
     # and the p-values are uniform (KS, false-failure rate 1e-3)
     assert stats.kstest(np.exp(lp), "uniform").pvalue > 1e-3
 
@@ -467,7 +463,7 @@ def test_tpr_at_fpr_exact_null_on_null_and_watermarked_pivots():
     assert (df["method"] == "exact").all()
     # on null pivots the TPR is the FPR: binomial 99.9% intervals (3 rows, < 3e-3 in all)
     for tpr in df["tpr"]:
-        assert _binom_ok(round(tpr * 10_000), 10_000, 0.01)
+        assert binom_ok(round(tpr * 10_000), 10_000, 0.01)
     wm = _gumbel_pivots(400, 64, rng)
     for score in PARAMS:
         d = tpr_at_fpr(wm, [4, 16, 64], score=score, **PARAMS[score])

@@ -4,7 +4,7 @@ fastmath never includes ``nnan``/``ninf``: this package works with ``-inf``
 log-probabilities and zero probabilities everywhere.  The flags kept only allow
 reassociation, contraction and reciprocal/approximate-function rewrites, which may change a
 score in its last bit but never the discrete outputs of a sampler on a fixed table of
-uniforms (``tests/test_kernels.py`` compiles every kernel both ways and compares).
+uniforms (``tests/test_sim_kernels.py`` compiles every kernel both ways and compares).
 
 ``SPECBOUND_FASTMATH=0`` in the environment (read once, at import) compiles every kernel
 of the package without fastmath and without the on-disk cache (Numba's cache key does not

@@ -4,7 +4,7 @@ Every kernel is a pure function of its inputs: the "randomness" of a :class:`Syn
 the counter-based mixer of :mod:`specbound.sim.prf` applied to (model seed, context window,
 token), so a decoding kernel can query any context without storage.  The NumPy references
 live in :mod:`specbound.sim._reference` (``window_label``, ``gaussian_field``,
-``synthetic_probs``) and are compared with the kernels in ``tests/test_models.py``.
+``synthetic_probs``) and are compared with the kernels in ``tests/test_sim_models.py``.
 """
 
 from __future__ import annotations

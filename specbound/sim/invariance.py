@@ -20,7 +20,7 @@ the definitions is an indicator and a definition is violated by a single pair of
 canonically per block (see :mod:`specbound.sim.decode`), so both drafters see the same
 ``R``.  The definitions are per block; the checks run one block (``max_new_tokens = L + 1``).
 That ``pfr``/``mpfr`` emit the ``basic_uwm`` sequence for whole sequences is tested token for
-token in ``tests/test_invariance.py``.
+token in ``tests/test_sim_invariance.py``.
 
 Which definition holds for which decoder (proved where marked; all rows confirmed by the
 search of :func:`check_drafter_invariance`, which finds counterexamples for every "no"):

@@ -214,8 +214,8 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
     -----
     Assumes independent clocks in distinct contexts (a random key and distinct context
     labels).  Checked against the simulated AATPS of :func:`specbound.sim.speculative_decode`
-    (``tests/test_decode.py``) and against the martingale compensator of
-    :func:`specbound.sim.acceptance_compensator` (``tests/test_wm_studies.py``).
+    (``tests/test_sim_decode.py``) and against the martingale compensator of
+    :func:`specbound.sim.acceptance_compensator` (``tests/test_figs_wm_studies.py``).
     """
     if not callable(p_fn):
         raise ValueError(f"p_fn: must be a callable context -> distribution, got "

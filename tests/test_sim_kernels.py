@@ -228,7 +228,7 @@ def test_discrete_outputs_identical_with_fastmath_on_and_off(tmp_path):
     code = (
         "import pickle, sys\n"
         "from specbound.sim import _config, _kernels\n"
-        "from tests.test_kernels import _fastmath_outputs\n"
+        "from tests.test_sim_kernels import _fastmath_outputs\n"
         "assert _config.FASTMATH_ON is False and _config.JIT['fastmath'] is False\n"
         "assert _kernels.exp_race_step.targetoptions['fastmath'] is False\n"
         "sys.stdout.buffer.write(pickle.dumps(_fastmath_outputs()))\n"

@@ -16,6 +16,7 @@ from scipy import stats
 from specbound.sim import DetectionBatch, DetectionResult, detect, detect_many, keyed_pivots
 from specbound.sim.prf import context_label, keyed_uniforms, prf_uniform
 from specbound.theory import null_log_sf, score_log_pvalue, token_scores
+from tests._stats import binom_ok
 
 PARAMS = {
     "aaronson": {},
@@ -23,11 +24,6 @@ PARAMS = {
     "li": {"delta": 0.1},
     "lattimore": {"epsilon": 0.01},
 }
-
-
-def _binom_ok(k: int, n: int, p: float, conf: float = 0.999) -> bool:
-    lo, hi = stats.binom.interval(conf, n, p)
-    return lo <= k <= hi
 
 
 def _toy_next(ctx, vocab: int, m: int = 2, conc: float = 0.5) -> np.ndarray:
@@ -147,7 +143,7 @@ def test_null_calibration_via_detect_random_sequences():
             S = np.array([token_scores(u, score, **params).sum() for u in b.pivots])
             lp = null_log_sf(S, b.n_scored, score, **params)
         k = int(np.sum(lp <= math.log(0.01)))
-        assert _binom_ok(k, 10_000, 0.01), (score, k)
+        assert binom_ok(k, 10_000, 0.01), (score, k)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Tests of the sequence-level decoders (specbound.sim.decode); their step kernels are
-tested against NumPy references in tests/test_kernels.py."""
+tested against NumPy references in tests/test_sim_kernels.py."""
 
 from __future__ import annotations
 

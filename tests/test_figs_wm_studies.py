@@ -1,9 +1,9 @@
 """Tests of the watermark studies' settings (``paper_figs._wm_common``) and of the library
 functions they rely on.
 
-The generic quick-mode smoke test of the four figure modules lives in ``tests/test_figures.py``;
+The generic quick-mode smoke test of the four figure modules lives in ``tests/test_figs_smoke.py``;
 ROUGE-L and the standard errors in ``tests/test_sim_metrics.py``, the memoising model wrapper
-in ``tests/test_sim_model_protocol.py``, the recorded decisions in ``tests/test_decode.py``.
+in ``tests/test_sim_model_protocol.py``, the recorded decisions in ``tests/test_sim_decode.py``.
 Here: the study settings, the detector's pivots of decoded sequences, the theory compensator
 of AATPS (:func:`specbound.sim.acceptance_compensator`, against the exact enumeration of
 ``expected_block_tokens``), the resumable CSV store and the sweep runner, and the empirical

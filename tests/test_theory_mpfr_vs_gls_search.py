@@ -66,7 +66,7 @@ def test_mpfr_at_least_gls_search_tiny_vocab(pair, B):
 
 def test_reporting_fails_loudly_on_a_violation(monkeypatch, capsys):
     # the checker must fail (not skip, not pass) when GLS exceeds MPFR: fake a violation
-    import tests.test_mpfr_vs_gls_search as mod
+    import tests.test_theory_mpfr_vs_gls_search as mod
 
     real = mod.exact_acceptance
 
