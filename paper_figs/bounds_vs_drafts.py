@@ -1,9 +1,11 @@
-"""Acceptance bounds and exact acceptance against the number of drafts B (seed 000 §5, App. B).
+"""Acceptance bounds and exact acceptance against the number of drafts B.
 
-For B = 1..16 and three (p, q) pairs the figure shows the PML bound (seed 000 Thm B.1), the
+Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §5 and App. B.
+
+For B = 1..16 and three (p, q) pairs the figure shows the PML bound (Liu et al. 2026 Thm B.1), the
 PML-weak bound (Thm 5.1), the LML bound (Rowan et al. 2025 Eq. 3), the relaxed LML bound
-(Eq. 4) and the exact acceptance of MPFR with token clocks (MATH.md §2.2, equal to PML) and of
-GLS / list coupling (MATH.md §2.3, by quadrature).
+(Eq. 4) and the exact acceptance of MPFR with token clocks (docs/mathematics.md §2.2, equal
+to PML) and of GLS / list coupling (docs/mathematics.md §2.3, by quadrature).
 
 How the pairs are made (deterministic, no randomness beyond the fixed seed below):
 
@@ -120,7 +122,7 @@ def compute(quick: bool = False) -> pd.DataFrame:
 # (column, legend label, line style, marker)
 SERIES = (
     ("pml", "PML bound (Thm B.1)", "-", None),
-    ("exact_mpfr", "exact MPFR (= PML, MATH.md §2.2)", "none", "o"),
+    ("exact_mpfr", "exact MPFR (= PML, docs/mathematics.md §2.2)", "none", "o"),
     ("pml_weak", "PML-weak bound (Thm 5.1)", "--", None),
     ("exact_gls", "exact GLS", "-", "s"),
     ("lml", "LML bound (Rowan Eq. 3)", "-.", None),

@@ -1,4 +1,4 @@
-"""Efficiency–distortion frontier of lossy verification (seed 004 Tables 1 and 5 analogue).
+"""Efficiency–distortion frontier of lossy verification (Zhou et al. 2026 Tables 1 and 5 analogue).
 
 For every rule of ``specbound.theory.lossy`` and a sweep of its parameter, the mean
 single-token acceptance ``a`` over a batch of synthetic contexts, the block efficiency
@@ -12,7 +12,7 @@ yield, same ℓ); judge (a synthetic judge accepting an overestimated token when
 δ = 1 → 0); Fuzzy SD (TV gate, threshold T = 0 → 1); truncation with the min-p set (SpecCascade
 under standard SD, Eq. 13, p_base = 0.5 → 0.02) and with the η set (typical acceptance,
 ε = 0.3 → 1e-4); truncation + ceiling (Table 5 row 5, min-p 0.1, ℓ = 1 → 0.05); contrastive
-reweighting (β = 0 → 2, α = 0.1).  Fuzzy SD follows seed 004 App. A.2 literally: a closed
+reweighting (β = 0 → 2, α = 0.1).  Fuzzy SD follows Zhou et al. 2026 App. A.2 literally: a closed
 gate rejects every draft (acceptance 0) and emits a target token.  For the renormalising
 rules ``a`` is the probability that the first draft is accepted (the yield), as in
 ``theory.acceptance_rate``.

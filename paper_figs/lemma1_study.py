@@ -1,7 +1,7 @@
-"""Lemma 1 study (seed 004 Fig. 5 analogue): gain and loss of truncating the target.
+"""Lemma 1 study (Zhou et al. 2026 Fig. 5 analogue): gain and loss of truncating the target.
 
-Lemma 1 (seed 004 §5.1, App. G.1; MATH.md §3): truncating the target to ``p_Θ`` changes the
-single-token acceptance of standard SD by
+Lemma 1 (Zhou et al. 2026, arXiv:2607.26627, §5.1, App. G.1; docs/mathematics.md §3):
+truncating the target to ``p_Θ`` changes the single-token acceptance of standard SD by
 
     ΔBE = Σ min(p_Θ, q) − Σ min(p, q) = gain − loss,
     gain = Σ_{x∈A} min{(q − p)_+, (1/z − 1) p},   loss = Σ_{x∉A} min(p, q),   z = Z_Θ(p).

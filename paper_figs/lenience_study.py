@@ -1,7 +1,7 @@
-"""Lenience study (seed 004 Fig. 7 analogue): adaptive interpolation and the overshoot ceiling.
+"""Lenience study (Zhou et al. 2026 Fig. 7 analogue): interpolation and the overshoot ceiling.
 
-Lenience (Leviathan et al. 2023; seed 004 Eq. 10, App. A.3, App. B; MATH.md §3) accepts a
-draft with probability min(1, p/(ℓ q)) and induces
+Lenience (Leviathan et al. 2023; Zhou et al. 2026, arXiv:2607.26627, Eq. 10, App. A.3, App. B;
+docs/mathematics.md §3) accepts a draft with probability min(1, p/(ℓ q)) and induces
 ``q + Δ_ℓ (p − q)`` where ``q ≤ p``, ``q`` where ``p < q ≤ p/ℓ`` and ``p/ℓ`` where
 ``q > p/ℓ``, with ``Δ_ℓ = [1 − Σ min(q, p/ℓ)] / TV(p, q)``.
 

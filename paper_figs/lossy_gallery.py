@@ -1,4 +1,4 @@
-"""Induced-distribution gallery (seed 004 Fig. 2 analogue): what each lossy rule emits.
+"""Induced-distribution gallery (Zhou et al. 2026 Fig. 2 analogue): what each lossy rule emits.
 
 One illustrative pair over n = 20 tokens: a Zipf target ``p`` (p_k ∝ k^(−1.2), tokens sorted
 by target probability) and a draft ``q`` with Gaussian logit noise at TV(p, q) = 0.4
@@ -9,7 +9,8 @@ overshoot region — tokens where the induced law exceeds ``p`` — marked in re
 the frequencies of tokens emitted by ``specbound.sim.sample_induced`` (the rule's accept/reject
 mechanics; 200,000 draws, 20,000 with ``--quick``), which sit on the bars.
 
-Rules (seed 004 §3 and MATH.md §3): lossless; interpolation (CoS, λ = 0.5); lenience (ℓ = 0.5);
+Rules (Zhou et al. 2026, arXiv:2607.26627, §3; docs/mathematics.md §3): lossless;
+interpolation (CoS, λ = 0.5); lenience (ℓ = 0.5);
 judge (synthetic judge accepting overestimated tokens with p/q ≥ 0.3); Fuzzy SD (TV gate,
 T = 0.5: open, emits q); truncation with the min-p set (p_base = 0.1), both readings (Eq. 13
 renormalise, and the target on rejection); overshoot ceiling (ℓ = 0.5); truncation + ceiling

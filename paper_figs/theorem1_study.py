@@ -1,7 +1,8 @@
 """Theorem 1 study: distortion of truncation-based verification as the draft approaches p.
 
-Theorem 1 (seed 004 §5.2, App. G.4; MATH.md §3) compares truncation-based verification
-(SpecCascade / typical acceptance) with the matched truncation-sampling baseline ``p_Θ``:
+Theorem 1 (Zhou et al. 2026, arXiv:2607.26627, §5.2, App. G.4; docs/mathematics.md §3)
+compares truncation-based verification (SpecCascade / typical acceptance) with the matched
+truncation-sampling baseline ``p_Θ``:
 
 - standard SD: the rule emits ``q_Θ = q 1_A / Z_Θ(q)`` (Eq. 13), and
   ``KL_SD = KL(q_Θ ‖ p_Θ) → 0`` as ``q → p`` (``theory.kl_truncation_sd``);

@@ -1,6 +1,6 @@
 """specbound: acceptance theory, lossy verification and keyed speculative sampling.
 
-Three layers (see ``DESIGN.md``):
+Three layers (see ``docs/`` in the repository):
 
 - :mod:`specbound.theory` -- numbers from formulas (no randomness);
 - :mod:`specbound.sim` -- numbers from sampling (Numba kernels);

@@ -2,7 +2,7 @@
 
 The generic tests run every module that :func:`paper_figs.run_all.figure_modules` finds, so
 a figure script added later is covered without touching this file.  The last tests check
-the content of ``bounds_vs_drafts`` (issue 2, item 4).
+the content of ``bounds_vs_drafts``.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_bounds_vs_drafts_content(tmp_path):
         assert sub["tv"].iloc[0] == pytest.approx(nominal, abs=1e-6)
         vals = sub[required[3:]].to_numpy()
         assert np.all((vals >= 0) & (vals <= 1))
-        # orderings of MATH.md §2.1 and exactness of §2.2 (tolerance: float rounding)
+        # orderings of docs/mathematics.md §2.1 and exactness of §2.2 (tolerance: float rounding)
         tol = 1e-12
         assert np.all(sub["pml"] >= sub["pml_weak"] - tol)
         assert np.all(sub["pml"] >= sub["lml"] - tol)

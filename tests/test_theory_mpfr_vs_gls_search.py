@@ -1,5 +1,5 @@
 """Search for a counterexample to "exact MPFR acceptance >= exact GLS acceptance"
-(MATH.md §2.4, an open question).
+(docs/mathematics.md §2.4, an open question).
 
 The search uses hypothesis over (p, q, B).  A pair counts as a counterexample when GLS exceeds
 MPFR by more than ``MARGIN = 1e-10``: the MPFR value is a closed form (rounding ~1e-15) and the
