@@ -197,6 +197,23 @@ def test_mpfr_matches_pml_exactly():
             assert_binom_at_least(df.successes, N_THEORY, bound, slack=SLACK, label=f"B={B}")
 
 
+def test_mpfr_scan_matches_pml_exactly():
+    """Proposal-scanning MPFR (Alg. 5 of arXiv:2609.21858) has the acceptance of Alg. 6.
+
+    The scan's candidates form a unit-rate Poisson process with i.i.d. marks Z ~ q, i.e. the
+    superposition of the rate-q_u processes G_{u,j}/q_u of the token clocks, and its target
+    score T/r(Z) is the token clock's G_{u,1}/p_u on the first arrival of each mark
+    (docs/mathematics.md §1.8): the joint law of (Y, drafts) is that of Alg. 6, so the
+    acceptance is the PML expression for every p << q.  40 comparisons (20 pairs x B = 2, 4),
+    false-failure rate <= 40 x 6e-7 < 1e-4.
+    """
+    P, Q = _stack(_pairs(12, abs_cont=True))
+    for B in (2, 4):
+        df = estimate_acceptance(P, Q, "mpfr_scan", B, n=N_THEORY, seed=40 + B)
+        assert_binom_close(df.successes, N_THEORY, theory.pml_bound(P, Q, B), slack=SLACK,
+                           label=f"mpfr_scan B={B}")
+
+
 def test_gls_matches_theory_and_beats_lml():
     """GLS (B = 2, 4) vs the exact quadrature (40 comparisons) and >= LML (40 one-sided).
 
