@@ -11,9 +11,12 @@ import numba
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
 
 from specbound import theory
-from specbound.results import EstimateBatch
+from specbound.results import EstimateBatch, proportion_ci
 from specbound.sim import SCHEMES, Estimate, estimate_acceptance, sample_emitted, spectr_rho
 from tests._stats import (
     FAILURE_RATE,
@@ -295,6 +298,22 @@ def test_estimate_and_samples_describe_the_same_trials():
     a = sample_emitted(p, q, "mpfr", 5, n=4000, seed=2, return_drafts=True)
     b = sample_emitted(p, q, "mpfr_direct", 5, n=4000, seed=2, return_drafts=True)
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@given(st.integers(1, 10_000), st.data(), st.sampled_from([0.5, 0.9, 0.95, 0.99, 0.999999]),
+       st.sampled_from(["wilson", "exact"]))
+def test_proportion_ci_equals_scipy(n, data, level, method):
+    """The one interval helper equals scipy's ``BinomTestResult.proportion_ci`` (Wilson 1927
+    score interval without continuity correction; Clopper-Pearson 1934), also vectorised."""
+    k = data.draw(st.integers(0, n))
+    ref = stats.binomtest(k, n).proportion_ci(level, method)
+    got = proportion_ci(k, n, level, method)
+    assert got.low == pytest.approx(ref.low, rel=1e-9, abs=1e-12)
+    assert got.high == pytest.approx(ref.high, rel=1e-9, abs=1e-12)
+    both = proportion_ci(np.array([k, n - k]), n, level, method)
+    assert both.low[0] == got.low and both.high[0] == got.high
+    ref2 = stats.binomtest(n - k, n).proportion_ci(level, method)
+    assert both.low[1] == pytest.approx(ref2.low, rel=1e-9, abs=1e-12)
 
 
 def test_batch_result_frame_columns_and_intervals():
