@@ -21,6 +21,7 @@ from specbound.sim.gof import (
     gof_test,
     multinomial_exact_gof,
 )
+from tests._stats import FAILURE_RATE
 from tests.strategies import prob_vectors
 
 
@@ -59,7 +60,7 @@ def test_chisquare_pvalues_uniform_under_h0():
     draws = rng.multinomial(5000, p, size=2000)
     pv = np.array([chisquare_gof(c, p).pvalue for c in draws])
     d = stats.kstest(pv, "uniform").statistic
-    assert d < _ks_crit(2000, 1e-4), d
+    assert d < _ks_crit(2000, FAILURE_RATE), d
 
 
 def test_chisquare_pooled_pvalues_uniform_under_h0():
@@ -74,7 +75,7 @@ def test_chisquare_pooled_pvalues_uniform_under_h0():
     res = [chisquare_gof(c, p) for c in draws]
     assert all(r.n_pooled > 0 for r in res)
     pv = np.array([r.pvalue for r in res])
-    assert stats.kstest(pv, "uniform").statistic < _ks_crit(2000, 1e-4)
+    assert stats.kstest(pv, "uniform").statistic < _ks_crit(2000, FAILURE_RATE)
 
 
 def _exact_null_cdf(n, p):
@@ -102,7 +103,7 @@ def test_exact_pvalues_uniform_under_h0():
     rng = np.random.default_rng(11)
     draws = rng.multinomial(n, p, size=2000)
     pv = np.array([multinomial_exact_gof(c, p).pvalue for c in draws])
-    crit = _ks_crit(2000, 1e-4)
+    crit = _ks_crit(2000, FAILURE_RATE)
     assert stats.kstest(pv, "uniform", alternative="greater").statistic < crit
     assert stats.kstest(pv, "uniform").statistic < crit + gap
     assert gap < 0.02  # the setting is fine-grained enough for the check to mean something
@@ -128,7 +129,7 @@ def test_chisquare_detects_one_percent_bias():
     assert 0.5 * np.abs(p - q).sum() == pytest.approx(0.01)
     assert chisquare_gof(rng.multinomial(10**6, q), p).pvalue < 1e-6
     assert gof_test(rng.multinomial(10**6, q), p).pvalue < 1e-6
-    assert chisquare_gof(rng.multinomial(10**6, p), p).pvalue > 1e-4
+    assert chisquare_gof(rng.multinomial(10**6, p), p).pvalue > FAILURE_RATE
 
 
 def test_chisquare_detects_one_percent_bias_spread_over_large_vocab():
@@ -141,7 +142,7 @@ def test_chisquare_detects_one_percent_bias_spread_over_large_vocab():
     q[top] -= 0.01
     q[np.arange(1000) != top] += 0.01 / 999
     assert chisquare_gof(rng.multinomial(10**6, q), p).pvalue < 1e-6
-    assert chisquare_gof(rng.multinomial(10**6, p), p).pvalue > 1e-4  # rate 1e-4
+    assert chisquare_gof(rng.multinomial(10**6, p), p).pvalue > FAILURE_RATE  # rate 1e-4
 
 
 # ---------------------------------------------------------------------- exact test

@@ -11,14 +11,26 @@ import numba
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
 
 from specbound import theory
-from specbound.results import EstimateBatch
+from specbound.results import EstimateBatch, proportion_ci
 from specbound.sim import SCHEMES, Estimate, estimate_acceptance, sample_emitted, spectr_rho
-from specbound.sim.gof import bonferroni_alpha, chisquare_gof
+from tests._stats import (
+    FAILURE_RATE,
+    assert_binom_at_least,
+    assert_binom_close,
+    assert_gof,
+    assert_not_gof,
+    bonferroni,
+)
 
 LOSSLESS = SCHEMES  # every sampler scheme is lossless
-EXACT_RATE = 1e-4  # overall false-failure rate of test_emitted_follow_p_and_drafts_follow_q
+# overall false-failure rate of test_emitted_follow_p_and_drafts_follow_q: FAILURE_RATE (1e-4)
+# over 2 comparisons x 20 pairs x every scheme
+GOF_ALPHA = bonferroni(len(LOSSLESS) * 20 * 2, FAILURE_RATE)
 
 
 def _pairs(seed, count=20, max_n=64, abs_cont=False):
@@ -70,62 +82,55 @@ def test_emitted_follow_p_and_drafts_follow_q(scheme):
     probability >= 0.05 gives a noncentrality >= 40 and is caught (see
     test_gof_catches_one_percent_bias).
     """
-    alpha = bonferroni_alpha(EXACT_RATE, len(LOSSLESS) * 20 * 2)
     pairs = _pairs(100, abs_cont=scheme == "mpfr_scan")
     for k, (p, q) in enumerate(pairs):
         B = _B_for(scheme, k)
         y, x = sample_emitted(p, q, scheme, B, n=200_000, seed=k, return_drafts=True)
-        ry = chisquare_gof(np.bincount(y, minlength=p.size), p)
-        rx = chisquare_gof(np.bincount(x.ravel(), minlength=q.size), q)
-        assert ry.pvalue >= alpha, (scheme, k, ry)
-        assert rx.pvalue >= alpha, (scheme, k, rx)
+        assert_gof(np.bincount(y, minlength=p.size), p, alpha=GOF_ALPHA,
+                   label=f"{scheme} pair {k} emitted")
+        assert_gof(np.bincount(x.ravel(), minlength=q.size), q, alpha=GOF_ALPHA,
+                   label=f"{scheme} pair {k} drafts")
 
 
 def test_gof_catches_one_percent_bias():
     """The exactness test's procedure rejects a sampler whose law is off by 1% of mass.
 
     Tokens of an exact sampler are tested against p' = p with 0.01 of mass moved from the
-    largest cell to the second largest.  Fails only if the (fixed-seed) test lacks power.
+    largest cell to the second largest.  Fails only if the (fixed-seed) test lacks power;
+    the null control fails by chance with probability GOF_ALPHA (< 1e-4).
     """
-    alpha = bonferroni_alpha(EXACT_RATE, len(LOSSLESS) * 20 * 2)
     p = np.array([0.3, 0.25, 0.2, 0.15, 0.1])
     y = sample_emitted(p, p[::-1], "mpfr", 3, n=200_000, seed=1)
     biased = p.copy()
     biased[0] -= 0.01
     biased[1] += 0.01
-    assert chisquare_gof(np.bincount(y, minlength=5), biased).pvalue < alpha
-    assert chisquare_gof(np.bincount(y, minlength=5), p).pvalue >= alpha
+    assert_not_gof(np.bincount(y, minlength=5), biased, below=GOF_ALPHA)
+    assert_gof(np.bincount(y, minlength=5), p, alpha=GOF_ALPHA)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme", LOSSLESS)
 def test_emitted_follow_p_large_vocab(scheme):
     """As above on 20 pairs with vocabularies up to 300 and B up to 8 (rate <= 1e-4 overall)."""
-    alpha = bonferroni_alpha(EXACT_RATE, len(LOSSLESS) * 20 * 2)
     pairs = _pairs(200, max_n=300, abs_cont=scheme == "mpfr_scan")
     for k, (p, q) in enumerate(pairs):
         B = 1 if scheme in ("sd", "exp_race") else (2, 5, 8)[k % 3]
         y, x = sample_emitted(p, q, scheme, B, n=200_000, seed=k, return_drafts=True)
-        assert chisquare_gof(np.bincount(y, minlength=p.size), p).pvalue >= alpha
-        assert chisquare_gof(np.bincount(x.ravel(), minlength=q.size), q).pvalue >= alpha
+        assert_gof(np.bincount(y, minlength=p.size), p, alpha=GOF_ALPHA,
+                   label=f"{scheme} pair {k} emitted")
+        assert_gof(np.bincount(x.ravel(), minlength=q.size), q, alpha=GOF_ALPHA,
+                   label=f"{scheme} pair {k} drafts")
 
 
 # --------------------------------------------------------------------------- theory
 
 
-def _close(batch, exact, n):
-    """|successes - n a| <= 5 sqrt(n a (1-a)) + 5 (counts).
-
-    The 5-count slack covers the Poisson regime a ~ 0 or 1 where the normal approximation
-    fails; per comparison the chance failure probability is <= ~6e-7.
-    """
-    k = batch.successes
-    a = np.asarray(exact, dtype=np.float64)
-    tol = 5 * np.sqrt(n * a * (1 - a)) + 5
-    return np.abs(k - n * a) <= tol, (k / n, a)
-
-
+# Acceptance counts against exact values: |successes - n a| <= 5 sqrt(n a (1-a)) + 5 counts
+# (tests._stats.assert_binom_close).  The 5-count slack covers the Poisson regime a ~ 0 or 1
+# where the normal approximation fails; per comparison the chance failure probability is
+# <= ~6e-7 (FIVE_SIGMA_RATE), and half that for the one-sided checks against lower bounds.
 N_THEORY = 100_000
+SLACK = 5
 
 
 def test_sd_and_exp_race_match_theory():
@@ -133,12 +138,11 @@ def test_sd_and_exp_race_match_theory():
     P, Q = _stack(_pairs(7))
     for scheme in ("sd", "exp_race"):
         df = estimate_acceptance(P, Q, scheme, 1, n=N_THEORY, seed=3)
-        ok, info = _close(df, theory.exact_acceptance(P, Q, scheme, 1), N_THEORY)
-        assert ok.all(), (scheme, info)
+        assert_binom_close(df.successes, N_THEORY, theory.exact_acceptance(P, Q, scheme, 1),
+                           slack=SLACK, label=scheme)
     # exp race is drafter-invariant and beats the no-communication limit (1-TV)/(1+TV)
-    lim = theory.no_communication_limit(P, Q)
-    k = df.successes
-    assert np.all(k >= N_THEORY * lim - 5 * np.sqrt(N_THEORY * lim * (1 - lim)) - 5)
+    assert_binom_at_least(df.successes, N_THEORY, theory.no_communication_limit(P, Q),
+                          slack=SLACK, label="exp_race vs (1-TV)/(1+TV)")
 
 
 def _stack(pairs):
@@ -190,12 +194,27 @@ def test_mpfr_matches_pml_exactly():
         df = estimate_acceptance(P, Q, "mpfr", B, n=N_THEORY, seed=B)
         exact = theory.exact_acceptance(P, Q, "mpfr", B)
         assert np.allclose(exact, theory.pml_bound(P, Q, B))
-        ok, info = _close(df, exact, N_THEORY)
-        assert ok.all(), (B, info)
+        assert_binom_close(df.successes, N_THEORY, exact, slack=SLACK, label=f"mpfr B={B}")
         # Thm 5.1 (PML-weak) and Rowan's LML are lower bounds of the MPFR acceptance
-        k = df.successes
         for bound in (theory.pml_weak_bound(P, Q, B), theory.lml_bound(P, Q, B)):
-            assert np.all(k >= N_THEORY * bound - 5 * np.sqrt(N_THEORY * bound * (1 - bound)) - 5)
+            assert_binom_at_least(df.successes, N_THEORY, bound, slack=SLACK, label=f"B={B}")
+
+
+def test_mpfr_scan_matches_pml_exactly():
+    """Proposal-scanning MPFR (Alg. 5 of arXiv:2609.21858) has the acceptance of Alg. 6.
+
+    The scan's candidates form a unit-rate Poisson process with i.i.d. marks Z ~ q, i.e. the
+    superposition of the rate-q_u processes G_{u,j}/q_u of the token clocks, and its target
+    score T/r(Z) is the token clock's G_{u,1}/p_u on the first arrival of each mark
+    (docs/mathematics.md §1.8): the joint law of (Y, drafts) is that of Alg. 6, so the
+    acceptance is the PML expression for every p << q.  40 comparisons (20 pairs x B = 2, 4),
+    false-failure rate <= 40 x 6e-7 < 1e-4.
+    """
+    P, Q = _stack(_pairs(12, abs_cont=True))
+    for B in (2, 4):
+        df = estimate_acceptance(P, Q, "mpfr_scan", B, n=N_THEORY, seed=40 + B)
+        assert_binom_close(df.successes, N_THEORY, theory.pml_bound(P, Q, B), slack=SLACK,
+                           label=f"mpfr_scan B={B}")
 
 
 def test_gls_matches_theory_and_beats_lml():
@@ -206,11 +225,10 @@ def test_gls_matches_theory_and_beats_lml():
     P, Q = _stack(_pairs(9))
     for B in (2, 4):
         df = estimate_acceptance(P, Q, "gls", B, n=N_THEORY, seed=10 + B)
-        ok, info = _close(df, theory.exact_acceptance(P, Q, "gls", B), N_THEORY)
-        assert ok.all(), (B, info)
-        lml = theory.lml_bound(P, Q, B)
-        k = df.successes
-        assert np.all(k >= N_THEORY * lml - 5 * np.sqrt(N_THEORY * lml * (1 - lml)) - 5)
+        assert_binom_close(df.successes, N_THEORY, theory.exact_acceptance(P, Q, "gls", B),
+                           slack=SLACK, label=f"gls B={B}")
+        assert_binom_at_least(df.successes, N_THEORY, theory.lml_bound(P, Q, B), slack=SLACK,
+                              label=f"gls B={B} vs LML")
 
 
 def _specinfer_exact(p, q, B):
@@ -231,13 +249,12 @@ def test_specinfer_and_spectr_match_their_closed_forms():
     for B in (2, 4):
         df = estimate_acceptance(P, Q, "specinfer", B, n=N_THEORY, seed=20 + B)
         exact = [_specinfer_exact(p, q, B) for p, q in zip(P, Q, strict=True)]
-        ok, info = _close(df, exact, N_THEORY)
-        assert ok.all(), info
+        assert_binom_close(df.successes, N_THEORY, exact, slack=SLACK, label=f"specinfer B={B}")
         rho = spectr_rho(P, Q, B)
         beta = np.minimum(Q, P / rho[:, None]).sum(axis=1)
         df = estimate_acceptance(P, Q, "spectr", B, n=N_THEORY, seed=30 + B)
-        ok, info = _close(df, 1 - (1 - beta) ** B, N_THEORY)
-        assert ok.all(), info
+        assert_binom_close(df.successes, N_THEORY, 1 - (1 - beta) ** B, slack=SLACK,
+                           label=f"spectr B={B}")
 
 
 # --------------------------------------------------------------------------- determinism
@@ -281,6 +298,22 @@ def test_estimate_and_samples_describe_the_same_trials():
     a = sample_emitted(p, q, "mpfr", 5, n=4000, seed=2, return_drafts=True)
     b = sample_emitted(p, q, "mpfr_direct", 5, n=4000, seed=2, return_drafts=True)
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@given(st.integers(1, 10_000), st.data(), st.sampled_from([0.5, 0.9, 0.95, 0.99, 0.999999]),
+       st.sampled_from(["wilson", "exact"]))
+def test_proportion_ci_equals_scipy(n, data, level, method):
+    """The one interval helper equals scipy's ``BinomTestResult.proportion_ci`` (Wilson 1927
+    score interval without continuity correction; Clopper-Pearson 1934), also vectorised."""
+    k = data.draw(st.integers(0, n))
+    ref = stats.binomtest(k, n).proportion_ci(level, method)
+    got = proportion_ci(k, n, level, method)
+    assert got.low == pytest.approx(ref.low, rel=1e-9, abs=1e-12)
+    assert got.high == pytest.approx(ref.high, rel=1e-9, abs=1e-12)
+    both = proportion_ci(np.array([k, n - k]), n, level, method)
+    assert both.low[0] == got.low and both.high[0] == got.high
+    ref2 = stats.binomtest(n - k, n).proportion_ci(level, method)
+    assert both.low[1] == pytest.approx(ref2.low, rel=1e-9, abs=1e-12)
 
 
 def test_batch_result_frame_columns_and_intervals():

@@ -19,7 +19,6 @@ from numba import njit
 from scipy import stats
 
 from specbound.sim._config import FASTMATH
-from specbound.sim.gof import chisquare_gof
 from specbound.sim.prf import (
     context_label,
     key_digest,
@@ -28,6 +27,7 @@ from specbound.sim.prf import (
     prf_uniform,
     prf_uniform_numpy,
 )
+from tests._stats import assert_gof, assert_not_gof, bonferroni, z_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 _M = 2**64 - 1
@@ -194,18 +194,19 @@ def test_uniformity_ks_and_chisquare_on_a_million_values():
     # False-failure rate: 2 comparisons at 5e-5 each -> 1e-4 overall (Bonferroni).  At n=10^6
     # the KS test detects a CDF shift of 0.0024 and the 1000-bin chi-square a 1% bias in
     # any 10% of the bins.
+    alpha = bonferroni(2)
     u = _million()
     assert u.size == 10**6
     assert 0.0 < u.min() and u.max() < 1.0
-    assert stats.kstest(u, "uniform").pvalue > 5e-5
+    assert stats.kstest(u, "uniform").pvalue > alpha
     counts = np.bincount((u * 1000).astype(np.int64), minlength=1000)
-    assert chisquare_gof(counts, np.full(1000, 1e-3)).pvalue > 5e-5
+    assert_gof(counts, np.full(1000, 1e-3), alpha=alpha, label="1000 bins")
 
 
 # ------------------------------------------------------------- independence
 
 _N_INDEP_CHECKS = 12  # 6 pairings x (correlation, 10x10 chi-square)
-_ALPHA = 1e-4 / _N_INDEP_CHECKS  # overall false-failure rate 1e-4 (Bonferroni)
+_ALPHA = bonferroni(_N_INDEP_CHECKS)  # overall false-failure rate 1e-4 (Bonferroni)
 
 
 def _pairs(kind: str):
@@ -247,11 +248,11 @@ def test_independence(kind):
     n = x.size
     assert n >= 10**6 - 1
     r = np.corrcoef(x, y)[0, 1]
-    bound = stats.norm.isf(_ALPHA / 2) / math.sqrt(n)
+    bound = z_bound(_ALPHA) / math.sqrt(n)
     assert abs(r) < bound, (kind, r, bound)
     cells = (x * 10).astype(np.int64) * 10 + (y * 10).astype(np.int64)
     counts = np.bincount(cells, minlength=100)
-    assert chisquare_gof(counts, np.full(100, 0.01)).pvalue > _ALPHA
+    assert_gof(counts, np.full(100, 0.01), alpha=_ALPHA, label=f"{kind} 10x10 grid")
 
 
 def test_independence_check_has_power():
@@ -260,9 +261,9 @@ def test_independence_check_has_power():
     x = rng.random(10**6)
     y = (x + 0.9 * rng.random(10**6)) % 1.0
     r = np.corrcoef(x, y)[0, 1]
-    assert abs(r) > stats.norm.isf(_ALPHA / 2) / 1000.0
+    assert abs(r) > z_bound(_ALPHA) / 1000.0
     cells = (x * 10).astype(np.int64) * 10 + (y * 10).astype(np.int64)
-    assert chisquare_gof(np.bincount(cells, minlength=100), np.full(100, 0.01)).pvalue < 1e-9
+    assert_not_gof(np.bincount(cells, minlength=100), np.full(100, 0.01), below=1e-9)
 
 
 # ------------------------------------------------------------- keys and contexts

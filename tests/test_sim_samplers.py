@@ -186,15 +186,20 @@ def test_mpfr_scan_grows_its_table():
         sample_step(p, q, "mpfr_scan", 2, uniforms=U[:3], w=w)
 
 
-def test_spectr_rho_solves_its_equation():
-    rng = np.random.default_rng(8)
-    for _ in range(40):
-        n = int(rng.integers(2, 30))
+def _spectr_cases(seed, count, max_n, max_B):
+    """Random Dirichlet(0.5) pairs with a random B, SpecTr's rho and beta(rho)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(2, max_n))
         p, q = rng.dirichlet(np.full(n, 0.5)), rng.dirichlet(np.full(n, 0.5))
-        B = int(rng.integers(1, 9))
+        B = int(rng.integers(1, max_B))
         rho = spectr_rho(p, q, B)
+        yield p, q, B, rho, np.minimum(q, p / rho).sum()
+
+
+def test_spectr_rho_solves_its_equation():
+    for p, q, B, rho, beta in _spectr_cases(8, count=40, max_n=30, max_B=9):
         assert 1.0 <= rho <= B
-        beta = np.minimum(q, p / rho).sum()
         lhs, rhs = rho * beta, 1 - (1 - beta) ** B
         assert lhs >= rhs - 1e-15  # residual p - min(q, p/rho) f >= 0
         if rho > 1.0:
@@ -365,13 +370,7 @@ def test_spectr_residual_closed_form_equals_the_finite_sum():
     """f = sum_{k<B} (1-beta)^k in closed form (was a Python loop over B)."""
     from specbound.sim.samplers import _spectr_residual
 
-    rng = np.random.default_rng(4)
-    for _ in range(30):
-        n = int(rng.integers(2, 20))
-        p, q = rng.dirichlet(np.full(n, 0.5)), rng.dirichlet(np.full(n, 0.5))
-        B = int(rng.integers(1, 40))
-        rho = spectr_rho(p, q, B)
-        beta = np.minimum(q, p / rho).sum()
+    for p, q, B, rho, beta in _spectr_cases(4, count=30, max_n=20, max_B=40):
         f = sum((1.0 - beta) ** k for k in range(B))
         res = np.maximum(p - np.minimum(q, p / rho) * f, 0.0)
         np.testing.assert_allclose(_spectr_residual(p, q, rho, B), res if res.sum() > 0 else p,

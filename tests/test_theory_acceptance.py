@@ -40,6 +40,7 @@ from specbound.theory import (
     tv_distance,
 )
 from specbound.theory._gls import RatioStructure
+from tests._stats import assert_within_se
 from tests.strategies import prob_pairs
 
 EXACT = 1e-12  # tolerance for identities that hold exactly up to rounding
@@ -296,8 +297,8 @@ def test_monte_carlo_of_the_couplings(p, q, B):
         exact = exact_acceptance(p, q, scheme, B)
         assert exact >= 0.32
         est = sim(p, q, B, n_samples, rng)
-        band = 5.0 * math.sqrt(exact * (1.0 - exact) / n_samples)
-        assert abs(est - exact) <= band, (scheme, est, exact, band)
+        assert_within_se(est, exact, math.sqrt(exact * (1.0 - exact) / n_samples), z=5.0,
+                         label=scheme)
 
 
 def test_known_values():

@@ -182,9 +182,9 @@ def categorical(w, u):
 def residual(r, q):
     """The residual of one rejection, ``(r - q)_+ / sum (r - q)_+``; ``r`` itself if empty.
 
-    Speculative sampling's correction distribution (Leviathan et al. 2023, Alg. 1; Chen et
-    al. 2023) and one step of SpecInfer's recursive rejection (Miao et al. 2024).  Returns a
-    new array.
+    Speculative sampling's correction distribution (Leviathan et al. 2023, arXiv:2211.17192,
+    Alg. 1; Chen et al. 2023, arXiv:2302.01318) and one step of SpecInfer's recursive rejection
+    (Miao et al. 2024, arXiv:2305.09781).  Returns a new array.
     """
     w = np.maximum(r - q, 0.0)
     s = w.sum()
@@ -222,8 +222,8 @@ def seq_step(q, qcdf, targ, scale, fincdf, B, label, table, use_table, drafts):
     - SpecInfer (recursive rejection sampling, Miao et al. 2024): ``targ[j]`` = residual after
       ``j`` rejections (:func:`residual` applied ``j`` times), ``scale = 1``, ``fincdf`` =
       cdf of the residual after ``B`` rejections;
-    - SpecTr k-sequential (Sun et al. 2023): ``targ = [p]``, ``scale = rho``, ``fincdf`` =
-      its residual.
+    - SpecTr k-sequential (Sun et al. 2023, arXiv:2310.15141): ``targ = [p]``,
+      ``scale = rho``, ``fincdf`` = its residual.
 
     The sequence decoder verifies candidates it has already drawn along its draft paths, with
     the residuals computed only as far as the rejections go: :func:`specinfer_verify`.

@@ -11,7 +11,7 @@ scheme     shape            meaning
 ========== ================ =====================================================================
 sd         ``(2, 2)``       draft ``X = F_q^{-1}(U[0,0])``; accept iff ``U[0,1] q(X) <= p(X)``;
                             else ``Y = F_r^{-1}(U[1,0])``, ``r = (p-q)+`` normalised
-                            (arXiv:2609.21858 Alg. 1; Leviathan et al. 2023)
+                            (arXiv:2609.21858 Alg. 1; Leviathan et al. 2023, arXiv:2211.17192)
 exp_race   ``(n, 1)``       ``E_u = -log U[u,0]``; ``X = argmin E_u/q_u``, ``Y = argmin E_u/p_u``
                             (Alg. 2; PFR with B = 1)
 mpfr       ``(n, B)``       token ``u``'s Poisson clock ``G_{u,j} = sum_{m<j} -log U[u,m]``;
@@ -28,12 +28,14 @@ gls        ``(n, B)``       block ``b`` uses arrival index ``b``: ``E_{b,u} = -l
 specinfer  ``(B+1, 2)``     drafts ``X_j = F_q^{-1}(U[j,0])``; draft ``j`` accepted iff
                             ``U[j,1] q(X_j) <= p_j(X_j)`` with ``p_0 = p``,
                             ``p_{j+1} = norm((p_j - q)+)``; else ``Y = F_{p_B}^{-1}(U[B,0])``
-                            (recursive rejection sampling, Miao et al. 2024)
+                            (recursive rejection sampling, Miao et al. 2024,
+                            arXiv:2305.09781)
 spectr     ``(B+1, 2)``     drafts as specinfer; draft ``j`` accepted iff
                             ``U[j,1] rho q(X_j) <= p(X_j)``; else ``Y`` from the residual
                             ``(p - min(q, p/rho) f)+``, ``f = (1-(1-beta)^B)/beta``,
                             ``beta = sum min(q, p/rho)``, ``rho`` the root of
-                            ``rho beta(rho) = 1 - (1-beta(rho))^B`` (SpecTr k-seq, Sun et al. 2023)
+                            ``rho beta(rho) = 1 - (1-beta(rho))^B`` (SpecTr k-seq, Sun et al. 2023,
+                            arXiv:2310.15141)
 ========== ================ =====================================================================
 
 ``F_w^{-1}(u)`` is the package's one inverse CDF (``_kernels.inv_cdf``): the smallest ``i``

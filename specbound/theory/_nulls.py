@@ -20,7 +20,8 @@ that measures it:
   the saddle-point terms cancel, the Edgeworth expansion
   ``Φ̄(z) + φ(z)(3z - z^3)/(20M)``.  ``O(1)`` per value.  Against the exact recursion for
   ``1000 < M <= 3000`` over the whole range of ``S``: ``|Δ log p| <= 1e-6 max(1, |log p|)``
-  (measured worst ~1e-7; ``tests/test_theory_watermark.py::test_u_saddlepoint_*``).
+  (measured worst 1.1e-10 for M in {1001, 1500, 2000, 3000}, S from M/2 - 40 sd to M - 0.3;
+  ``tests/test_theory_watermark.py::test_u_saddlepoint_*`` asserts the documented bound).
 * **U-score, Chernoff**: ``inf_{λ>=0} exp(M log((e^λ - 1)/λ) - λ S)``, an upper bound on
   ``p``, λ by bisection.
 * **Li and Lattimore**: exponentially tilted lattice convolution (:func:`lattice_log_sf`):

@@ -105,7 +105,8 @@ def pml_alpha(p, q, *, normalize: bool = False) -> np.ndarray:
     p, q : array_like, shape (n,) or (rows, n)
         Target and draft probability vectors.
     normalize : bool, default False
-        Rescale rows to sum to 1 instead of rejecting rows that do not sum to 1 within 1e-9.
+        Rescale rows to sum to 1 instead of rejecting rows that do not sum to 1 within the
+        tolerance of :func:`specbound._validation.sum_atol` (``1e-9`` for float64 input).
 
     Returns
     -------

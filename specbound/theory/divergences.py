@@ -74,8 +74,8 @@ def tv_distance(p, q, *, normalize: bool = False):
     r"""Total variation distance :math:`\mathrm{TV}(p, q) = \tfrac12 \sum_i |p_i - q_i|`.
 
     ``1 - TV`` is the acceptance probability of standard speculative sampling (the maximal
-    coupling; Leviathan et al. 2023, Chen et al. 2023; Liu, Wan, Gao & Gündüz 2026,
-    arXiv:2609.21858, Algorithm 1 and §3).
+    coupling; Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023, arXiv:2302.01318; Liu,
+    Wan, Gao & Gündüz 2026, arXiv:2609.21858, Algorithm 1 and §3).
 
     Parameters
     ----------

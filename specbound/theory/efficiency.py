@@ -1,5 +1,5 @@
-"""Block efficiency of speculative decoding: expected tokens per target call (Leviathan et al.
-2023, Eq. (1))."""
+"""Block efficiency of speculative decoding: expected tokens per target call (Leviathan, Kalman
+& Matias 2023, arXiv:2211.17192, Eq. (1))."""
 
 from __future__ import annotations
 
