@@ -733,3 +733,16 @@ def test_tail_matches_monte_carlo_over_a_log_grid_heavy(score, param):
     rng = np.random.default_rng(99)
     for U in (rng.uniform(size=6), REPORTED_U, 1 - 0.3 * rng.uniform(size=6) ** 2):
         _mc_check(score, param, U, 4_000_000, seed=int(1e3 * -math.log10(param)) + 11)
+
+
+def test_empirical_threshold_detects_exactly_floor_fpr_n():
+    # Regression: the threshold was the k-th largest null score, so `S > threshold` detected
+    # only k - 1 of them (empirical FPR 0.0099 at n = 10,000, fpr = 0.01).  Without ties the
+    # rule now detects exactly the k = floor(fpr n) largest.
+    from specbound.theory import empirical_threshold
+
+    rng = np.random.default_rng(3)
+    for n, fpr in ((10_000, 0.01), (1_000, 0.05), (999, 0.01), (50, 0.01), (7, 0.5)):
+        S0 = rng.standard_normal(n)
+        thr = empirical_threshold(S0, fpr)
+        assert int(np.sum(S0 > thr)) == int(np.floor(fpr * n)), (n, fpr)

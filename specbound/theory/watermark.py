@@ -578,10 +578,11 @@ def _as_sequences(U, name: str) -> list[np.ndarray]:
 def empirical_threshold(null_scores, fpr: float = 0.01) -> float:
     """Empirical detection threshold from scores of unwatermarked sequences.
 
-    Returns the ``k``-th largest null score with ``k = floor(fpr n)`` (the largest when
-    ``k = 0``); detection is ``S > threshold``, so the empirical false-positive rate on the
-    ``n`` null scores is at most ``fpr`` (exactly ``k/n`` without ties).  The one empirical
-    threshold of the package (:func:`tpr_at_fpr` uses it).
+    Returns the ``(k+1)``-th largest null score with ``k = floor(fpr n)``; detection is
+    ``S > threshold``, so exactly the ``k`` largest null scores are detected when there are no
+    ties: the empirical false-positive rate on the ``n`` null scores is ``k/n <= fpr`` (at
+    most that with ties).  The one empirical threshold of the package (:func:`tpr_at_fpr`
+    uses it).
     """
     S0 = as_real_array(null_scores, "null_scores")[0].reshape(-1)
     if S0.size == 0:
@@ -591,7 +592,7 @@ def empirical_threshold(null_scores, fpr: float = 0.01) -> float:
     fpr = as_real(fpr, "fpr", low=0.0, high=1.0, low_open=True, high_open=True)
     S0 = np.sort(S0)[::-1]
     k = int(math.floor(fpr * S0.size))
-    return float(S0[k - 1]) if k >= 1 else float(S0[0])
+    return float(S0[min(k, S0.size - 1)])
 
 
 @legacy_positional("fpr", "score")
