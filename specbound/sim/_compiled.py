@@ -1,0 +1,718 @@
+"""The compiled sequence decoders: the block loop of every decoder in Numba (private).
+
+:func:`decode_one` is the block loop of :func:`specbound.sim.decode.speculative_decode` for
+every decoder of :data:`specbound.sim.decode.DECODERS` with the model evaluation inside the
+loop (:class:`~specbound.sim.models.SyntheticLM` through
+:func:`specbound.sim._model_kernels.synthetic_probs`, :class:`~specbound.sim.models.MarkovLM`
+by its rows), the keyed context labels in Numba (:mod:`specbound.sim._blake2b`), the same
+step kernels (:mod:`specbound.sim._kernels`) and the same unkeyed random stream: NumPy's
+``PCG64`` replayed in Numba (:func:`pcg_next`), so that ``rng.random()`` and
+``rng.integers(0, 2**64, dtype=np.uint64)`` are the same numbers in the same order.  The
+result is token for token, block for block and decision for decision the reference loop's
+(``tests/test_sim_compiled.py``).  The algorithms and their randomness layout are documented
+in :mod:`specbound.sim.decode` (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 1, 3, 4,
+6, 9, 10; the baselines named there).
+
+:func:`decode_batch` runs many prompts under ``prange``: every prompt has its own random
+stream and writes only its own rows, so the result does not depend on the number of threads.
+
+Not covered (the reference loop runs them): custom backends, models other than
+``SyntheticLM`` / ``MarkovLM`` (a ``CachedLM`` of one only in the batched path),
+``mask_repeats=True``, and seeds whose generator is not ``PCG64``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from specbound.sim import _blake2b as _b2
+from specbound.sim import _kernels as _K
+from specbound.sim._config import JIT
+from specbound.sim._model_kernels import synthetic_probs
+from specbound.sim.prf import prf_uniform
+
+JIT_PAR = dict(JIT, parallel=True)
+
+# decoder codes: the index in specbound.sim.decode.DECODERS
+AR, BASIC_UWM, VSPS, PFR, PFR_NOWM, MPFR, INVARIANT, SPECINFER, MWS, MSE, MSE_PSEUDO = range(11)
+CODE_NAMES = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
+              "mws", "mse", "mse_pseudo")
+_KEYED = (BASIC_UWM, PFR, MPFR, MWS, MSE, MSE_PSEUDO)
+
+MODEL_SYNTHETIC = 0
+MODEL_MARKOV = 1
+
+# ------------------------------------------------------------------ PCG64 (NumPy's)
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S58 = np.uint64(58)
+_S11 = np.uint64(11)
+_S63 = np.uint64(63)
+_MUL_HI = np.uint64(0x2360ED051FC65DA4)
+_MUL_LO = np.uint64(0x4385DF649FCCF645)
+_ONE = np.uint64(1)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+@njit(inline="always", **JIT)
+def _mulhi(a, b):
+    """High 64 bits of the 128-bit product ``a * b``."""
+    a0 = a & _M32
+    a1 = a >> _S32
+    b0 = b & _M32
+    b1 = b >> _S32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
+    return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
+
+
+@njit(**JIT)
+def pcg_next(st):
+    """Next 64-bit output of NumPy's ``PCG64`` (XSL-RR 128/64); ``st = [state_hi, state_lo,
+    inc_hi, inc_lo]`` is advanced in place (the LCG step comes first, as in NumPy)."""
+    sh = st[0]
+    sl = st[1]
+    lo = sl * _MUL_LO
+    hi = _mulhi(sl, _MUL_LO) + sl * _MUL_HI + sh * _MUL_LO
+    nlo = lo + st[3]
+    carry = _ONE if nlo < lo else np.uint64(0)
+    nhi = hi + st[2] + carry
+    st[0] = nhi
+    st[1] = nlo
+    x = nhi ^ nlo
+    rot = nhi >> _S58
+    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
+
+
+@njit(**JIT)
+def pcg_double(st):
+    """``Generator.random()``: ``(next >> 11) * 2**-53``."""
+    return np.float64(pcg_next(st) >> _S11) * _INV53
+
+
+@njit(**JIT)
+def pcg_doubles(st, out):
+    """``out[:] = Generator.random(out.size)``."""
+    for i in range(out.shape[0]):
+        out[i] = pcg_double(st)
+
+
+def pcg_state(rng: np.random.Generator) -> np.ndarray | None:
+    """The ``PCG64`` state of ``rng`` as four words, or None for another bit generator."""
+    bg = rng.bit_generator
+    if type(bg) is not np.random.PCG64:
+        return None
+    s = bg.state["state"]
+    m = (1 << 64) - 1
+    return np.array([s["state"] >> 64, s["state"] & m, s["inc"] >> 64, s["inc"] & m],
+                    dtype=np.uint64)
+
+
+def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
+    """Write the advanced state back into ``rng`` (as if the draws had been made there)."""
+    bg = rng.bit_generator
+    state = bg.state
+    state["state"] = {"state": (int(st[0]) << 64) | int(st[1]),
+                      "inc": (int(st[2]) << 64) | int(st[3])}
+    bg.state = state
+
+
+# ------------------------------------------------------------------ models
+
+
+def model_spec(model, unwrap_cached=False):
+    """The compiled form of a model: ``(kind, ints, uints, floats, base, matrix, initial)``.
+
+    None when the model has no compiled evaluation (the reference loop then runs).  A
+    :class:`~specbound.sim.models.CachedLM` is evaluated through its model only with
+    ``unwrap_cached`` (its cache then sees no calls).
+    """
+    from specbound.sim.models import CachedLM, MarkovLM, SyntheticLM
+
+    while unwrap_cached and type(model) is CachedLM:
+        model = model.model
+    e_i = np.zeros(4, np.int64)
+    e_u = np.zeros(2, np.uint64)
+    e_f = np.zeros(4, np.float64)
+    if type(model) is SyntheticLM:
+        return (MODEL_SYNTHETIC, np.ascontiguousarray(model._ints),
+                np.ascontiguousarray(model._uints), np.ascontiguousarray(model._floats),
+                np.ascontiguousarray(model._base, dtype=np.float64), np.zeros((1, 1)),
+                np.zeros(1))
+    if type(model) is MarkovLM:
+        return (MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
+                np.ascontiguousarray(model.transition_matrix, dtype=np.float64),
+                np.ascontiguousarray(model.initial, dtype=np.float64))
+    return None
+
+
+@njit(**JIT)
+def model_probs(m, ctx, out):
+    """Next-token distribution of the compiled model ``m`` after ``ctx`` into ``out``
+    (bit for bit the model's ``next_distribution``)."""
+    if m[0] == MODEL_SYNTHETIC:
+        synthetic_probs(m[1], m[2], m[3], m[4], ctx, out)
+    elif ctx.shape[0] == 0:
+        out[:] = m[6]
+    else:
+        out[:] = m[5][ctx[ctx.shape[0] - 1]]
+
+
+# ------------------------------------------------------------------ labels
+
+
+@njit(**JIT)
+def _label(window, dwords, person, pre, pst, tokens, hlen, cur, scr):
+    """Keyed label of ``tokens[:cur]``: the running prefix state (``window < 0``, the whole
+    prefix; ``pre``/``pst`` hold the state after ``tokens[:hlen]``) or the last ``window``
+    tokens."""
+    if window < 0:
+        return _b2.label_with_suffix(pre[0:8], pre[8:24], pst[0], pst[1], tokens, hlen, cur,
+                                     scr[0:8], scr[8:24], scr[24:32], scr[32:48], scr[48:64])
+    start = cur - window if cur > window else 0
+    return _b2.label_of(dwords, person, tokens, start, cur, scr[0:8], scr[8:24], scr[24:32],
+                        scr[32:48], scr[48:64])
+
+
+@njit(**JIT)
+def _prefix_start(dwords, person, pre, pst, tokens, n):
+    nbuf, t = _b2.b2_start(pre[0:8], pre[8:24], dwords, person)
+    pst[0] = nbuf
+    pst[1] = t
+    _prefix_extend(pre, pst, tokens, 0, n)
+
+
+@njit(**JIT)
+def _prefix_extend(pre, pst, tokens, start, stop):
+    v = np.empty(16, np.uint64)
+    nbuf = pst[0]
+    t = pst[1]
+    for i in range(start, stop):
+        nbuf, t = _b2.b2_update_word(pre[0:8], pre[8:24], nbuf, t, np.uint64(tokens[i]), v)
+    pst[0] = nbuf
+    pst[1] = t
+
+
+# ------------------------------------------------------------------ the trie of a block
+
+
+@njit(**JIT)
+def _write_path(parent, ntok, depth, node, tokens, hlen):
+    """Write the path of ``node`` into ``tokens[hlen:hlen + depth[node]]``."""
+    u = node
+    while u > 0:
+        tokens[hlen + depth[u] - 1] = ntok[u]
+        u = parent[u]
+
+
+@njit(**JIT)
+def _child(parent, ntok, first, nn, node, tok):
+    """Index of the child of ``node`` with token ``tok`` among nodes ``first..nn-1``; -1."""
+    for c in range(first, nn):
+        if parent[c] == node and ntok[c] == tok:
+            return c
+    return -1
+
+
+@njit(**JIT)
+def _less_row(a, b, n):
+    for i in range(n):
+        if a[i] != b[i]:
+            return a[i] < b[i]
+    return False
+
+
+# ------------------------------------------------------------------ one prompt
+
+
+@njit(**JIT)
+def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
+               emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
+               store_drafts):
+    """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
+    ``(generated, n_blocks, n_decisions)``.
+
+    ``st``: the PCG64 state (advanced in place); ``window < 0``: whole-prefix labels;
+    ``kdw`` / ``adw``: the key digest / the mse_pseudo acceptance digest as words.  Output
+    rows: ``emitted``, ``accepted``, ``block_ell`` per block; ``nu``, ``dec_ok``,
+    ``dec_pos`` per decision; ``pivots`` per generated token; ``drafts[block, :, :ell]``
+    when ``store_drafts``; ``counts = (target evals, draft evals, target contexts, draft
+    contexts)``.
+    """
+    n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
+    keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
+             or code == MSE_PSEUDO)
+    tree = code == PFR or code == PFR_NOWM or code == MPFR or code == MWS
+    single = code == VSPS or code == MSE or code == MSE_PSEUDO
+    maxn = 1 + B * L
+    P = np.empty(n)
+    Q = np.empty((L if single else 1, n))
+    QN = np.empty((maxn if code == SPECINFER else 1, n))
+    parent = np.empty(maxn, np.int64)
+    ntok = np.empty(maxn, np.int64)
+    depth = np.empty(maxn, np.int64)
+    mult = np.empty(maxn, np.int64)
+    nfirst = np.empty(maxn, np.int64)
+    nlab = np.empty(maxn, np.uint64)
+    labset = np.zeros(maxn, np.bool_)
+    buf = np.empty(B, np.int64)
+    dnode = np.empty((B, L + 1), np.int64)
+    paths = np.empty((B, L), np.int64)
+    active = np.empty(B, np.int64)
+    seen = np.empty(B, np.int64)
+    us = np.empty(3 * B * (L + 1))
+    ulabels = np.empty(L + 1, np.uint64)
+    labs = np.empty(L, np.uint64)
+    leaf_rows = np.empty((B, L), np.int64)
+    order = np.empty(B, np.int64)
+    u_acc = np.empty(B)
+    cands = np.empty(B, np.int64)
+    scr = np.empty(64, np.uint64)
+    pre = np.zeros(24, np.uint64)
+    pst = np.zeros(2, np.int64)
+    apre = np.zeros(24, np.uint64)
+    apst = np.zeros(2, np.int64)
+    if keyed and window < 0:
+        _prefix_start(kdw, person, pre, pst, tokens, n0)
+    if code == MSE_PSEUDO and window < 0:
+        _prefix_start(adw, person, apre, apst, tokens, n0)
+    run_label = pcg_next(st)
+    gen = 0
+    nblk = 0
+    ndec = 0
+    for i in range(4):
+        counts[i] = 0
+    while gen < N and (max_blocks < 0 or nblk < max_blocks):
+        ell = L if L < N - gen else N - gen
+        hlen = n0 + gen
+        dec0 = ndec
+        k = 0
+        if code == AR or code == BASIC_UWM:
+            counts[0] += 1
+            counts[2] += 1
+            model_probs(tm, tokens[:hlen], P)
+            if code == AR:
+                y = _K.categorical(P, pcg_double(st))
+                pivots[gen] = np.nan
+            else:
+                lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
+                y = _K.race_argmin(lab, P, 0)
+                pivots[gen] = prf_uniform(lab, y, 0)
+            tokens[hlen] = y
+            gen += 1
+            k = 1
+        elif tree:
+            nn = 1
+            parent[0] = -1
+            ntok[0] = -1
+            depth[0] = 0
+            mult[0] = B
+            labset[0] = False
+            lev0 = 0
+            lev1 = 1
+            for d in range(ell):
+                counts[1] += 1
+                counts[3] += lev1 - lev0
+                for node in range(lev0, lev1):
+                    _write_path(parent, ntok, depth, node, tokens, hlen)
+                    model_probs(dm, tokens[:hlen + d], Q[0])
+                    if code == PFR_NOWM:
+                        lab = _K.trial_label(run_label, hlen + d)
+                    else:
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen + d, scr)
+                    nlab[node] = lab
+                    labset[node] = True
+                    kk = mult[node]
+                    _K.mpfr_topk(lab, Q[0], kk, buf)
+                    nfirst[node] = nn
+                    for i in range(kk):
+                        c = _child(parent, ntok, nfirst[node], nn, node, buf[i])
+                        if c >= 0:
+                            mult[c] += 1
+                        else:
+                            parent[nn] = node
+                            ntok[nn] = buf[i]
+                            depth[nn] = d + 1
+                            mult[nn] = 1
+                            labset[nn] = False
+                            nfirst[nn] = nn
+                            nn += 1
+                lev0 = lev1
+                lev1 = nn
+            counts[0] += 1
+            counts[2] += nn
+            if store_drafts:
+                # leaves with multiplicity, sorted lexicographically
+                nl = lev1 - lev0
+                for i in range(nl):
+                    node = lev0 + i
+                    u = node
+                    while u > 0:
+                        leaf_rows[i, depth[u] - 1] = ntok[u]
+                        u = parent[u]
+                    order[i] = i
+                for i in range(1, nl):
+                    j = i
+                    while j > 0 and _less_row(leaf_rows[order[j]], leaf_rows[order[j - 1]],
+                                              ell):
+                        order[j], order[j - 1] = order[j - 1], order[j]
+                        j -= 1
+                r = 0
+                for i in range(nl):
+                    for _ in range(mult[lev0 + order[i]]):
+                        for s in range(ell):
+                            drafts[nblk, r, s] = leaf_rows[order[i], s]
+                        r += 1
+            node = 0
+            done = False
+            for s in range(ell):
+                cur = hlen + s
+                model_probs(tm, tokens[:cur], P)
+                lab = nlab[node]
+                y = _K.race_argmin(lab, P, 0)
+                pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
+                tokens[cur] = y
+                gen += 1
+                k += 1
+                c = _child(parent, ntok, nfirst[node], nn, node, y) if s < ell else -1
+                nu[ndec] = mult[node]
+                dec_ok[ndec] = c >= 0
+                dec_pos[ndec] = gen - 1
+                ndec += 1
+                if c < 0:
+                    done = True
+                    break
+                node = c
+            if not done and gen < N:
+                cur = hlen + ell
+                model_probs(tm, tokens[:cur], P)
+                if not labset[node]:
+                    if code == PFR_NOWM:
+                        nlab[node] = _K.trial_label(run_label, cur)
+                    else:
+                        nlab[node] = _label(window, kdw, person, pre, pst, tokens, hlen, cur,
+                                            scr)
+                    labset[node] = True
+                lab = nlab[node]
+                y = _K.race_argmin(lab, P, 0)
+                pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
+                tokens[cur] = y
+                gen += 1
+                k += 1
+        elif single:
+            pcg_doubles(st, us[:3 * (ell + 1)])
+            for s in range(ell):
+                cur = hlen + s
+                counts[1] += 1
+                counts[3] += 1
+                model_probs(dm, tokens[:cur], Q[s])
+                if code == VSPS:
+                    x = _K.categorical(Q[s], us[3 * s])
+                else:
+                    labs[s] = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                    x = _K.race_argmin(labs[s], Q[s], 0)
+                tokens[cur] = x
+                paths[0, s] = x
+            if store_drafts:
+                for s in range(ell):
+                    drafts[nblk, 0, s] = paths[0, s]
+            counts[0] += 1
+            counts[2] += ell + 1
+            done = False
+            for s in range(ell):
+                cur = hlen + s
+                model_probs(tm, tokens[:cur], P)
+                x = paths[0, s]
+                if code == MSE_PSEUDO:
+                    coin = prf_uniform(_label(window, adw, person, apre, apst, tokens, hlen, cur,
+                                              scr), 0, 0)
+                else:
+                    coin = us[3 * s + 1]
+                k += 1
+                if coin * Q[s, x] <= P[x]:
+                    y = x
+                    ok = True
+                else:
+                    y = _K.residual_sample(P, Q[s], us[3 * s + 2])
+                    ok = False
+                pivots[gen] = prf_uniform(labs[s], y, 0) if keyed else np.nan
+                tokens[cur] = y
+                gen += 1
+                nu[ndec] = 1
+                dec_ok[ndec] = ok
+                dec_pos[ndec] = gen - 1
+                ndec += 1
+                if not ok:
+                    done = True
+                    break
+            if not done and gen < N:
+                cur = hlen + ell
+                model_probs(tm, tokens[:cur], P)
+                if code == VSPS:
+                    y = _K.categorical(P, us[3 * ell + 2])
+                    pivots[gen] = np.nan
+                else:
+                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                    y = _K.race_argmin(lab, P, 0)
+                    pivots[gen] = prf_uniform(lab, y, 0)
+                tokens[cur] = y
+                gen += 1
+                k += 1
+        else:  # invariant (GLS) and specinfer: B draft paths in a trie
+            gls = code == INVARIANT
+            if gls:
+                for s in range(ell + 1):
+                    ulabels[s] = pcg_next(st)
+            else:
+                pcg_doubles(st, us[:3 * B * (ell + 1)])
+            nn = 1
+            parent[0] = -1
+            ntok[0] = -1
+            depth[0] = 0
+            nfirst[0] = 0
+            for b in range(B):
+                dnode[b, 0] = 0
+            for s in range(ell):
+                # distinct nodes of depth s in first-seen order: one batched draft pass
+                nseen = 0
+                for b in range(B):
+                    u = dnode[b, s]
+                    new = True
+                    for i in range(nseen):
+                        if seen[i] == u:
+                            new = False
+                            break
+                    if new:
+                        seen[nseen] = u
+                        nseen += 1
+                counts[1] += 1
+                counts[3] += nseen
+                for i in range(nseen):
+                    u = seen[i]
+                    _write_path(parent, ntok, depth, u, tokens, hlen)
+                    row = QN[u] if not gls else Q[0]
+                    model_probs(dm, tokens[:hlen + s], row)
+                    for b in range(B):
+                        if dnode[b, s] == u:
+                            if gls:
+                                paths[b, s] = _K.race_argmin(ulabels[s], row, b)
+                            else:
+                                paths[b, s] = _K.categorical(row, us[(s * B + b) * 3])
+                lev0 = nn
+                for b in range(B):
+                    u = dnode[b, s]
+                    c = _child(parent, ntok, lev0, nn, u, paths[b, s])
+                    if c < 0:
+                        c = nn
+                        parent[nn] = u
+                        ntok[nn] = paths[b, s]
+                        depth[nn] = s + 1
+                        nn += 1
+                    dnode[b, s + 1] = c
+            if store_drafts:
+                for b in range(B):
+                    for s in range(ell):
+                        drafts[nblk, b, s] = paths[b, s]
+            counts[0] += 1
+            counts[2] += nn
+            na = B
+            for b in range(B):
+                active[b] = b
+            done = False
+            for s in range(ell):
+                cur = hlen + s
+                model_probs(tm, tokens[:cur], P)
+                if gls:
+                    y = _K.gls_argmin(ulabels[s], P, active[:na])
+                    ok = False
+                else:
+                    for i in range(na):
+                        cands[i] = paths[active[i], s]
+                        u_acc[i] = us[(s * B + active[i]) * 3 + 1]
+                    y, ok = _K.specinfer_verify(P, QN[dnode[active[0], s]], cands[:na],
+                                                u_acc[:na], us[(s * B) * 3 + 2])
+                pivots[gen] = np.nan
+                tokens[cur] = y
+                gen += 1
+                k += 1
+                nu_s = na
+                m = 0
+                for i in range(na):
+                    if paths[active[i], s] == y:
+                        active[m] = active[i]
+                        m += 1
+                if gls:
+                    ok = m > 0
+                nu[ndec] = nu_s
+                dec_ok[ndec] = ok
+                dec_pos[ndec] = gen - 1
+                ndec += 1
+                if not ok:
+                    done = True
+                    break
+                na = m
+            if not done and gen < N:
+                cur = hlen + ell
+                model_probs(tm, tokens[:cur], P)
+                if gls:
+                    y = _K.gls_argmin(ulabels[ell], P, active[:na])
+                else:
+                    y = _K.categorical(P, us[(ell * B) * 3 + 2])
+                pivots[gen] = np.nan
+                tokens[cur] = y
+                gen += 1
+                k += 1
+        emitted[nblk] = k
+        a = 0
+        for i in range(dec0, ndec):
+            if dec_ok[i]:
+                a += 1
+        accepted[nblk] = a
+        block_ell[nblk] = ell
+        if keyed and window < 0:
+            _prefix_extend(pre, pst, tokens, hlen, n0 + gen)
+        if code == MSE_PSEUDO and window < 0:
+            _prefix_extend(apre, apst, tokens, hlen, n0 + gen)
+        nblk += 1
+    return gen, nblk, ndec
+
+
+@njit(**JIT_PAR)
+def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
+                 person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
+                 counts, store_drafts, sizes):
+    """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
+    under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
+    PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
+    for i in prange(tokens.shape[0]):
+        g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
+                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
+                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
+                               counts[i], store_drafts)
+        sizes[i, 0] = g
+        sizes[i, 1] = nb
+        sizes[i, 2] = nd
+
+
+# ------------------------------------------------------------------ Python side
+
+#: largest number of float64 entries of the per-prompt work arrays of the compiled path
+#: (beyond it the reference loop runs)
+MAX_WORK = 20_000_000
+
+
+def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False):
+    """The compiled arguments of a run, or None when the compiled path does not cover it.
+
+    Returns ``(code, tm, dm, kdw, adw)``.
+    """
+    from specbound.sim.prf import key_digest
+
+    tm = model_spec(target, unwrap_cached)
+    dm = model_spec(draft, unwrap_cached) if draft is not None else tm
+    if tm is None or dm is None:
+        return None
+    code = CODE_NAMES.index(decoder)
+    n = int(target.vocab_size)
+    work = n * (L if code in (VSPS, MSE, MSE_PSEUDO) else 1)
+    if code == SPECINFER:
+        work += n * (1 + B * L)
+    if store_drafts:
+        work = max(work, N * B * L)
+    if work > MAX_WORK:
+        return None
+    kdw = np.zeros(4, np.uint64)
+    adw = np.zeros(4, np.uint64)
+    if key is not None and code in _KEYED:
+        digest = key_digest(key)
+        kdw = _b2.digest_words(digest)
+        if code == MSE_PSEUDO:
+            adw = _b2.digest_words(key_digest(b"mse_pseudo-acceptance:" + digest))
+    return code, tm, dm, kdw, adw
+
+
+def outputs(n_prompts, N, L, B, store_drafts):
+    """Zeroed output arrays of :func:`decode_batch` for ``n_prompts`` prompts."""
+    cap = max(N, 1)
+    return dict(
+        emitted=np.zeros((n_prompts, cap), np.int64),
+        accepted=np.zeros((n_prompts, cap), np.int64),
+        nu=np.zeros((n_prompts, cap), np.int64),
+        dec_ok=np.zeros((n_prompts, cap), np.bool_),
+        dec_pos=np.zeros((n_prompts, cap), np.int64),
+        pivots=np.full((n_prompts, cap), np.nan),
+        drafts=np.zeros((n_prompts, cap if store_drafts else 1, B, L), np.int64),
+        block_ell=np.zeros((n_prompts, cap), np.int64),
+        counts=np.zeros((n_prompts, 4), np.int64),
+    )
+
+
+def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks):
+    """The compiled :func:`specbound.sim.decode.speculative_decode` of one validated run.
+
+    Returns the :class:`~specbound.sim.decode.DecodeResult` of the reference loop bit for
+    bit, or None when the compiled path does not cover the run (then nothing was drawn
+    from ``rng``).  ``rng`` is advanced exactly as the reference loop advances it.
+    """
+    from specbound.sim.decode import DecodeResult, WatermarkConfig
+    from specbound.sim.prf import key_id
+
+    st = pcg_state(rng)
+    if st is None:
+        return None
+    p = plan(target, draft, decoder, key, L, B, N)
+    if p is None:
+        return None
+    code, tm, dm, kdw, adw = p
+    prompt = np.asarray(prompt, dtype=np.int64)
+    n0 = prompt.size
+    tokens = np.zeros((1, n0 + N), np.int64)
+    tokens[0, :n0] = prompt
+    out = outputs(1, N, L, B, True)
+    sizes = np.zeros((1, 3), np.int64)
+    states = st[None, :].copy()
+    decode_batch(code, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
+                 -1 if max_blocks is None else int(max_blocks), states,
+                 -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
+                 out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
+                 out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, sizes)
+    set_pcg_state(rng, states[0])
+    return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
+                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True)
+
+
+def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, out, size, i,
+                 L, B, with_drafts):
+    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch."""
+    g, nb, nd = (int(x) for x in size)
+    ells = out["block_ell"][i, :nb]
+    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) else B
+    if code in (AR, BASIC_UWM) or not with_drafts:
+        drafts = ()
+    else:
+        drafts = tuple(out["drafts"][i, b, :rows, :int(ells[b])].copy() for b in range(nb))
+    c = out["counts"][i]
+    return DecodeResult(
+        tokens=tokens[:n0 + g].copy(),
+        prompt_length=n0,
+        emitted_per_block=out["emitted"][i, :nb].copy(),
+        accepted_per_block=out["accepted"][i, :nb].copy(),
+        nu=out["nu"][i, :nd].copy(),
+        decision_accepted=out["dec_ok"][i, :nd].copy(),
+        decision_position=out["dec_pos"][i, :nd].copy(),
+        n_target_evals=int(c[0]),
+        n_draft_evals=int(c[1]),
+        n_target_contexts=int(c[2]),
+        n_draft_contexts=int(c[3]),
+        pivots=out["pivots"][i, :g].copy(),
+        drafts=drafts,
+        decoder=CODE_NAMES[code],
+        L=L,
+        B=B,
+        watermark=WatermarkConfig(kid, window, False),
+    )
