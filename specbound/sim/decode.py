@@ -152,6 +152,7 @@ import numpy as np
 
 from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
 from specbound._validation import as_bool, as_choice, as_int, as_rng
+from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
 from specbound.sim.models import MarkovLM, as_language_model, next_distributions
 from specbound.sim.prf import (
@@ -877,6 +878,11 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1)
     rng = as_rng(seed)
+    if backend is None and not mask:  # the compiled loop where it applies (same results)
+        res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
+                                      max_blocks)
+        if res is not None:
+            return res
     if backend is None:
         backend = SyntheticBackend(target, draft)
     elif not isinstance(backend, DecodeBackend):
