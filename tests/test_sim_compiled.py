@@ -1,0 +1,258 @@
+"""The compiled sequence decoders equal the reference (Python-loop) decoders bit for bit.
+
+The reference is ``speculative_decode(..., backend=SyntheticBackend(target, draft))``: a
+backend given explicitly always runs the Python loop.  The compiled path is
+``speculative_decode_batch`` (and ``speculative_decode`` itself, which dispatches to it).
+Equality checks are deterministic; the statistical checks state their false-failure rates.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from specbound.sim import (
+    DECODERS,
+    CachedLM,
+    DecodeBatch,
+    MarkovLM,
+    SyntheticBackend,
+    SyntheticLM,
+    chisquare_gof,
+    random_prompts,
+    speculative_decode,
+    speculative_decode_batch,
+)
+from specbound.sim import _compiled as C
+from specbound.sim.decode import MULTI_DRAFT_DECODERS
+
+THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
+_ARRAYS = ("tokens", "emitted_per_block", "accepted_per_block", "nu", "decision_accepted",
+           "decision_position", "pivots")
+_SCALARS = ("prompt_length", "n_target_evals", "n_draft_evals", "n_target_contexts",
+            "n_draft_contexts", "decoder", "L", "B", "watermark")
+
+
+def assert_same(ref, got, drafts=True, label=""):
+    for f in _ARRAYS:
+        a, b = getattr(ref, f), getattr(got, f)
+        assert a.dtype == b.dtype and a.shape == b.shape, (label, f)
+        np.testing.assert_array_equal(a, b, err_msg=f"{label} {f}")
+    for f in _SCALARS:
+        assert getattr(ref, f) == getattr(got, f), (label, f)
+    if drafts:
+        assert len(ref.drafts) == len(got.drafts), label
+        for x, y in zip(ref.drafts, got.drafts, strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=f"{label} drafts")
+
+
+def _reference(target, draft, prompt, decoder, **kw):
+    return speculative_decode(target, draft, prompt, decoder,
+                              backend=SyntheticBackend(target, draft), **kw)
+
+
+def _pair(n):
+    if n <= 3:
+        return MarkovLM.random(n, seed=21), MarkovLM.random(n, seed=22, concentration=0.7)
+    t = SyntheticLM(n, 2, seed=7, top_k=None if n < 1000 else 50)
+    return t, t.draft(0.4, seed=3)
+
+
+@pytest.mark.parametrize("n", [3, 50, 5000])
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_batch_equals_reference_token_for_token(decoder, n):
+    """Every decoder, vocabularies 3, 50, 5000, 1 and 2 threads: the batch is the
+    reference loop per prompt (tokens, blocks, decisions, nu, pivots, counts, drafts)."""
+    target, draft = _pair(n)
+    B = 3 if decoder in MULTI_DRAFT_DECODERS else 1
+    n_prompts = 4 if n < 5000 else 2
+    ps = random_prompts(n_prompts, 3, n, seed=n)
+    window = None if DECODERS.index(decoder) % 2 else 2
+    kw = dict(L=3, B=B, key="compiled", max_new_tokens=14, window=window)
+    refs = [_reference(target, draft, ps.tokens[i], decoder, seed=ps.seeds[i], **kw)
+            for i in range(n_prompts)]
+    for threads in THREADS:
+        numba.set_num_threads(threads)
+        try:
+            batch = speculative_decode_batch(target, draft, ps, decoder, store_drafts=True, **kw)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        assert len(batch) == n_prompts
+        for i, ref in enumerate(refs):
+            assert_same(ref, batch[i], label=f"{decoder} n={n} prompt {i} threads {threads}")
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_speculative_decode_dispatches_to_the_compiled_loop(decoder, monkeypatch):
+    """``speculative_decode`` = the reference loop, also for the state of a Generator seed,
+    windows 0 and 1, ``max_blocks``, an empty prompt and ragged block lengths."""
+    target, draft = _pair(4)
+    B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
+    for window, max_blocks, prompt in ((None, None, []), (0, 3, [1]), (1, None, [2, 3])):
+        g_ref, g_new = np.random.default_rng(11), np.random.default_rng(11)
+        kw = dict(L=4, B=B, key=b"k", max_new_tokens=11, window=window, max_blocks=max_blocks)
+        ref = _reference(target, draft, prompt, decoder, seed=g_ref, **kw)
+        got = speculative_decode(target, draft, prompt, decoder, seed=g_new, **kw)
+        assert_same(ref, got, label=f"{decoder} window={window}")
+        assert g_ref.bit_generator.state == g_new.bit_generator.state
+    calls = []
+    real = C.decode_single
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(C, "decode_single", spy)
+    speculative_decode(target, draft, [0], decoder, L=2, B=B, key=1, max_new_tokens=3)
+    assert calls == [True]
+
+
+def test_unsupported_runs_fall_back_to_the_reference_loop():
+    target, draft = _pair(50)
+    # CachedLM (its cache must see the calls), mask_repeats, another bit generator
+    ct = CachedLM(target)
+    a = speculative_decode(ct, draft, [1], "pfr", L=2, key=3, max_new_tokens=6, seed=1)
+    assert ct.misses > 0
+    assert_same(_reference(target, draft, [1], "pfr", L=2, key=3, max_new_tokens=6, seed=1), a)
+    assert C.decode_single(ct, draft, np.array([1]), "pfr", 2, 1, 3, 6,
+                           np.random.default_rng(1), None, None) is None
+    g = np.random.Generator(np.random.Philox(5))
+    assert C.decode_single(target, draft, np.array([1]), "vsps", 2, 1, None, 6, g, None,
+                           None) is None
+    assert g.random() == np.random.Generator(np.random.Philox(5)).random()  # nothing drawn
+    m = speculative_decode(target, draft, [1], "mpfr", L=2, B=2, key=3, max_new_tokens=6,
+                           window=1, mask_repeats=True, seed=2)
+    assert m.watermark.mask_repeats
+
+
+@pytest.mark.kernel
+def test_pcg64_replay_equals_numpy():
+    """NumPy's PCG64 replayed in Numba: the raw stream, ``random()`` and the state."""
+    for seed in (0, 1, 2**63, np.random.SeedSequence([4, 5])):
+        g = np.random.default_rng(seed)
+        st = C.pcg_state(g)
+        raw = np.array([C.pcg_next(st) for _ in range(50)], dtype=np.uint64)
+        out = np.empty(70)
+        C.pcg_doubles(st, out)
+        np.testing.assert_array_equal(raw, g.bit_generator.random_raw(50))
+        np.testing.assert_array_equal(out, g.random(70))
+        h = np.random.default_rng(0)
+        C.set_pcg_state(h, st)
+        assert h.random() == g.random()
+
+
+@pytest.mark.kernel
+def test_compiled_models_equal_next_distribution():
+    rng = np.random.default_rng(0)
+    for model in (SyntheticLM(300, 3, seed=1, top_k=20), SyntheticLM(77, 2, kind="zipf").draft(
+            0.3), MarkovLM.random(5, seed=2)):
+        spec = C.model_spec(model)
+        for length in (0, 1, 5):
+            ctx = rng.integers(0, model.vocab_size, size=length).astype(np.int64)
+            out = np.empty(model.vocab_size)
+            C.model_probs(spec, ctx, out)
+            np.testing.assert_array_equal(out, model.next_distribution(ctx))
+    assert C.model_spec(object()) is None
+
+
+# ------------------------------------------------------------------- exactness (compiled)
+
+
+@pytest.mark.parametrize("decoder", ["ar", "vsps", "pfr_nowm", "invariant", "specinfer"])
+def test_batched_law_of_first_three_tokens_is_exact(decoder):
+    """Unkeyed decoders, 3,000 prompts in one compiled batch (independent seeds): the law of
+    the first three tokens is the enumerated Markov law.  Chi-square GOF (pooling expected
+    counts < 5), alpha = 1e-4 per decoder: the 5 cases fail by chance w.p. <= 5e-4.  (The
+    keyed decoders' law over keys runs on the compiled path through ``speculative_decode`` in
+    ``tests/test_sim_decode.py::test_law_of_first_three_tokens_is_exact``.)"""
+    target = MarkovLM.random(3, seed=21)
+    draft = MarkovLM.random(3, seed=22, concentration=0.7)
+    B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
+    n_trials = 3000
+    batch = speculative_decode_batch(target, draft, np.zeros((n_trials, 1), np.int64), decoder,
+                                     L=2, B=B, max_new_tokens=3, seed=2026)
+    gen = np.array([t[1:] for t in batch.tokens])
+    counts = np.bincount((gen[:, 0] * 3 + gen[:, 1]) * 3 + gen[:, 2], minlength=27)
+    res = chisquare_gof(counts, target.sequence_law([0], 3).ravel(), min_expected=5.0)
+    assert res.pvalue > 1e-4, res
+
+
+def test_keyed_law_runs_compiled(monkeypatch):
+    """The keyed exact-law test's calls (MarkovLM, a key per trial) take the compiled path."""
+    target = MarkovLM.random(3, seed=21)
+    calls = []
+    real = C.decode_single
+    monkeypatch.setattr(C, "decode_single", lambda *a: calls.append(real(*a) is not None))
+    for dec in ("basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"):
+        speculative_decode(target, target, [0], dec, L=2, B=2 if dec == "mpfr" else 1, key=3,
+                           max_new_tokens=3, seed=np.random.SeedSequence([0, 1]))
+    assert calls == [True] * 6
+
+
+# ------------------------------------------------------------------- the batch object
+
+
+def test_decode_batch_follows_the_result_batch_pattern():
+    target, draft = _pair(50)
+    ps = random_prompts(5, 2, 50, seed=3)
+    batch = speculative_decode_batch(target, draft, ps, "mpfr", L=3, B=2, key=1,
+                                     max_new_tokens=12)
+    assert isinstance(batch, DecodeBatch) and len(batch) == 5
+    assert [r.tokens.size for r in batch] == [14] * 5
+    assert batch[-1].tokens.size == 14 and batch[0].drafts == ()
+    df = batch.to_frame()
+    assert list(df["generated"]) == [12] * 5 and df.shape[0] == 5
+    np.testing.assert_allclose(df["aatps"], [r.aatps for r in batch])
+    est = batch.aatps_estimate()
+    assert est.mean == pytest.approx(60 / batch.n_blocks.sum())
+    ci = batch.ci()
+    assert ci.low < est.mean < ci.high
+    with pytest.raises(IndexError):
+        batch[5]
+    # one seed: its SeedSequence children are the prompts' seeds
+    one = speculative_decode_batch(target, draft, ps.tokens, "vsps", L=2, max_new_tokens=5,
+                                   seed=9)
+    kids = np.random.SeedSequence(9).spawn(5)
+    for i in range(5):
+        assert_same(_reference(target, draft, ps.tokens[i], "vsps", L=2, max_new_tokens=5,
+                               seed=kids[i]), one[i], drafts=False)
+    # ragged prompts, zero new tokens
+    rag = speculative_decode_batch(target, draft, [[1], [2, 3, 4], []], "pfr", L=2, key=1,
+                                   max_new_tokens=0)
+    assert list(rag.prompt_length) == [1, 3, 0] and rag.n_blocks.sum() == 0
+
+
+def test_batch_falls_back_for_other_models():
+    class Uniform:
+        vocab_size = 4
+
+        def next_distribution(self, context):
+            return np.full(4, 0.25)
+
+    u = Uniform()
+    batch = speculative_decode_batch(u, u, [[0], [1]], "pfr", L=2, key=1, max_new_tokens=4,
+                                     seed=[1, 2])
+    for i in range(2):
+        assert_same(speculative_decode(u, u, [i], "pfr", L=2, key=1, max_new_tokens=4,
+                                       seed=i + 1), batch[i], drafts=False)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(prompts=[]), "prompts"),
+    (dict(prompts=np.zeros((2, 2, 2), np.int64)), "prompts"),
+    (dict(prompts=[[0], [99]]), "prompt"),
+    (dict(seed=[1, 2, 3]), "seed"),
+    (dict(seed="x"), "seed"),
+    (dict(decoder="nope"), "decoder"),
+    (dict(store_drafts="yes"), "store_drafts"),
+    (dict(B=2), "B"),
+])
+def test_batch_bad_input(kwargs, match):
+    target, draft = _pair(50)
+    args = dict(prompts=[[0], [1]], decoder="pfr", seed=None)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        speculative_decode_batch(target, draft, args.pop("prompts"), args.pop("decoder"),
+                                 key=1, **args)
