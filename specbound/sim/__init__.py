@@ -1,6 +1,7 @@
 """Numbers from sampling: keyed randomness, token-level samplers, estimators, synthetic
 language models and speculative decoders (Numba kernels behind validated wrappers)."""
 
+from specbound.sim.batch import DecodeBatch, speculative_decode_batch
 from specbound.sim.decode import (
     DECODER_SCHEME,
     DECODERS,
@@ -71,7 +72,7 @@ __all__ = [
     "TreeVerificationResult", "sample_induced", "simulate_tree_verification",
     # sequence level
     "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
-    "expected_block_tokens", "speculative_decode",
+    "expected_block_tokens", "speculative_decode", "DecodeBatch", "speculative_decode_batch",
     "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
     # sequence-level metrics
