@@ -256,3 +256,32 @@ def test_batch_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         speculative_decode_batch(target, draft, args.pop("prompts"), args.pop("decoder"),
                                  key=1, **args)
+
+
+# ------------------------------------------------------------------- compiled detection
+
+
+@pytest.mark.parametrize("window", [None, 0, 1, 3])
+def test_compiled_pivots_equal_keyed_pivots(window):
+    """Compiled pivots of many sequences = ``keyed_pivots`` per sequence (with and without
+    dedup; small alphabets so that windows repeat; 1 and 2 threads)."""
+    from specbound.sim import _compiled_detect as D
+    from specbound.sim import keyed_pivots
+    from specbound.sim.prf import key_digest
+
+    rng = np.random.default_rng(0 if window is None else window + 1)
+    toks = [rng.integers(0, rng.integers(1, 6), size=rng.integers(0, 60)).astype(np.int64)
+            for _ in range(40)]
+    n0 = [int(rng.integers(0, t.size + 1)) for t in toks]
+    for dedup in (True, False):
+        for threads in THREADS:
+            numba.set_num_threads(threads)
+            try:
+                U, pos = D.pivots_many(toks, n0, key_digest("det"), window, dedup)
+            finally:
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            for i in range(len(toks)):
+                ref = keyed_pivots(toks[i], n0[i], "det", window=window, dedup=dedup)
+                np.testing.assert_array_equal(U[i], ref.pivots)
+                np.testing.assert_array_equal(pos[i], ref.positions)
+                assert pos[i].dtype == ref.positions.dtype
