@@ -36,6 +36,7 @@ import numpy as np
 from specbound._deprecation import renamed_kwargs, warn_deprecated
 from specbound._validation import as_bool, as_int
 from specbound.results import ResultBatch
+from specbound.sim import _compiled_detect
 from specbound.sim.prf import PrefixLabels, as_window, digest_label, key_digest, prf_uniform_numpy
 from specbound.theory.watermark import null_log_sf, parse_score_params, token_scores
 
@@ -420,11 +421,9 @@ def detect_many(
             for tok, p in zip(toks, pls, strict=True)
         ]
     digest = key_digest(resolved[0][2])
-    piv, poss = [], []
-    for tok, p, _, w in resolved:
-        pv = _pivots(tok, p, digest, w, dedup)
-        piv.append(pv.pivots)
-        poss.append(pv.positions)
+    # one compiled call over every sequence (the same pivots as _pivots, sequence by sequence)
+    piv, poss = _compiled_detect.pivots_many([r[0] for r in resolved], [r[1] for r in resolved],
+                                             digest, resolved[0][3], dedup)
     n = np.array([u.size for u in piv], dtype=np.int64)
     S = np.array([float(token_scores(u, score, **params).sum()) if u.size else 0.0 for u in piv])
     lp = np.zeros(len(piv))
