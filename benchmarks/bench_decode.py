@@ -16,6 +16,23 @@ the others), and reports
 Here a model evaluation costs the same for target and draft (both are synthetic), so the
 token rate mostly measures the simulator; the AATPS and evaluation counts are what a real
 speed-up would follow.  Results go to ``benchmarks/out/bench_decode.csv``.
+
+``python -m benchmarks.bench_decode --compiled [--quick]`` measures the compiled decoders
+(:func:`specbound.sim.speculative_decode_batch`), every ratio within the same run, and writes
+``bench_decode_compiled.csv``:
+
+- ``limit``: compiled decoding time against the *model-evaluation limit*, the time the same
+  number of model evaluations takes alone in a compiled loop (draft evaluations: every
+  drafted context; target evaluations: one per emitted token, the contexts the compiled loop
+  evaluates), for ar, pfr, mpfr (B = 4, 8) at vocabularies 1,000 and 50,000, one thread;
+  ``ratio = limit time / decoding time`` (1 would be a free simulator);
+- ``python``: tokens/s of the compiled path against the Python loop
+  (``backend=SyntheticBackend(...)``) at vocabulary 1,000 for ar, pfr, mpfr (B = 4);
+- ``threads``: a batch of 64 prompts with 2 threads against 1;
+- ``model``: one ``next_distribution`` evaluation at vocabulary 50,000 against one compiled
+  pass of ``exp`` over 50,000 logits.
+
+Each time is the best of ``--rounds`` repetitions.
 """
 
 from __future__ import annotations
@@ -25,10 +42,20 @@ import csv
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
+from numba import njit
 
-from specbound.sim.decode import DECODERS, MULTI_DRAFT_DECODERS, speculative_decode
-from specbound.sim.models import SyntheticLM
+from specbound.sim import _compiled
+from specbound.sim._config import JIT
+from specbound.sim.batch import speculative_decode_batch
+from specbound.sim.decode import (
+    DECODERS,
+    MULTI_DRAFT_DECODERS,
+    SyntheticBackend,
+    speculative_decode,
+)
+from specbound.sim.models import SyntheticLM, random_prompts
 
 VOCAB = 50_000
 L = 4
@@ -88,13 +115,165 @@ def run(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Pa
     return path
 
 
+# ------------------------------------------------------------------- the compiled decoders
+
+C_COLUMNS = ["group", "what", "vocab_size", "L", "B", "prompts", "n_tokens", "evals",
+             "seconds", "reference_seconds", "ratio"]
+
+
+@njit(**JIT)
+def _eval_loop(m, ctxs, count, out):
+    """``count`` compiled model evaluations, cycling over the rows of ``ctxs``."""
+    acc = 0.0
+    for i in range(count):
+        _compiled.model_probs(m, ctxs[i % ctxs.shape[0]], out)
+        acc += out[0]
+    return acc
+
+
+@njit(**JIT)
+def _exp_pass(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.exp(x[i])
+    return out[0]
+
+
+def _best(fn, rounds, *args):
+    best = np.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _time_batch(target, draft, ps, dec, kw, threads, rounds):
+    """Best time of one ``speculative_decode_batch`` call with ``threads`` Numba threads."""
+    numba.set_num_threads(threads)
+    try:
+        return _best(lambda: speculative_decode_batch(target, draft, ps, dec, **kw), rounds)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+def _time_loop(target, draft, ps, dec, kw, k, python, rounds):
+    """Best time of ``speculative_decode`` on ``k`` prompts, one thread; ``python``: the
+    Python loop (``backend=SyntheticBackend``)."""
+
+    def go():
+        for i in range(k):
+            be = SyntheticBackend(target, draft) if python else None
+            speculative_decode(target, draft, ps.tokens[i], dec, seed=ps.seeds[i], backend=be,
+                               **kw)
+
+    numba.set_num_threads(1)
+    try:
+        return _best(go, rounds)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+def _vocab_rows(vocab, n_prompts, n_new, rounds):
+    rows = []
+    target = SyntheticLM(vocab, context_length=2, seed=0)
+    draft = target.draft(0.2, seed=1)
+    ps = random_prompts(n_prompts, 4, vocab, seed=1)
+    ctxs = ps.tokens.astype(np.int64)
+    out = np.empty(vocab)
+    tm = _compiled.model_spec(target)
+    _eval_loop(tm, ctxs, 1, out)
+    for dec, bb in (("ar", 1), ("pfr", 1), ("mpfr", 4), ("mpfr", 8)):
+        kw = dict(L=L, B=bb, key=12345, max_new_tokens=n_new)
+        batch = speculative_decode_batch(target, draft, ps, dec, **kw)
+        secs = _time_batch(target, draft, ps, dec, kw, 1, rounds)
+        n_tok = int(batch.generated.sum())
+        evals = n_tok + int(batch.n_draft_contexts.sum())
+        lim = _best(_eval_loop, rounds, tm, ctxs, evals, out)
+        rows.append(dict(group="limit", what=dec, vocab_size=vocab, L=L, B=bb,
+                         prompts=n_prompts, n_tokens=n_tok, evals=evals, seconds=secs,
+                         reference_seconds=lim, ratio=lim / secs))
+        print(f"limit  {dec:>5s} B={bb} n={vocab}: {secs:.3f} s, evaluations alone "
+              f"{lim:.3f} s, ratio {lim / secs:.2f}", flush=True)
+    if vocab == 1_000:
+        for dec, bb in (("ar", 1), ("pfr", 1), ("mpfr", 4)):
+            kw = dict(L=L, B=bb, key=12345, max_new_tokens=n_new)
+            k = min(4, n_prompts)
+            tp = _time_loop(target, draft, ps, dec, kw, k, True, rounds)
+            tc = _time_loop(target, draft, ps, dec, kw, k, False, rounds)
+            rows.append(dict(group="python", what=dec, vocab_size=vocab, L=L, B=bb,
+                             prompts=k, n_tokens=k * n_new, evals=0, seconds=tc,
+                             reference_seconds=tp, ratio=tp / tc))
+            print(f"python {dec:>5s} B={bb} n={vocab}: compiled {k * n_new / tc:,.0f} "
+                  f"tok/s, Python loop {k * n_new / tp:,.0f} tok/s, {tp / tc:.1f}x",
+                  flush=True)
+    return rows
+
+
+def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Path:
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n_prompts = 4 if quick else 16
+    n_new = 32 if quick else 64
+    small = SyntheticLM(50, seed=0)
+    for dec in DECODERS:  # compile
+        bb = 2 if dec in MULTI_DRAFT_DECODERS else 1
+        speculative_decode_batch(small, small.draft(0.5), [[1]], dec, L=2, B=bb, key=0,
+                                 max_new_tokens=4)
+    rows = []
+    for vocab in (1_000, 50_000):
+        rows += _vocab_rows(vocab, n_prompts, n_new, rounds)
+    # 2 threads vs 1 on 64 prompts
+    vocab = 1_000
+    target = SyntheticLM(vocab, context_length=2, seed=0)
+    draft = target.draft(0.2, seed=1)
+    ps = random_prompts(64, 4, vocab, seed=2)
+    k = min(2, numba.config.NUMBA_NUM_THREADS)
+    for dec, bb in (("pfr", 1), ("mpfr", 4)):
+        kw = dict(L=L, B=bb, key=12345, max_new_tokens=n_new)
+        t1 = _time_batch(target, draft, ps, dec, kw, 1, rounds)
+        t2 = _time_batch(target, draft, ps, dec, kw, k, rounds)
+        rows.append(dict(group="threads", what=dec, vocab_size=vocab, L=L, B=bb, prompts=64,
+                         n_tokens=64 * n_new, evals=0, seconds=t2, reference_seconds=t1,
+                         ratio=t1 / t2))
+        print(f"threads {dec:>5s} B={bb}: 1 thread {t1:.3f} s, {k} threads {t2:.3f} s, "
+              f"{t1 / t2:.2f}x", flush=True)
+    # one model evaluation vs one exp pass at 50,000
+    vocab = 50_000
+    tm = _compiled.model_spec(SyntheticLM(vocab, context_length=2, seed=0))
+    out = np.empty(vocab)
+    x = np.random.default_rng(0).standard_normal(vocab)
+    reps = 50
+    _exp_pass(x, out)
+    te = _best(lambda: [_exp_pass(x, out) for _ in range(reps)], rounds) / reps
+    tmod = _best(_eval_loop, rounds, tm, np.array([[1, 2]], dtype=np.int64), reps, out) / reps
+    rows.append(dict(group="model", what="next_distribution", vocab_size=vocab, L=0, B=0,
+                     prompts=0, n_tokens=0, evals=1, seconds=tmod, reference_seconds=te,
+                     ratio=tmod / te))
+    print(f"model  next_distribution at {vocab}: {tmod * 1e6:.0f} us, exp pass "
+          f"{te * 1e6:.0f} us, {tmod / te:.1f}x", flush=True)
+    path = out_dir / "bench_decode_compiled.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=C_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                             for k, v in r.items()})
+    return path
+
+
 def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 tokens from one prompt")
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (best time is kept)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="the compiled decoders: model-evaluation limit, Python loop, "
+                             "threads")
     args = parser.parse_args(argv)
-    path = run(quick=args.quick, out_dir=args.out, rounds=args.rounds)
+    if args.compiled:
+        path = run_compiled(quick=args.quick, out_dir=args.out, rounds=args.rounds)
+    else:
+        path = run(quick=args.quick, out_dir=args.out, rounds=args.rounds)
     print(f"wrote {path}")
     return path
 
