@@ -285,3 +285,18 @@ def test_compiled_pivots_equal_keyed_pivots(window):
                 np.testing.assert_array_equal(U[i], ref.pivots)
                 np.testing.assert_array_equal(pos[i], ref.positions)
                 assert pos[i].dtype == ref.positions.dtype
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_compiled_loop_small_runs(decoder):
+    """A short run of every decoder through the compiled loop (also its Python source under
+    ``NUMBA_DISABLE_JIT=1``) = the reference loop, whole-prefix and windowed labels."""
+    target, draft = _pair(3)
+    B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
+    for window in (None, 1):
+        kw = dict(L=2, B=B, key=4, max_new_tokens=5, window=window)
+        batch = speculative_decode_batch(target, draft, [[0], [2, 1]], decoder, seed=[7, 8],
+                                         store_drafts=True, **kw)
+        for i, prompt in enumerate(([0], [2, 1])):
+            assert_same(_reference(target, draft, prompt, decoder, seed=7 + i, **kw), batch[i])
