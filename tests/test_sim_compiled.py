@@ -157,6 +157,30 @@ def test_compiled_models_equal_next_distribution():
     assert C.model_spec(object()) is None
 
 
+@pytest.mark.kernel
+def test_shared_back_off_sums_equal_next_distribution():
+    """A target and its draft share the back-off sum of a context: finishing it with either
+    model's noise, temperature and top-k is bit for bit that model's distribution."""
+    rng = np.random.default_rng(1)
+    t = SyntheticLM(400, 3, seed=4)
+    for d in (t.draft(0.5, seed=2), t.draft(0.2, temperature=0.7, top_k=30), t):
+        tm, dm = C.model_spec(t), C.model_spec(d)
+        assert C.shares_fields(tm, dm)
+        S, lg, out = np.empty(400), np.empty(400), np.empty(400)
+        for length in (0, 2, 6):
+            ctx = rng.integers(0, 400, size=length).astype(np.int64)
+            C.model_partial(dm, ctx, S)
+            for m, model in ((tm, t), (dm, d)):
+                C.model_finish(m, ctx, S, lg, out)
+                np.testing.assert_array_equal(out, model.next_distribution(ctx))
+    assert not C.shares_fields(C.model_spec(t), C.model_spec(t.draft(0.3, context_length=2)))
+    assert not C.shares_fields(C.model_spec(t), C.model_spec(SyntheticLM(400, 3, seed=5)))
+    z = SyntheticLM(400, 3, kind="zipf")
+    assert not C.shares_fields(C.model_spec(z), C.model_spec(z.draft(0.3)))
+    mk = MarkovLM.random(3)
+    assert not C.shares_fields(C.model_spec(mk), C.model_spec(mk))
+
+
 # ------------------------------------------------------------------- exactness (compiled)
 
 

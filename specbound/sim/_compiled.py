@@ -28,8 +28,14 @@ from numba import njit, prange
 
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _kernels as _K
+from specbound.sim import _model_kernels as _mk
 from specbound.sim._config import JIT
-from specbound.sim._model_kernels import synthetic_probs
+from specbound.sim._model_kernels import (
+    _add_gaussian_field,
+    finalize_probs,
+    synthetic_probs,
+    window_label,
+)
 from specbound.sim.prf import prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)
@@ -163,6 +169,57 @@ def model_probs(m, ctx, out):
         out[:] = m[5][ctx[ctx.shape[0] - 1]]
 
 
+@njit(**JIT)
+def model_partial(m, ctx, S):
+    """The context-dependent Gaussian back-off sum of a Gaussian ``SyntheticLM`` before its
+    own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
+    :func:`specbound.sim._model_kernels.synthetic_logits`, the same operations in the same
+    order).  A target and a draft with the same fields share it (:func:`shares_fields`)."""
+    w = m[3][0] / np.sqrt(m[1][1] + 1.0)
+    S[:] = m[4]
+    for k in range(1, m[1][1] + 1):
+        _add_gaussian_field(window_label(m[2][0], k, ctx), w, S)
+
+
+@njit(**JIT)
+def model_finish(m, ctx, S, logits, out):
+    """The distribution of a Gaussian ``SyntheticLM`` from its shared sum ``S``: its own
+    noise field, temperature, top-k and softmax; bit for bit :func:`model_probs`."""
+    logits[:] = S
+    if m[3][2] > 0.0:
+        _add_gaussian_field(window_label(m[2][1], m[1][2], ctx), m[3][2], logits)
+    finalize_probs(logits, m[3][3], m[1][3], out)
+
+
+@njit(**JIT)
+def _draft_eval(m, ctx, S, logits, out, share):
+    """Draft distribution after ``ctx``; with ``share`` its shared sum is kept in ``S``."""
+    if share:
+        model_partial(m, ctx, S)
+        model_finish(m, ctx, S, logits, out)
+    else:
+        model_probs(m, ctx, out)
+
+
+@njit(**JIT)
+def _target_eval(m, ctx, S, logits, out, use_s):
+    """Target distribution after ``ctx``, from the draft's shared sum ``S`` when ``use_s``."""
+    if use_s:
+        model_finish(m, ctx, S, logits, out)
+    else:
+        model_probs(m, ctx, out)
+
+
+def shares_fields(tm, dm) -> bool:
+    """Whether target and draft (compiled specs) have the same Gaussian back-off fields
+    (same model seed, scale and window: a ``target.draft(...)`` with the target's window),
+    so that a context's back-off sum is computed once for both."""
+    return bool(tm[0] == MODEL_SYNTHETIC and dm[0] == MODEL_SYNTHETIC
+                and tm[1][0] == _mk.KIND_GAUSSIAN and dm[1][0] == _mk.KIND_GAUSSIAN
+                and tm[2][0] == dm[2][0] and tm[3][0] == dm[3][0] and tm[1][1] == dm[1][1]
+                and np.array_equal(tm[4], dm[4]))
+
+
 # ------------------------------------------------------------------ labels
 
 
@@ -233,7 +290,7 @@ def _less_row(a, b, n):
 @njit(**JIT)
 def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts):
+               store_drafts, share):
     """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
     ``(generated, n_blocks, n_decisions)``.
 
@@ -242,7 +299,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     rows: ``emitted``, ``accepted``, ``block_ell`` per block; ``nu``, ``dec_ok``,
     ``dec_pos`` per decision; ``pivots`` per generated token; ``drafts[block, :, :ell]``
     when ``store_drafts``; ``counts = (target evals, draft evals, target contexts, draft
-    contexts)``.
+    contexts)``.  ``share``: target and draft share their back-off fields
+    (:func:`shares_fields`): a target evaluation in a drafted context reuses the draft's sum.
     """
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
     keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
@@ -251,6 +309,9 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     single = code == VSPS or code == MSE or code == MSE_PSEUDO
     maxn = 1 + B * L
     P = np.empty(n)
+    LG = np.empty(n)
+    SN = np.empty((maxn if share else 1, n))
+    has_s = np.zeros(maxn, np.bool_)
     Q = np.empty((L if single else 1, n))
     QN = np.empty((maxn if code == SPECINFER else 1, n))
     parent = np.empty(maxn, np.int64)
@@ -313,6 +374,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             depth[0] = 0
             mult[0] = B
             labset[0] = False
+            has_s[0] = False
             lev0 = 0
             lev1 = 1
             for d in range(ell):
@@ -320,7 +382,9 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 counts[3] += lev1 - lev0
                 for node in range(lev0, lev1):
                     _write_path(parent, ntok, depth, node, tokens, hlen)
-                    model_probs(dm, tokens[:hlen + d], Q[0])
+                    _draft_eval(dm, tokens[:hlen + d], SN[node if share else 0], LG, Q[0],
+                                share)
+                    has_s[node] = share
                     if code == PFR_NOWM:
                         lab = _K.trial_label(run_label, hlen + d)
                     else:
@@ -340,6 +404,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                             depth[nn] = d + 1
                             mult[nn] = 1
                             labset[nn] = False
+                            has_s[nn] = False
                             nfirst[nn] = nn
                             nn += 1
                 lev0 = lev1
@@ -372,7 +437,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             done = False
             for s in range(ell):
                 cur = hlen + s
-                model_probs(tm, tokens[:cur], P)
+                _target_eval(tm, tokens[:cur], SN[node if has_s[node] else 0], LG, P,
+                             has_s[node])
                 lab = nlab[node]
                 y = _K.race_argmin(lab, P, 0)
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
@@ -410,7 +476,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + s
                 counts[1] += 1
                 counts[3] += 1
-                model_probs(dm, tokens[:cur], Q[s])
+                _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
                 if code == VSPS:
                     x = _K.categorical(Q[s], us[3 * s])
                 else:
@@ -426,7 +492,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             done = False
             for s in range(ell):
                 cur = hlen + s
-                model_probs(tm, tokens[:cur], P)
+                _target_eval(tm, tokens[:cur], SN[s if share else 0], LG, P, share)
                 x = paths[0, s]
                 if code == MSE_PSEUDO:
                     coin = prf_uniform(_label(window, adw, person, apre, apst, tokens, hlen, cur,
@@ -496,7 +562,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     u = seen[i]
                     _write_path(parent, ntok, depth, u, tokens, hlen)
                     row = QN[u] if not gls else Q[0]
-                    model_probs(dm, tokens[:hlen + s], row)
+                    _draft_eval(dm, tokens[:hlen + s], SN[u if share else 0], LG, row, share)
                     for b in range(B):
                         if dnode[b, s] == u:
                             if gls:
@@ -526,7 +592,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             done = False
             for s in range(ell):
                 cur = hlen + s
-                model_probs(tm, tokens[:cur], P)
+                u = dnode[active[0], s]
+                _target_eval(tm, tokens[:cur], SN[u if share else 0], LG, P, share)
                 if gls:
                     y = _K.gls_argmin(ulabels[s], P, active[:na])
                     ok = False
@@ -585,7 +652,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
 @njit(**JIT_PAR)
 def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, sizes):
+                 counts, store_drafts, share, sizes):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
@@ -593,7 +660,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts)
+                               counts[i], store_drafts, share)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -609,7 +676,7 @@ MAX_WORK = 20_000_000
 def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False):
     """The compiled arguments of a run, or None when the compiled path does not cover it.
 
-    Returns ``(code, tm, dm, kdw, adw)``.
+    Returns ``(code, tm, dm, kdw, adw, share)``.
     """
     from specbound.sim.prf import key_digest
 
@@ -626,6 +693,9 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
         work = max(work, N * B * L)
     if work > MAX_WORK:
         return None
+    # the shared back-off sums of one block's contexts (skipped when too large)
+    share = (code not in (AR, BASIC_UWM) and shares_fields(tm, dm)
+             and n * (1 + B * L) <= MAX_WORK)
     kdw = np.zeros(4, np.uint64)
     adw = np.zeros(4, np.uint64)
     if key is not None and code in _KEYED:
@@ -633,7 +703,7 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
         kdw = _b2.digest_words(digest)
         if code == MSE_PSEUDO:
             adw = _b2.digest_words(key_digest(b"mse_pseudo-acceptance:" + digest))
-    return code, tm, dm, kdw, adw
+    return code, tm, dm, kdw, adw, share
 
 
 def outputs(n_prompts, N, L, B, store_drafts):
@@ -668,7 +738,7 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     p = plan(target, draft, decoder, key, L, B, N)
     if p is None:
         return None
-    code, tm, dm, kdw, adw = p
+    code, tm, dm, kdw, adw, share = p
     prompt = np.asarray(prompt, dtype=np.int64)
     n0 = prompt.size
     tokens = np.zeros((1, n0 + N), np.int64)
@@ -680,7 +750,8 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
                  -1 if max_blocks is None else int(max_blocks), states,
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
-                 out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, sizes)
+                 out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
+                 sizes)
     set_pcg_state(rng, states[0])
     return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
                         code, window, tokens[0], n0, out, sizes[0], 0, L, B, True)

@@ -243,7 +243,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
         return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
                                                  window=w, max_new_tokens=N, seed=g)
                               for a, g in zip(arrs, rngs, strict=True)], store)
-    code, tm, dm, kdw, adw = p
+    code, tm, dm, kdw, adw, share = p
     n0s = np.array([a.size for a in arrs], dtype=np.int64)
     tokens = np.zeros((n, int(n0s.max()) + N), np.int64)
     for i, a in enumerate(arrs):
@@ -254,7 +254,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     _C.decode_batch(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
-                    out["block_ell"], out["counts"], store, sizes)
+                    out["block_ell"], out["counts"], store, share, sizes)
     kid = key_id(key) if decoder in KEYED_DECODERS else None
     results = [_C.build_result(DecodeResult, WatermarkConfig, kid, code, w, tokens[i],
                                int(n0s[i]), out, sizes[i], i, L, B, store) for i in range(n)]
