@@ -445,7 +445,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 tokens[cur] = y
                 gen += 1
                 k += 1
-                c = _child(parent, ntok, nfirst[node], nn, node, y) if s < ell else -1
+                c = _child(parent, ntok, nfirst[node], nn, node, y)
                 nu[ndec] = mult[node]
                 dec_ok[ndec] = c >= 0
                 dec_pos[ndec] = gen - 1
