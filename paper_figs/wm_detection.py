@@ -133,19 +133,18 @@ def null_worker(s: wc.Settings) -> list[dict]:
 
 def wm_worker(arg) -> list[dict]:
     """Watermarked sequences of one decoder group (arg = (settings, decoders, thresholds))."""
+    from specbound.sim import speculative_decode_batch
+
     s, decoders, thresholds = arg
     target0, draft0 = wc.make_models(s)
     target, draft = CachedLM(target0), CachedLM(draft0)
     ps = s.prompt_set()
     U = {d: [] for d in decoders}
-    for i in range(len(ps)):
-        for d in decoders:
-            r = speculative_decode(target, draft, ps.tokens[i], d, L=L,
-                                   B=B_MPFR if d == "mpfr" else 1, key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
-            U[d].append(keyed_pivots(r, s.key).pivots)
-        target.clear()
-        draft.clear()
+    for d in decoders:  # all prompts in one compiled call (prompt i with ps.seeds[i])
+        batch = speculative_decode_batch(target, draft, ps, d, L=L,
+                                         B=B_MPFR if d == "mpfr" else 1, key=s.key,
+                                         max_new_tokens=s.max_new_tokens, seed=ps.seeds)
+        U[d] = [keyed_pivots(r, s.key).pivots for r in batch]
     H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
     rows = []
     for d in decoders:

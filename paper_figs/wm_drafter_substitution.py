@@ -55,7 +55,7 @@ from specbound.sim import (
     keyed_pivots,
     mean_se,
     rouge_l,
-    speculative_decode,
+    speculative_decode_batch,
 )
 from specbound.sim.decode import KEYED_DECODERS
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
@@ -94,15 +94,11 @@ def worker(arg) -> list[dict]:
     B = B_MULTI if decoder in ("mpfr", "invariant") else 1
     gen = {D: [] for D in DRAFTER_NAMES}
     blocks = {D: [] for D in DRAFTER_NAMES}
-    for i in range(len(P)):
-        for D in DRAFTER_NAMES:
-            r = speculative_decode(target, drafts[D], P[i], decoder, L=L, B=B, key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=seeds[i])
-            gen[D].append(r.generated.copy())
-            blocks[D].append(r.emitted_per_block.copy())
-        target.clear()
-        for d in drafts.values():
-            d.clear()
+    for D in DRAFTER_NAMES:  # all prompts in one compiled call (prompt i with seeds[i])
+        batch = speculative_decode_batch(target, drafts[D], ps, decoder, L=L, B=B, key=s.key,
+                                         max_new_tokens=s.max_new_tokens, seed=seeds)
+        gen[D] = [r.generated.copy() for r in batch]
+        blocks[D] = [e.copy() for e in batch.emitted_per_block]
     H = models["D0"][0].mean_entropy(n_contexts=500, seed=s.run_seed)
     Ts = t_values(s)
     thr = {T: score_threshold(T, score="aaronson", fpr=FPR) for T in Ts}

@@ -59,7 +59,7 @@ from specbound.sim import (
     keyed_pivots,
     log_perplexity,
     mean_se,
-    speculative_decode,
+    speculative_decode_batch,
 )
 from specbound.theory import block_efficiency
 from specbound.theory.watermark import anlppt
@@ -87,10 +87,13 @@ def worker(arg) -> list[dict]:
     ps = s.prompt_set()
     limit = THEORY_BLOCKS[decoder]
     acc = {B: {"res": [], "comp": [], "lppl": [], "tc": 0, "dc": 0} for B in Bs}
+    # every prompt of one B in one compiled call (prompt i with ps.seeds[i])
+    batches = {B: speculative_decode_batch(target, draft, ps, decoder, L=L, B=B, key=s.key,
+                                           max_new_tokens=s.max_new_tokens, seed=ps.seeds)
+               for B in Bs}
     for i in range(len(ps)):
         for B in Bs:
-            r = speculative_decode(target, draft, ps.tokens[i], decoder, L=L, B=B, key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
+            r = batches[B][i]
             nb = r.emitted_per_block.size
             blocks = None if limit is None else {(0, b) for b in range(min(limit, nb))}
             comp = acceptance_compensator(r, target, draft, blocks=blocks)

@@ -55,7 +55,7 @@ from specbound.sim import (
     keyed_pivots,
     log_perplexity,
     mean_se,
-    speculative_decode,
+    speculative_decode_batch,
 )
 from specbound.theory.watermark import anlppt
 
@@ -117,10 +117,14 @@ def worker(arg) -> list[dict]:
     target, draft = CachedLM(target0), CachedLM(draft0)
     ps = s.prompt_set()
     runs = {(d, L): ([], [], []) for d in decoders for L in _Ls(d)}
+    # every prompt of one (decoder, L) in one compiled call (prompt i with ps.seeds[i])
+    batches = {(d, L): speculative_decode_batch(target, draft, ps, d, L=max(L, 1), key=s.key,
+                                                max_new_tokens=s.max_new_tokens,
+                                                seed=ps.seeds)
+               for d, L in runs}
     for i in range(len(ps)):
         for (d, L), (res, comps, lppl) in runs.items():
-            r = speculative_decode(target, draft, ps.tokens[i], d, L=max(L, 1), key=s.key,
-                                   max_new_tokens=s.max_new_tokens, seed=ps.seeds[i])
+            r = batches[(d, L)][i]
             res.append(r)
             if d in DECODER_SCHEME:
                 c = acceptance_compensator(r, target, draft)
