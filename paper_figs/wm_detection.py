@@ -143,7 +143,8 @@ def wm_worker(arg) -> list[dict]:
     for d in decoders:  # all prompts in one compiled call (prompt i with ps.seeds[i])
         batch = speculative_decode_batch(target, draft, ps, d, L=L,
                                          B=B_MPFR if d == "mpfr" else 1, key=s.key,
-                                         max_new_tokens=s.max_new_tokens, seed=ps.seeds)
+                                         max_new_tokens=s.max_new_tokens, seed=ps.seeds,
+                                         parallel=False)
         U[d] = [keyed_pivots(r, s.key).pivots for r in batch]
     H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
     rows = []

@@ -96,7 +96,8 @@ def worker(arg) -> list[dict]:
     blocks = {D: [] for D in DRAFTER_NAMES}
     for D in DRAFTER_NAMES:  # all prompts in one compiled call (prompt i with seeds[i])
         batch = speculative_decode_batch(target, drafts[D], ps, decoder, L=L, B=B, key=s.key,
-                                         max_new_tokens=s.max_new_tokens, seed=seeds)
+                                         max_new_tokens=s.max_new_tokens, seed=seeds,
+                                         parallel=False)
         gen[D] = [r.generated.copy() for r in batch]
         blocks[D] = [e.copy() for e in batch.emitted_per_block]
     H = models["D0"][0].mean_entropy(n_contexts=500, seed=s.run_seed)

@@ -89,7 +89,8 @@ def worker(arg) -> list[dict]:
     acc = {B: {"res": [], "comp": [], "lppl": [], "tc": 0, "dc": 0} for B in Bs}
     # every prompt of one B in one compiled call (prompt i with ps.seeds[i])
     batches = {B: speculative_decode_batch(target, draft, ps, decoder, L=L, B=B, key=s.key,
-                                           max_new_tokens=s.max_new_tokens, seed=ps.seeds)
+                                           max_new_tokens=s.max_new_tokens, seed=ps.seeds,
+                                           parallel=False)
                for B in Bs}
     for i in range(len(ps)):
         for B in Bs:

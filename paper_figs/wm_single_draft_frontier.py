@@ -120,7 +120,7 @@ def worker(arg) -> list[dict]:
     # every prompt of one (decoder, L) in one compiled call (prompt i with ps.seeds[i])
     batches = {(d, L): speculative_decode_batch(target, draft, ps, d, L=max(L, 1), key=s.key,
                                                 max_new_tokens=s.max_new_tokens,
-                                                seed=ps.seeds)
+                                                seed=ps.seeds, parallel=False)
                for d, L in runs}
     for i in range(len(ps)):
         for (d, L), (res, comps, lppl) in runs.items():

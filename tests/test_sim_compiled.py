@@ -324,3 +324,53 @@ def test_compiled_loop_small_runs(decoder):
                                          store_drafts=True, **kw)
         for i, prompt in enumerate(([0], [2, 1])):
             assert_same(_reference(target, draft, prompt, decoder, seed=7 + i, **kw), batch[i])
+
+
+_FORK_SCRIPT = """
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+from specbound.sim import SyntheticLM, detect_many, speculative_decode, speculative_decode_batch
+t = SyntheticLM(60, 2, seed=1)
+d = t.draft(0.3)
+r = speculative_decode(t, d, [1], "mpfr", B=2, key=1, max_new_tokens=6)
+detect_many([r, r], 1)
+speculative_decode_batch(t, d, [[1], [2]], "pfr", key=1, max_new_tokens=6, parallel=False)
+
+def child(i):
+    b = speculative_decode_batch(t, d, [[i], [i + 1]], "mpfr", B=2, key=1, max_new_tokens=6)
+    return int(b.tokens[0].sum())
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as ex:
+        print(sum(ex.map(child, range(3))))
+"""
+
+
+def test_single_prompt_decoding_and_detection_stay_fork_safe(tmp_path):
+    """``speculative_decode``, ``detect_many`` and ``parallel=False`` batches do not start
+    Numba's thread pool, so a process can fork workers afterwards (the OpenMP threading layer
+    aborts a forked child that uses a pool its parent started); the children run parallel
+    batches."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "fork_after_decoding.py"
+    script.write_text(_FORK_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(script)], cwd=root, capture_output=True,
+                         text=True, timeout=300, env={**os.environ,
+                                                      "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().isdigit()
+
+
+def test_parallel_false_gives_the_same_batch():
+    target, draft = _pair(50)
+    ps = random_prompts(5, 2, 50, seed=8)
+    a = speculative_decode_batch(target, draft, ps, "specinfer", L=3, B=3, max_new_tokens=9)
+    b = speculative_decode_batch(target, draft, ps, "specinfer", L=3, B=3, max_new_tokens=9,
+                                 parallel=False)
+    for i in range(5):
+        assert_same(a[i], b[i], drafts=False)

@@ -666,6 +666,23 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
         sizes[i, 2] = nd
 
 
+@njit(**JIT)
+def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
+                 person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
+                 counts, store_drafts, share, sizes):
+    """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
+    one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
+    under the OpenMP threading layer)."""
+    for i in range(tokens.shape[0]):
+        g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
+                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
+                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
+                               counts[i], store_drafts, share)
+        sizes[i, 0] = g
+        sizes[i, 1] = nb
+        sizes[i, 2] = nd
+
+
 # ------------------------------------------------------------------ Python side
 
 #: largest number of float64 entries of the per-prompt work arrays of the compiled path
@@ -746,7 +763,7 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     out = outputs(1, N, L, B, True)
     sizes = np.zeros((1, 3), np.int64)
     states = st[None, :].copy()
-    decode_batch(code, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
+    decode_serial(code, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
                  -1 if max_blocks is None else int(max_blocks), states,
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],

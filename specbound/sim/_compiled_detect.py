@@ -6,8 +6,9 @@ For every sequence (prompt length ``n0``) and position ``t >= n0`` the pivot is
 ``tokens[t - window:t]`` (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, §4.1, Alg. 8).
 With ``dedup`` each (context window, token) pair is scored once (its first occurrence):
 the windows are compared token by token, so the selection is exactly that of
-:func:`specbound.sim.detect.keyed_pivots`.  Sequences run in parallel under ``prange``;
-each writes only its own slice, so the result does not depend on the thread count.
+:func:`specbound.sim.detect.keyed_pivots`.  With ``parallel=True`` the sequences run under
+``prange``; each writes only its own slice, so the result does not depend on the thread
+count.
 """
 
 from __future__ import annotations
@@ -97,9 +98,29 @@ def pivots_batch(dwords, person, flat, offsets, n0s, window, dedup, U, keep):
              keep[starts[i]:starts[i + 1]])
 
 
-def pivots_many(tokens, prompt_lengths, digest, window, dedup):
+@njit(**JIT)
+def pivots_serial(dwords, person, flat, offsets, n0s, window, dedup, U, keep):
+    """:func:`pivots_batch` on one thread (no thread pool is started)."""
+    n = n0s.shape[0]
+    starts = np.empty(n + 1, np.int64)
+    starts[0] = 0
+    for i in range(n):
+        starts[i + 1] = starts[i] + (offsets[i + 1] - offsets[i] - n0s[i])
+    for i in range(n):
+        tok = flat[offsets[i]:offsets[i + 1]]
+        m = starts[i + 1] - starts[i]
+        labels = np.empty(m, np.uint64)
+        _one(dwords, person, tok, n0s[i], window, dedup, labels, U[starts[i]:starts[i + 1]],
+             keep[starts[i]:starts[i + 1]])
+
+
+def pivots_many(tokens, prompt_lengths, digest, window, dedup, parallel=False):
     """Per sequence, ``(pivots, positions)`` of :func:`specbound.sim.detect.keyed_pivots`
-    (validated input: int64 token arrays, prompt lengths in range, one window)."""
+    (validated input: int64 token arrays, prompt lengths in range, one window).
+
+    ``parallel``: sequences under ``prange`` (:func:`pivots_batch`); the default runs on one
+    thread (:func:`pivots_serial`) so that a caller that forks later stays fork-safe under
+    Numba's OpenMP threading layer."""
     n = len(tokens)
     lens = np.array([t.size for t in tokens], dtype=np.int64)
     n0s = np.asarray(prompt_lengths, dtype=np.int64).reshape(n)
@@ -109,7 +130,8 @@ def pivots_many(tokens, prompt_lengths, digest, window, dedup):
     total = int((lens - n0s).sum())
     U = np.empty(total)
     keep = np.empty(total, np.bool_)
-    pivots_batch(_b2.digest_words(digest), _b2.PERSON_WORDS, flat, offsets, n0s,
+    kernel = pivots_batch if parallel else pivots_serial
+    kernel(_b2.digest_words(digest), _b2.PERSON_WORDS, flat, offsets, n0s,
                  -1 if window is None else int(window), bool(dedup), U, keep)
     out_u, out_p = [], []
     s = 0

@@ -195,7 +195,7 @@ def _seeds(seed, prompts, n):
 
 def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=None,
                              window=None, max_new_tokens=64, seed=None,
-                             store_drafts=False) -> DecodeBatch:
+                             store_drafts=False, parallel=True) -> DecodeBatch:
     """Decode many prompts in one compiled call (prompts in parallel with ``prange``).
 
     Parameters
@@ -215,6 +215,12 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     store_drafts : bool
         Keep the realised drafts of every block (memory ``max_new_tokens * B * L`` per
         prompt).
+    parallel : bool
+        Prompts under ``prange`` on Numba's threads (``numba.set_num_threads``); False runs
+        them on the calling thread without starting the thread pool.  Under Numba's OpenMP
+        threading layer a process that has started the pool must not ``fork`` and use it
+        again: code that decodes before forking worker processes (process-pool sweeps)
+        should pass False.  The results are the same either way.
 
     Returns
     -------
@@ -233,6 +239,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     n = len(rows)
     seeds = _seeds(seed, prompts, n)
     store = as_bool(store_drafts, "store_drafts")
+    parallel = as_bool(parallel, "parallel")
     target, draft, _, decoder, L, B, N, w = _validate(
         target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
     arrs = [_validate(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
@@ -251,7 +258,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     out = _C.outputs(n, N, L, B, store)
     sizes = np.zeros((n, 3), np.int64)
     st = np.stack(states)
-    _C.decode_batch(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
+    kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
+    kernel(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
                     out["block_ell"], out["counts"], store, share, sizes)
