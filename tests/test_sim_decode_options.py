@@ -35,7 +35,7 @@ def _first3(decoder, n_trials, base, **kw):
 
 
 # Exactness: the law of the first three tokens is the target's (keys and seeds fresh per
-# trial).  12 cases, overall false-failure rate 1e-4 (Bonferroni).
+# trial).  14 cases, overall false-failure rate 1e-4 (Bonferroni).
 EXACT_CASES = [
     ("basic_uwm", {"window": 1, "repeats": "skip"}),
     ("pfr", {"window": 1, "repeats": "skip"}),
@@ -49,6 +49,8 @@ EXACT_CASES = [
     ("mws", {"reweight": "gamma", "window": 1, "repeats": "skip"}),
     ("pfr_nowm", {"unkeyed": "fresh"}),
     ("basic_uwm", {"reweight": "gamma", "window": 1, "repeats": "mask"}),
+    ("mse_pseudo", {"residual": "keyed"}),
+    ("mse_pseudo", {"residual": "keyed", "window": 1, "repeats": "skip"}),
 ]
 
 

@@ -173,6 +173,7 @@ import numpy as np
 from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
 from specbound._validation import as_bool, as_choice, as_int, as_rng
 from specbound.sim import _kernels as _K
+from specbound.sim.detect import acceptance_digest
 from specbound.sim.models import MarkovLM, as_language_model, next_distributions
 from specbound.sim.prf import (
     PrefixLabels,
@@ -186,7 +187,7 @@ from specbound.sim.prf import (
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
-           "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
+           "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
            "WatermarkConfig", "acceptance_compensator", "expected_block_tokens",
            "speculative_decode"]
 
@@ -226,6 +227,10 @@ REWEIGHTS = ("delta", "gamma")
 #: unkeyed clocks of ``pfr_nowm`` (``unkeyed=``): ``"position"`` (seeded position clocks,
 #: drafter invariant given the seed) or ``"fresh"`` (labels drawn from the generator per block)
 UNKEYED = ("position", "fresh")
+#: correction of ``mse_pseudo`` after a rejection (``residual=``): ``"plain"`` (a draw from
+#: ``(p - q)_+`` with the block's unkeyed uniform) or ``"keyed"`` (He et al. 2026's dual-key
+#: design: the exponential race on ``(p - q)_+`` with the second key's clocks)
+RESIDUALS = ("plain", "keyed")
 _NO_DRAFT = frozenset({"ar", "basic_uwm"})
 _GAMMA_DECODERS = frozenset({"basic_uwm", "mws", "mse", "mse_pseudo"})
 _U64 = np.uint64
@@ -252,6 +257,8 @@ class WatermarkConfig:
     reweight : {"delta", "gamma"}
         The reweighting of ``basic_uwm`` / ``mws`` / ``mse`` / ``mse_pseudo``
         (:data:`REWEIGHTS`).
+    residual : {"plain", "keyed"}
+        ``mse_pseudo``'s correction after a rejection (:data:`RESIDUALS`).
     """
 
     key_id: str | None
@@ -259,6 +266,7 @@ class WatermarkConfig:
     mask_repeats: bool
     repeats: str | None = None
     reweight: str = "delta"
+    residual: str = "plain"
 
     def __post_init__(self):
         if self.repeats is None:
@@ -548,11 +556,12 @@ class _Run:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
     def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
-                 reweight="delta", unkeyed="position"):
+                 reweight="delta", unkeyed="position", residual="plain"):
         self.backend = backend
         self.decoder, self.L, self.B, self.N, self.rng, self.w = (
             decoder, L, B, N, rng, window)
         self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
+        self.residual = residual
         self.mask = repeats == "mask"
         self.skip = repeats == "skip" and decoder in KEYED_DECODERS
         self.gamma = reweight == "gamma"
@@ -564,8 +573,7 @@ class _Run:
         self.keyed = decoder in KEYED_DECODERS
         self.digest = key_digest(key) if key is not None else None
         self.key_id = key_id(self.digest) if self.keyed else None
-        self.acc_digest = (key_digest(b"mse_pseudo-acceptance:" + self.digest)
-                           if decoder == "mse_pseudo" else None)
+        self.acc_digest = acceptance_digest(self.digest) if decoder == "mse_pseudo" else None
         # whole-prefix labels keep the hash state of the committed tokens
         self.prefix = (PrefixLabels(self.digest, self.tokens)
                        if self.keyed and window is None else None)
@@ -847,7 +855,12 @@ class _Run:
                 self.emit(x, ctx, skip)
                 self.decide(1, True, skip)
                 continue
-            self.emit(_K.residual_sample(pv, qv, us[s, 2]), ctx, skip)
+            if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
+                w = np.maximum(pv - qv, 0.0)
+                y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
+            else:
+                y = _K.residual_sample(pv, qv, us[s, 2])
+            self.emit(y, ctx, skip)
             self.decide(1, False, skip)
             return emitted
         if self.generated < self.N:
@@ -975,7 +988,7 @@ class _Run:
             L=self.L,
             B=self.B,
             watermark=WatermarkConfig(self.key_id, self.w, self.mask, self.repeats,
-                                      self.reweight),
+                                      self.reweight, self.residual),
             skipped=np.array(self.skipped, dtype=bool),
             decision_skipped=np.array(self.dec_skipped, dtype=bool),
             unkeyed=self.unkeyed,
@@ -988,7 +1001,8 @@ class _Run:
 @renamed_kwargs(context_length="window")
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
                        max_new_tokens=64, seed=0, window=None, repeats="reuse",
-                       reweight="delta", unkeyed="position", mask_repeats=None,
+                       reweight="delta", unkeyed="position", residual="plain",
+                       mask_repeats=None,
                        max_blocks=None, backend=None) -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
@@ -1037,6 +1051,14 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         the randomness an emitted token sees depends on the blocks before it, as with a
         fresh random stream per run (the multi-draft paper's setting).  Other decoders
         accept only ``"position"``.
+    residual : {"plain", "keyed"}
+        ``mse_pseudo``'s correction after a rejection: a draw from ``(p - q)_+`` with the
+        block's unkeyed uniform (default), or He et al. 2026's dual-key design, the
+        exponential race on ``(p - q)_+`` with the clocks ``prf_uniform(label2, v, 1)`` of the
+        second key (the acceptance coin is ``prf_uniform(label2, 0, 0)``), so that every
+        token is a deterministic function of the keys; :func:`specbound.sim.detect.detect`
+        with ``coin_threshold`` scores such positions by that second pivot.  Other decoders
+        accept only ``"plain"``.
     mask_repeats : bool
         Deprecated alias: ``True`` is ``repeats="mask"``, ``False`` is ``"reuse"``.
     max_blocks : int >= 1 or None
@@ -1086,6 +1108,10 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     if reweight != "delta" and decoder not in _GAMMA_DECODERS:
         raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
                          f"not to {decoder!r}")
+    residual = as_choice(residual, "residual", RESIDUALS)
+    if residual != "plain" and decoder != "mse_pseudo":
+        raise ValueError(f"residual: {residual!r} applies to mse_pseudo only, not to "
+                         f"{decoder!r}")
     unkeyed = as_choice(unkeyed, "unkeyed", UNKEYED)
     if unkeyed != "position" and decoder != "pfr_nowm":
         raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
@@ -1100,7 +1126,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"got {type(backend).__name__}"
         )
     return _Run(backend, prompt, decoder, L, B, key, N, rng, w, repeats, reweight,
-                unkeyed).run(max_blocks)
+                unkeyed, residual).run(max_blocks)
 
 
 def _model_window(target, draft):
