@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specbound.sim import _kernels as K
 from specbound.sim.decode import (
@@ -18,6 +20,7 @@ from specbound.sim.decode import (
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import context_label, key_id
 from tests._stats import assert_gof, assert_not_gof, assert_within_se, bonferroni
+from tests.strategies import prob_vectors
 
 TARGET = MarkovLM(np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]))
 DRAFT = MarkovLM(np.array([[0.2, 0.5, 0.3], [0.4, 0.2, 0.4], [0.3, 0.5, 0.2]]))
@@ -210,3 +213,18 @@ def test_fresh_pfr_nowm_is_not_drafter_invariant_given_the_seed():
                                    seed=seed, unkeyed="fresh")
         np.testing.assert_array_equal(again.tokens, fresh[0].tokens)  # reproducible
     assert changed >= 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(w=prob_vectors(min_size=1, max_size=60), label=st.integers(0, 2**64 - 1))
+def test_gamma_reweight_properties(w, label):
+    # a distribution with at most twice the mass of every token; along the keyed order its
+    # cumulative law is (2 b - 1)_+ (Hu et al. 2023's definition), so the first half is empty
+    from specbound.sim.prf import prf_uniform_numpy
+
+    r = _gamma_reweight(np.uint64(label), w)
+    assert np.all(r >= 0) and r.sum() == pytest.approx(1.0, abs=1e-9)
+    assert np.all(r <= 2 * w / w.sum() + 1e-12)
+    order = np.argsort(prf_uniform_numpy(np.uint64(label), np.arange(w.size), 0), kind="stable")
+    b = np.cumsum(w[order]) / w.sum()
+    np.testing.assert_allclose(np.cumsum(r[order]), np.maximum(2 * b - 1, 0), atol=1e-9)
