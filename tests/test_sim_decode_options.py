@@ -38,7 +38,7 @@ def _first3(decoder, n_trials, base, **kw):
 
 
 # Exactness: the law of the first three tokens is the target's (keys and seeds fresh per
-# trial).  14 cases, overall false-failure rate 1e-4 (Bonferroni).
+# trial).  15 cases, overall false-failure rate 1e-4 (Bonferroni).
 EXACT_CASES = [
     ("basic_uwm", {"window": 1, "repeats": "skip"}),
     ("pfr", {"window": 1, "repeats": "skip"}),
@@ -54,6 +54,7 @@ EXACT_CASES = [
     ("basic_uwm", {"reweight": "gamma", "window": 1, "repeats": "mask"}),
     ("mse_pseudo", {"residual": "keyed"}),
     ("mse_pseudo", {"residual": "keyed", "window": 1, "repeats": "skip"}),
+    ("mpfr", {"B": 3, "window": 1, "repeats": "skip"}),
 ]
 
 
@@ -228,3 +229,17 @@ def test_gamma_reweight_properties(w, label):
     order = np.argsort(prf_uniform_numpy(np.uint64(label), np.arange(w.size), 0), kind="stable")
     b = np.cumsum(w[order]) / w.sum()
     np.testing.assert_allclose(np.cumsum(r[order]), np.maximum(2 * b - 1, 0), atol=1e-9)
+
+
+def test_skip_in_the_mpfr_tree():
+    # skipped tree contexts carry their multiplicity (nu > 1 happens), are recorded, and the
+    # compensator refuses them (recursive rejection has no closed form here)
+    target = SyntheticLM(6, context_length=1, seed=7)
+    draft = target.draft(0.6, seed=8)
+    res = [speculative_decode(target, draft, [i % 6], "mpfr", L=3, B=3, key=i, window=1,
+                              repeats="skip", max_new_tokens=30, seed=i) for i in range(10)]
+    nus = np.concatenate([r.nu[r.decision_skipped] for r in res])
+    assert nus.size > 50 and (nus > 1).any()
+    assert all(r.skipped.sum() >= r.decision_skipped.sum() for r in res)
+    with pytest.raises(ValueError, match="results"):
+        acceptance_compensator(res, target, draft)

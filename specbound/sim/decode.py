@@ -132,17 +132,19 @@ the sum of these probabilities is a martingale: :func:`acceptance_compensator`.
 
 Repeated contexts (``repeats=``): a position is a *repeat* when its context window (last
 ``window`` tokens) already occurred at an earlier *generated* position of the sequence (or
-earlier on the same draft path within the block).  ``"reuse"`` (default) keeps the keyed
-clocks there.  ``"mask"`` replaces the keyed label by the unkeyed position label (see
-Randomness), for drafts and target alike, keeping the decoder's coupling; the detector scores
-each (window, token) pair once.  ``"skip"`` is Hu & Huang 2024's setting (their context-code
-history): a repeat falls back to vanilla speculative sampling, ``x ~ q`` drawn and accepted
-with the block's unkeyed uniforms (acceptance ``1 - TV``), residual ``(p - q)_+``, bonus from
-``p``; it is recorded in ``DecodeResult.skipped`` / ``decision_skipped`` and the detector does
-not score it.  The reported pivot is always the keyed one (what the detector recomputes).
-With ``window=None`` (whole prefix) no window repeats.  In ``"skip"`` mode the single-draft
-keyed decoders draw ``rng.random((ell + 1, 3))`` per block and ``basic_uwm`` one uniform per
-token (also with the gamma reweight), so the default streams are unchanged.
+earlier on the same draft path within the block). ``"reuse"`` (default) keeps the keyed
+clocks there. ``"mask"`` replaces the keyed label by the unkeyed position label (see
+Randomness), for drafts and target alike, keeping the decoder's coupling; the detector
+scores each (window, token) pair once. ``"skip"`` is Hu & Huang 2024's setting (their
+context-code history): a repeat falls back to vanilla speculative sampling, ``x ~ q`` drawn
+and accepted with the block's unkeyed uniforms (acceptance ``1 - TV``), residual
+``(p - q)_+``, bonus from ``p`` (an ``mpfr`` context of multiplicity ``k > 1`` drafts ``k`` i.i.d.
+tokens from ``q`` and verifies them by SpecInfer's recursive rejection); it is recorded in
+``DecodeResult.skipped`` / ``decision_skipped`` and the detector does not score it. The
+reported pivot is always the keyed one (what the detector recomputes). With ``window=None``
+(whole prefix) no window repeats. In ``"skip"`` mode the keyed decoders draw
+``rng.random((ell + 1, 3))`` per block (``(ell + 1, B, 3)`` for the tree) and ``basic_uwm``
+one uniform per token (also with the gamma reweight), so the default streams are unchanged.
 
 Gamma reweight (``reweight="gamma"``, ``basic_uwm``, ``mws``, ``mse``, ``mse_pseudo``): the
 keyed permutation orders the tokens by ``prf_uniform(label, v, 0)``; ``R_G(P)`` drops the
@@ -727,14 +729,19 @@ class _Run:
     def block_tree(self, ell):
         """pfr / pfr_nowm / mws (B = 1) and mpfr: Alg. 10 with lazy target evaluation.
 
-        ``repeats="skip"`` (B = 1 only): a skipped context drafts ``x ~ q`` and verifies it
-        by vanilla speculative sampling, with the unkeyed uniforms ``us`` of its depth.
+        ``repeats="skip"``: a skipped context with multiplicity ``k`` drafts ``k`` i.i.d.
+        tokens from ``q`` and verifies them by vanilla speculative sampling (``k = 1``) or
+        SpecInfer's recursive rejection (``k > 1``, Miao et al. 2024), with the unkeyed
+        uniforms ``us[depth, slot:slot + k]`` of its draft slots (``us`` has shape
+        ``(ell + 1, B, 3)``; the slots of a depth are numbered in level order).
         """
         h = list(self.tokens)
         labels: dict = {}
         skips: dict = {}
         qs: dict = {}
-        us = self.rng.random((ell + 1, 3)) if self.skip else None
+        cands: dict = {}
+        slots: dict = {}
+        us = self.rng.random((ell + 1, self.B, 3)) if self.skip else None
         if self.decoder == "pfr_nowm" and self.unkeyed == "fresh":
             self.fresh_labels = self.rng.integers(0, 2**64, size=ell + 1, dtype=np.uint64)
 
@@ -754,13 +761,18 @@ class _Run:
         buf = np.empty(self.B, dtype=np.int64)
         for depth in range(ell):
             nxt: dict = {}
+            slot = 0
             for path, qv in zip(level, self.draft_step(level), strict=True):
                 k = mult[path]
-                if skipped(path):  # B = 1: one draft from q
+                if skipped(path):  # k i.i.d. drafts from q
                     qs[path] = qv
-                    buf[0] = _K.categorical(qv, us[depth, 0])
+                    slots[path] = slot
+                    for j in range(k):
+                        buf[j] = _K.categorical(qv, us[depth, slot + j, 0])
+                    cands[path] = buf[:k].copy()
                 else:
                     _K.mpfr_topk(lab(path), qv, k, buf)
+                slot += k
                 kids = children.setdefault(path, set())
                 for t in buf[:k]:
                     child = path + (int(t),)
@@ -777,10 +789,16 @@ class _Run:
             ctx = h + list(path)
             pv = self.p(np.array(ctx, dtype=np.int64))
             skip = skipped(path)
-            if skip:  # vanilla speculative sampling with unkeyed coins
+            if skip and mult[path] == 1:  # vanilla speculative sampling, unkeyed coins
                 (x,) = children[path]
-                ok = us[s, 1] * qs[path][x] <= pv[x]
-                y = x if ok else int(_K.residual_sample(pv, qs[path], us[s, 2]))
+                j = slots[path]
+                ok = us[s, j, 1] * qs[path][x] <= pv[x]
+                y = x if ok else int(_K.residual_sample(pv, qs[path], us[s, j, 2]))
+            elif skip:  # recursive rejection over the k i.i.d. drafts
+                j = slots[path]
+                y, ok = _K.specinfer_verify(pv, qs[path], cands[path],
+                                            us[s, j:j + mult[path], 1], us[s, j, 2])
+                y, ok = int(y), bool(ok)
             else:
                 y = int(_K.race_argmin(lab(path), pv, 0))
                 ok = y in children.get(path, ())
@@ -794,7 +812,8 @@ class _Run:
             ctx = h + list(path)
             pv = self.p(np.array(ctx, dtype=np.int64))
             skip = skipped(path)
-            y = int(_K.categorical(pv, us[ell, 2]) if skip else _K.race_argmin(lab(path), pv, 0))
+            y = int(_K.categorical(pv, us[ell, 0, 2]) if skip
+                    else _K.race_argmin(lab(path), pv, 0))
             self.emit(y, ctx, skip)
             emitted += 1
         return emitted
@@ -1039,8 +1058,9 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         generated position (module docstring, "Repeated contexts"): ``"reuse"`` the keyed
         clocks (default), ``"mask"`` them with unkeyed position clocks, or ``"skip"`` the
         watermark there (Hu & Huang 2024's setting: vanilla speculative sampling with unkeyed
-        coins, acceptance ``1 - TV``; the detector does not score them).  ``"skip"`` is not
-        available for ``mpfr``.  Ignored by the unkeyed decoders.
+        coins, acceptance ``1 - TV``; for an ``mpfr`` context of multiplicity ``k > 1``,
+        ``k`` i.i.d. drafts from ``q`` and SpecInfer's recursive rejection; the detector does
+        not score them).  Ignored by the unkeyed decoders.
     reweight : {"delta", "gamma"}
         The reweighting of ``basic_uwm``, ``mws``, ``mse`` and ``mse_pseudo``: the
         DeltaGumbel exponential race (default) or the gamma-reweighting of Hu et al. 2023
@@ -1101,9 +1121,6 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         warn_deprecated("speculative_decode(mask_repeats=...)",
                         "speculative_decode(repeats='mask' or 'reuse')")
         repeats = "mask" if mask else "reuse"
-    if repeats == "skip" and decoder == "mpfr":
-        raise ValueError("repeats: 'skip' is not available for mpfr (a skipped multi-draft "
-                         "context has no vanilla fallback here); use 'mask' or 'reuse'")
     reweight = as_choice(reweight, "reweight", REWEIGHTS)
     if reweight != "delta" and decoder not in _GAMMA_DECODERS:
         raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
@@ -1190,12 +1207,12 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     per-block differences are uncorrelated, so their standard error gives its z-score.
 
     ``mpfr`` and ``invariant`` decisions with ``nu = 1`` use the exponential race (MPFR and
-    GLS with one draft are the race).  Decisions skipped as repeated contexts
+    GLS with one draft are the race). Decisions skipped as repeated contexts
     (``repeats="skip"``, :attr:`DecodeResult.decision_skipped`) are vanilla speculative
-    sampling: ``1 - TV``.  ``mse`` / ``mse_pseudo`` with the gamma reweight keep ``1 - TV``
-    (the draft is ``q``-distributed over keys); ``mws`` with it has no closed form and is
-    refused.  ``exact_acceptance`` for ``"gls"`` is a quadrature
-    (slow): restrict with ``blocks``.
+    sampling: ``1 - TV`` (skipped ``mpfr`` decisions with ``nu > 1`` are refused). ``mse`` /
+    ``mse_pseudo`` with the gamma reweight keep ``1 - TV`` (the draft is ``q``-distributed
+    over keys); ``mws`` with it has no closed form and is refused.  ``exact_acceptance``
+    for ``"gls"`` is a quadrature (slow): restrict with ``blocks``.
 
     Parameters
     ----------
@@ -1281,6 +1298,9 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
             sch = scheme if nu > 1 or scheme in ("sd", "exp_race") else "exp_race"
             a[sel] = np.atleast_1d(exact_acceptance(P[sel], Q[sel], sch, int(nu)))
         if skp.any():
+            if np.any(nus[skp] > 1):
+                raise ValueError("results: skipped mpfr decisions with nu > 1 (recursive "
+                                 "rejection) have no per-context closed form here")
             a[skp] = np.atleast_1d(exact_acceptance(P[skp], Q[skp], "sd", 1))
         seen = set()
         for (r, _, _), val in zip(ctx_rows, a, strict=True):
