@@ -243,3 +243,34 @@ def test_skip_in_the_mpfr_tree():
     assert all(r.skipped.sum() >= r.decision_skipped.sum() for r in res)
     with pytest.raises(ValueError, match="results"):
         acceptance_compensator(res, target, draft)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("decoder", "kw"), EXACT_CASES)
+def test_options_keep_the_target_law_large(decoder, kw):
+    # 60,000 sequences: a 1% total-variation bias on a few cells of probability ~3% gives a
+    # chi-square noncentrality far above the 1e-4 / 15 critical value
+    counts = _first3(decoder, 60_000, 9000, **kw)
+    assert_gof(counts, LAW3, alpha=bonferroni(len(EXACT_CASES)), label=f"{decoder} {kw}")
+
+
+@pytest.mark.parametrize(("decoder", "B", "kw"), [
+    ("pfr", 1, {"repeats": "skip"}), ("mse", 1, {"repeats": "skip"}),
+    ("mse_pseudo", 1, {"repeats": "skip", "residual": "keyed"}),
+    ("mws", 1, {"reweight": "gamma"}), ("mpfr", 3, {"repeats": "skip"}),
+    ("pfr_nowm", 1, {"unkeyed": "fresh"}),
+])
+def test_recorded_decisions_match_the_reconstruction_with_options(decoder, B, kw):
+    from tests.test_sim_decode import _reconstruct_decisions
+
+    target = SyntheticLM(8, context_length=1, seed=9)
+    draft = target.draft(0.8, seed=10)
+    for seed in range(4):
+        r = speculative_decode(target, draft, [seed, 1], decoder, L=3, B=B, key=seed,
+                               window=1, max_new_tokens=30, seed=seed, **kw)
+        dec = _reconstruct_decisions(r)
+        np.testing.assert_array_equal(r.nu, [nu for *_, nus in dec for nu in nus])
+        np.testing.assert_array_equal(r.accepted_per_block, [a for _, _, a, _ in dec])
+        assert r.decision_skipped.shape == r.nu.shape
+        # a decision is skipped iff the token it emitted is
+        np.testing.assert_array_equal(r.decision_skipped, r.skipped[r.decision_position])
