@@ -111,7 +111,7 @@ def test_speculative_decode_dispatches_to_the_compiled_loop(decoder, monkeypatch
 
 def test_unsupported_runs_fall_back_to_the_reference_loop():
     target, draft = _pair(50)
-    # CachedLM (its cache must see the calls), mask_repeats, another bit generator
+    # CachedLM (its cache must see the calls), another bit generator, non-default options
     ct = CachedLM(target)
     a = speculative_decode(ct, draft, [1], "pfr", L=2, key=3, max_new_tokens=6, seed=1)
     assert ct.misses > 0
@@ -123,8 +123,15 @@ def test_unsupported_runs_fall_back_to_the_reference_loop():
                            None) is None
     assert g.random() == np.random.Generator(np.random.Philox(5)).random()  # nothing drawn
     m = speculative_decode(target, draft, [1], "mpfr", L=2, B=2, key=3, max_new_tokens=6,
-                           window=1, mask_repeats=True, seed=2)
+                           window=1, repeats="mask", seed=2)
     assert m.watermark.mask_repeats
+    for opts in (dict(decoder="pfr", repeats="skip"), dict(decoder="mws", reweight="gamma"),
+                 dict(decoder="pfr_nowm", unkeyed="fresh"),
+                 dict(decoder="mse_pseudo", residual="keyed")):
+        kw = dict(L=2, key=3, max_new_tokens=8, window=1, seed=4, **opts)
+        dec = kw.pop("decoder")
+        assert_same(_reference(target, draft, [1, 1], dec, **kw),
+                    speculative_decode(target, draft, [1, 1], dec, **kw))
 
 
 @pytest.mark.kernel

@@ -148,7 +148,7 @@ def _first3_counts(decoder, target, draft, n_trials, *, L=2, B=2, base=0, m=None
         res = speculative_decode(target, draft, list(prompt), decoder, L=L, B=B,
                                  key=base + i, max_new_tokens=3,
                                  seed=np.random.SeedSequence([base, i]),
-                                 window=m, mask_repeats=mask)
+                                 window=m, repeats="mask" if mask else "reuse")
         a, b, c = res.generated
         counts[(a * n + b) * n + c] += 1
     return counts
@@ -294,6 +294,16 @@ def test_expected_block_tokens_limits():
         ({"max_new_tokens": 10**12}, "max_new_tokens"),
         ({"max_blocks": 0}, "max_blocks"),
         ({"backend": object()}, "backend"),
+        ({"repeats": "yes"}, "repeats"),
+        ({"repeats": True}, "repeats"),
+        ({"repeats": "mask", "mask_repeats": True}, "repeats"),
+        ({"reweight": "beta"}, "reweight"),
+        ({"reweight": "gamma", "decoder": "pfr"}, "reweight"),
+        ({"reweight": "gamma", "decoder": "mpfr"}, "reweight"),
+        ({"unkeyed": "none"}, "unkeyed"),
+        ({"residual": "keyed", "decoder": "mse"}, "residual"),
+        ({"residual": "maybe", "decoder": "mse_pseudo"}, "residual"),
+        ({"unkeyed": "fresh", "decoder": "pfr"}, "unkeyed"),
         ({"mask_repeats": "yes"}, "mask_repeats"),
         ({"seed": -1}, "seed"),
         ({"target": "gpt"}, "target"),
@@ -390,7 +400,7 @@ def test_recorded_nu_matches_the_reconstruction(decoder, B):
         for m in (None, 1):
             r = speculative_decode(target, draft, [seed, 7], decoder, L=3, B=B, key=seed,
                                    max_new_tokens=30, seed=seed, window=m,
-                                   mask_repeats=m is not None)
+                                   repeats="mask" if m is not None else "reuse")
             dec = _reconstruct_decisions(r)
             assert len(dec) == r.emitted_per_block.size
             assert sum(k for _, k, _, _ in dec) == 30
@@ -452,7 +462,7 @@ def test_deprecated_names():
 def test_watermark_config_recorded():
     target, draft = _pair()
     r = speculative_decode(target, draft, [1], "mpfr", B=2, key="alice", max_new_tokens=5,
-                           window=3, mask_repeats=True)
+                           window=3, repeats="mask")
     assert r.watermark == WatermarkConfig(key_id("alice"), 3, True)
     assert r.watermark.key_id != key_id("bob") and len(r.watermark.key_id) == 8
     r = speculative_decode(target, None, [1], "basic_uwm", key="alice", max_new_tokens=5)
@@ -482,7 +492,7 @@ def test_masked_windows_of_short_contexts_are_whole():
     for seed in range(40):
         for w in (3, 4):
             r = speculative_decode(target, None, [0], "basic_uwm", key=seed, max_new_tokens=8,
-                                   seed=seed, window=w, mask_repeats=True)
+                                   seed=seed, window=w, repeats="mask")
             toks = r.tokens
             seen = set()
             for t in range(1, toks.size):

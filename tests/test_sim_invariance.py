@@ -45,12 +45,12 @@ def test_masked_repeats_keep_pfr_equal_to_basic_uwm():
     target = SyntheticLM(6, context_length=1, seed=5)  # tiny vocabulary: windows repeat
     for key in range(10):
         ref = speculative_decode(target, None, [0], "basic_uwm", key=key, max_new_tokens=30,
-                                 window=1, mask_repeats=True, seed=key)
+                                 window=1, repeats="mask", seed=key)
         for draft in _synthetic_drafters(target):
             for decoder, B in (("pfr", 1), ("mpfr", 3)):
                 res = speculative_decode(target, draft, [0], decoder, B=B, key=key,
                                          max_new_tokens=30, window=1,
-                                         mask_repeats=True, seed=key)
+                                         repeats="mask", seed=key)
                 np.testing.assert_array_equal(res.tokens, ref.tokens)
 
 

@@ -17,6 +17,7 @@ from specbound.sim.detect import (
     DetectionBatch,
     DetectionResult,
     Pivots,
+    acceptance_coins,
     detect,
     detect_many,
     keyed_pivots,
@@ -78,5 +79,6 @@ __all__ = [
     # sequence-level metrics
     "cluster_ratio_se", "lcs_length", "mean_se", "rouge_l",
     # detection
-    "DetectionBatch", "DetectionResult", "Pivots", "detect", "detect_many", "keyed_pivots",
+    "DetectionBatch", "DetectionResult", "Pivots", "acceptance_coins", "detect", "detect_many",
+    "keyed_pivots",
 ]

@@ -130,12 +130,34 @@ the decision accepts with probability ``exact_acceptance(p(c), q(c), DECODER_SCH
 nu)`` (fresh clocks or coins in a context not yet decided), so the accepted count minus
 the sum of these probabilities is a martingale: :func:`acceptance_compensator`.
 
-Repeated contexts (``mask_repeats=True``): when the context window (last ``window``
-tokens) of a position already occurred at an earlier *generated* position of the sequence
-(or earlier on the same draft path within the block), the keyed label is replaced by the
-unkeyed position label (see Randomness), for drafts and target alike.  The reported pivot is
-still the keyed one (what the detector recomputes); the detector scores each (window, token)
-pair once.  With ``window=None`` (whole prefix) no window repeats.
+Repeated contexts (``repeats=``): a position is a *repeat* when its context window (last
+``window`` tokens) already occurred at an earlier *generated* position of the sequence (or
+earlier on the same draft path within the block). ``"reuse"`` (default) keeps the keyed
+clocks there. ``"mask"`` replaces the keyed label by the unkeyed position label (see
+Randomness), for drafts and target alike, keeping the decoder's coupling; the detector
+scores each (window, token) pair once. ``"skip"`` is Hu & Huang 2024's setting (their
+context-code history): a repeat falls back to vanilla speculative sampling, ``x ~ q`` drawn
+and accepted with the block's unkeyed uniforms (acceptance ``1 - TV``), residual
+``(p - q)_+``, bonus from ``p`` (an ``mpfr`` context of multiplicity ``k > 1`` drafts ``k`` i.i.d.
+tokens from ``q`` and verifies them by SpecInfer's recursive rejection); it is recorded in
+``DecodeResult.skipped`` / ``decision_skipped`` and the detector does not score it. The
+reported pivot is always the keyed one (what the detector recomputes). With ``window=None``
+(whole prefix) no window repeats. In ``"skip"`` mode the keyed decoders draw
+``rng.random((ell + 1, 3))`` per block (``(ell + 1, B, 3)`` for the tree) and ``basic_uwm``
+one uniform per token (also with the gamma reweight), so the default streams are unchanged.
+
+Gamma reweight (``reweight="gamma"``, ``basic_uwm``, ``mws``, ``mse``, ``mse_pseudo``): the
+keyed permutation orders the tokens by ``prf_uniform(label, v, 0)``; ``R_G(P)`` drops the
+first half of the cumulative interval along it and doubles the second (Hu et al. 2023,
+arXiv:2310.10669).  Keyed draws from ``R_G`` use the block's unkeyed uniforms (``us[s, 0]``
+for drafts, ``us[ell, 2]`` for the bonus).  ``mws`` then verifies between ``R_G(P)`` and
+``R_G(Q)`` (ordinary speculative sampling, residual ``(R_G(P) - R_G(Q))_+``) and is no longer
+PFR; ``mse`` keeps the unwatermarked verification.  The detector's pivot is unchanged.
+
+Fresh unkeyed clocks (``pfr_nowm``, ``unkeyed="fresh"``): ``ell + 1`` labels are drawn from
+the generator per block (``rng.integers(0, 2**64, ell + 1)``) and depth ``s`` of the block
+races on label ``s``, so a token's clocks depend on the block boundaries before it (a fresh
+stream per run, as a sampler drawing from a global generator), not on its absolute position.
 
 Block length: ``ell = min(L, max_new_tokens - generated)``; the bonus token is emitted only
 while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/10).
@@ -154,6 +176,7 @@ from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecat
 from specbound._validation import as_bool, as_choice, as_int, as_rng
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
+from specbound.sim.detect import acceptance_digest
 from specbound.sim.models import MarkovLM, as_language_model, next_distributions
 from specbound.sim.prf import (
     PrefixLabels,
@@ -162,12 +185,14 @@ from specbound.sim.prf import (
     key_digest,
     key_id,
     prf_uniform,
+    prf_uniform_numpy,
 )
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 
-__all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS",
-           "DecodeBackend", "DecodeResult", "SyntheticBackend", "WatermarkConfig",
-           "acceptance_compensator", "expected_block_tokens", "speculative_decode"]
+__all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
+           "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
+           "WatermarkConfig", "acceptance_compensator", "expected_block_tokens",
+           "speculative_decode"]
 
 DECODERS = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
             "mws", "mse", "mse_pseudo")
@@ -195,7 +220,22 @@ DECODER_SCHEME = types.MappingProxyType({
 MAX_DRAFTS = 1024
 #: largest ``max_new_tokens`` of :func:`speculative_decode` (the block loop is Python)
 MAX_NEW_TOKENS = 100_000
+#: handling of repeated context windows by the keyed decoders (``repeats=``): ``"reuse"`` the
+#: keyed clocks, ``"mask"`` them with unkeyed position clocks, ``"skip"`` the watermark
+#: (vanilla speculative sampling with unkeyed coins; not scored by the detector)
+REPEATS = ("reuse", "mask", "skip")
+#: reweighting of the Hu & Huang decoders (``reweight=``): ``"delta"`` (DeltaGumbel, the
+#: exponential race) or ``"gamma"`` (the gamma-reweighting of Hu et al. 2023)
+REWEIGHTS = ("delta", "gamma")
+#: unkeyed clocks of ``pfr_nowm`` (``unkeyed=``): ``"position"`` (seeded position clocks,
+#: drafter invariant given the seed) or ``"fresh"`` (labels drawn from the generator per block)
+UNKEYED = ("position", "fresh")
+#: correction of ``mse_pseudo`` after a rejection (``residual=``): ``"plain"`` (a draw from
+#: ``(p - q)_+`` with the block's unkeyed uniform) or ``"keyed"`` (He et al. 2026's dual-key
+#: design: the exponential race on ``(p - q)_+`` with the second key's clocks)
+RESIDUALS = ("plain", "keyed")
 _NO_DRAFT = frozenset({"ar", "basic_uwm"})
+_GAMMA_DECODERS = frozenset({"basic_uwm", "mws", "mse", "mse_pseudo"})
 _U64 = np.uint64
 
 
@@ -212,12 +252,29 @@ class WatermarkConfig:
         The watermark's context window (None: the whole prefix).  Detection must use the
         same window; :func:`specbound.sim.detect.detect` takes it from the result.
     mask_repeats : bool
-        Whether repeated context windows used unkeyed clocks.
+        Whether repeated context windows used unkeyed clocks (``repeats == "mask"``).
+    repeats : {"reuse", "mask", "skip"}
+        How repeated context windows were decoded (:data:`REPEATS`); derived from
+        ``mask_repeats`` when not given.  :func:`specbound.sim.detect.detect` skips the
+        repeated windows of a ``"skip"`` result.
+    reweight : {"delta", "gamma"}
+        The reweighting of ``basic_uwm`` / ``mws`` / ``mse`` / ``mse_pseudo``
+        (:data:`REWEIGHTS`).
+    residual : {"plain", "keyed"}
+        ``mse_pseudo``'s correction after a rejection (:data:`RESIDUALS`).
     """
 
     key_id: str | None
     window: int | None
     mask_repeats: bool
+    repeats: str | None = None
+    reweight: str = "delta"
+    residual: str = "plain"
+
+    def __post_init__(self):
+        if self.repeats is None:
+            object.__setattr__(self, "repeats", "mask" if self.mask_repeats else "reuse")
+        object.__setattr__(self, "mask_repeats", self.repeats == "mask")
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,7 +319,15 @@ class DecodeResult:
     L, B : int
         Lookahead and number of drafts.
     watermark : WatermarkConfig
-        Key fingerprint, window and repeat masking of the run.
+        Key fingerprint, window, repeated-context handling and reweighting of the run.
+    skipped : ndarray of bool
+        Per generated position, whether its context window was a repeat decoded without the
+        watermark (``repeats="skip"``; all False otherwise).
+    decision_skipped : ndarray of bool
+        Per decision (aligned with :attr:`nu`), whether it was a skipped repeat (vanilla
+        speculative sampling with an unkeyed coin, acceptance ``1 - TV``).
+    unkeyed : {"position", "fresh"}
+        The unkeyed clocks of ``pfr_nowm`` (:data:`UNKEYED`).
     """
 
     tokens: np.ndarray
@@ -282,6 +347,17 @@ class DecodeResult:
     L: int = 1
     B: int = 1
     watermark: WatermarkConfig = WatermarkConfig(None, None, False)
+    skipped: np.ndarray | None = field(default=None, repr=False)
+    decision_skipped: np.ndarray | None = field(default=None, repr=False)
+    unkeyed: str = "position"
+
+    def __post_init__(self):
+        n_gen = int(np.asarray(self.tokens).size) - int(self.prompt_length)
+        if self.skipped is None:
+            object.__setattr__(self, "skipped", np.zeros(max(n_gen, 0), dtype=bool))
+        if self.decision_skipped is None:
+            object.__setattr__(self, "decision_skipped",
+                               np.zeros(np.asarray(self.nu).size, dtype=bool))
 
     @property
     def generated(self) -> np.ndarray:
@@ -455,20 +531,52 @@ class SyntheticBackend:
 # ------------------------------------------------------------------------- the runner
 
 
+def _gamma_reweight(label, w) -> np.ndarray:
+    """Gamma-reweighting of ``w`` under the keyed permutation of ``label`` (Hu et al. 2023,
+    arXiv:2310.10669, §4.2; used for speculative sampling by Hu & Huang 2024,
+    arXiv:2410.20418).
+
+    The permutation orders the tokens by their first-arrival uniforms
+    ``prf_uniform(label, v, 0)`` ascending (a uniformly random order over keys); along it
+    token ``v`` covers ``[a_v, b_v)`` of the cumulative distribution and receives
+    ``max(2 b_v - 1, 0) - max(2 a_v - 1, 0)``: the first half of the interval [0, 1) is
+    dropped and the second half doubled.  Averaging over a permutation and its reverse gives
+    ``w`` back, so the reweighting is unbiased over keys; the detector's pivot
+    ``prf_uniform(label, w_t, 0)`` is stochastically larger under it (later tokens gain).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    u = prf_uniform_numpy(_U64(label), np.arange(w.size), 0)
+    order = np.argsort(u, kind="stable")
+    b = np.cumsum(w[order])
+    b /= b[-1]
+    a = np.concatenate(([0.0], b[:-1]))
+    out = np.empty_like(w)
+    out[order] = np.maximum(np.maximum(2.0 * b - 1.0, 0.0) - np.maximum(2.0 * a - 1.0, 0.0), 0.0)
+    return out
+
+
 class _Run:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
-    def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, mask):
+    def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
+                 reweight="delta", unkeyed="position", residual="plain"):
         self.backend = backend
-        self.decoder, self.L, self.B, self.N, self.rng, self.w, self.mask = (
-            decoder, L, B, N, rng, window, mask)
+        self.decoder, self.L, self.B, self.N, self.rng, self.w = (
+            decoder, L, B, N, rng, window)
+        self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
+        self.residual = residual
+        self.mask = repeats == "mask"
+        self.skip = repeats == "skip" and decoder in KEYED_DECODERS
+        self.gamma = reweight == "gamma"
+        # repeated windows are tracked for masking and skipping (never with window=None)
+        self.track = (self.mask or self.skip) and window is not None
+        self.fresh_labels = None  # pfr_nowm with unkeyed="fresh": this block's labels
         self.tokens = [int(t) for t in prompt]
         self.n0 = len(self.tokens)
         self.keyed = decoder in KEYED_DECODERS
         self.digest = key_digest(key) if key is not None else None
         self.key_id = key_id(self.digest) if self.keyed else None
-        self.acc_digest = (key_digest(b"mse_pseudo-acceptance:" + self.digest)
-                           if decoder == "mse_pseudo" else None)
+        self.acc_digest = acceptance_digest(self.digest) if decoder == "mse_pseudo" else None
         # whole-prefix labels keep the hash state of the committed tokens
         self.prefix = (PrefixLabels(self.digest, self.tokens)
                        if self.keyed and window is None else None)
@@ -481,6 +589,8 @@ class _Run:
         self.dec_ok: list[bool] = []
         self.dec_pos: list[int] = []
         self.pivots: list[float] = []
+        self.skipped: list[bool] = []
+        self.dec_skipped: list[bool] = []
         self.drafts: list[np.ndarray] = []
         self.seen: set = set()
         self.n_target_evals = self.n_draft_evals = 0
@@ -528,6 +638,18 @@ class _Run:
         """Unkeyed clocks of absolute position ``t`` (pfr_nowm, masked repeats)."""
         return _U64(_K.trial_label(self.run_label, t))
 
+    def is_repeat(self, ctx, path_windows=()):
+        """Whether the window of ``ctx`` occurred at an earlier generated position (or
+        earlier on the same draft path): masked or skipped under ``repeats``."""
+        if not self.track:
+            return False
+        w = self.win(ctx)
+        return w in self.seen or w in path_windows
+
+    def skipped_ctx(self, ctx, path_windows=()):
+        """``repeats="skip"``: the watermark is skipped in ``ctx`` (vanilla sampling)."""
+        return self.skip and self.is_repeat(ctx, path_windows)
+
     def _windowed(self, ctx):
         arr = np.asarray(ctx, dtype=np.int64)
         return arr[max(arr.size - self.w, 0):] if self.w > 0 else arr[:0]
@@ -546,29 +668,35 @@ class _Run:
     def clock_label(self, ctx, path_windows=()):
         """Label whose clocks drive draft and target in context ``ctx``."""
         if self.decoder == "pfr_nowm":
+            if self.fresh_labels is not None:
+                return self.fresh_labels[len(ctx) - self.h_len]
             return self.position_label(len(ctx))
-        if self.mask and self.w is not None:
-            w = self.win(ctx)
-            if w in self.seen or w in path_windows:
-                return self.position_label(len(ctx))
+        if self.mask and self.is_repeat(ctx, path_windows):
+            return self.position_label(len(ctx))
         return self.keyed_label(ctx)
 
+    def gamma_weights(self, lab, w):
+        """The gamma-reweighted distribution of ``w`` under the clocks of ``lab``."""
+        return _gamma_reweight(lab, w)
+
     # -- emission -------------------------------------------------------------------
-    def emit(self, y, ctx):
+    def emit(self, y, ctx, skipped=False):
         y = int(y)
         if self.keyed:
             self.pivots.append(float(prf_uniform(self.keyed_label(ctx), y, 0)))
         else:
             self.pivots.append(float("nan"))
-        if self.mask and self.w is not None:
+        if self.track:
             self.seen.add(self.win(ctx))
+        self.skipped.append(bool(skipped))
         self.tokens.append(y)
 
-    def decide(self, nu, ok):
+    def decide(self, nu, ok, skipped=False):
         """Record a verification decision (after :meth:`emit` of its token)."""
         self.nus.append(int(nu))
         self.dec_ok.append(bool(ok))
         self.dec_pos.append(self.generated - 1)
+        self.dec_skipped.append(bool(skipped))
 
     def ctx_array(self, extra=()):
         return np.array(self.tokens + list(extra), dtype=np.int64)
@@ -577,37 +705,75 @@ class _Run:
     def step_ar(self):
         self.verify([()])
         p = self.p(self.tokens)
+        skipped = False
         if self.decoder == "ar":
             y = _K.categorical(p, self.rng.random())
+        elif self.skip or self.gamma:
+            # one unkeyed uniform per token: the skipped repeat's draw or the gamma draw
+            u = self.rng.random()
+            skipped = self.skipped_ctx(self.tokens)
+            if skipped:
+                y = _K.categorical(p, u)
+            else:
+                y = _K.categorical(self.gamma_weights(self.clock_label(self.tokens), p), u) \
+                    if self.gamma else _K.race_argmin(self.clock_label(self.tokens), p, 0)
         else:
             y = _K.race_argmin(self.clock_label(self.tokens), p, 0)
-        self.emit(y, self.tokens)
+        self.emit(y, self.tokens, skipped)
         return 1
 
     def _path_windows(self, h, path):
-        if not (self.mask and self.w is not None):
+        if not self.track:
             return ()
         return {self.win(h + list(path[:i])) for i in range(len(path))}
 
     def block_tree(self, ell):
-        """pfr / pfr_nowm / mws (B = 1) and mpfr: Alg. 10 with lazy target evaluation."""
+        """pfr / pfr_nowm / mws (B = 1) and mpfr: Alg. 10 with lazy target evaluation.
+
+        ``repeats="skip"``: a skipped context with multiplicity ``k`` drafts ``k`` i.i.d.
+        tokens from ``q`` and verifies them by vanilla speculative sampling (``k = 1``) or
+        SpecInfer's recursive rejection (``k > 1``, Miao et al. 2024), with the unkeyed
+        uniforms ``us[depth, slot:slot + k]`` of its draft slots (``us`` has shape
+        ``(ell + 1, B, 3)``; the slots of a depth are numbered in level order).
+        """
         h = list(self.tokens)
         labels: dict = {}
+        skips: dict = {}
+        qs: dict = {}
+        cands: dict = {}
+        slots: dict = {}
+        us = self.rng.random((ell + 1, self.B, 3)) if self.skip else None
+        if self.decoder == "pfr_nowm" and self.unkeyed == "fresh":
+            self.fresh_labels = self.rng.integers(0, 2**64, size=ell + 1, dtype=np.uint64)
 
         def lab(path):
             if path not in labels:
                 labels[path] = self.clock_label(h + list(path), self._path_windows(h, path))
             return labels[path]
 
+        def skipped(path):
+            if path not in skips:
+                skips[path] = self.skipped_ctx(h + list(path), self._path_windows(h, path))
+            return skips[path]
+
         mult = {(): self.B}
         children: dict = {}
         level = [()]
         buf = np.empty(self.B, dtype=np.int64)
-        for _ in range(ell):
+        for depth in range(ell):
             nxt: dict = {}
+            slot = 0
             for path, qv in zip(level, self.draft_step(level), strict=True):
                 k = mult[path]
-                _K.mpfr_topk(lab(path), qv, k, buf)
+                if skipped(path):  # k i.i.d. drafts from q
+                    qs[path] = qv
+                    slots[path] = slot
+                    for j in range(k):
+                        buf[j] = _K.categorical(qv, us[depth, slot + j, 0])
+                    cands[path] = buf[:k].copy()
+                else:
+                    _K.mpfr_topk(lab(path), qv, k, buf)
+                slot += k
                 kids = children.setdefault(path, set())
                 for t in buf[:k]:
                     child = path + (int(t),)
@@ -620,43 +786,72 @@ class _Run:
         self.verify(list(mult))
         path: tuple = ()
         emitted = 0
-        for _ in range(ell):
+        for s in range(ell):
             ctx = h + list(path)
-            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
-            self.emit(y, ctx)
+            pv = self.p(np.array(ctx, dtype=np.int64))
+            skip = skipped(path)
+            if skip and mult[path] == 1:  # vanilla speculative sampling, unkeyed coins
+                (x,) = children[path]
+                j = slots[path]
+                ok = us[s, j, 1] * qs[path][x] <= pv[x]
+                y = x if ok else int(_K.residual_sample(pv, qs[path], us[s, j, 2]))
+            elif skip:  # recursive rejection over the k i.i.d. drafts
+                j = slots[path]
+                y, ok = _K.specinfer_verify(pv, qs[path], cands[path],
+                                            us[s, j:j + mult[path], 1], us[s, j, 2])
+                y, ok = int(y), bool(ok)
+            else:
+                y = int(_K.race_argmin(lab(path), pv, 0))
+                ok = y in children.get(path, ())
+            self.emit(y, ctx, skip)
             emitted += 1
-            ok = y in children.get(path, ())
-            self.decide(mult[path], ok)
+            self.decide(mult[path], ok, skip)
             if not ok:
                 return emitted
             path = path + (y,)
         if self.generated < self.N:
             ctx = h + list(path)
-            y = int(_K.race_argmin(lab(path), self.p(np.array(ctx, dtype=np.int64)), 0))
-            self.emit(y, ctx)
+            pv = self.p(np.array(ctx, dtype=np.int64))
+            skip = skipped(path)
+            y = int(_K.categorical(pv, us[ell, 0, 2]) if skip
+                    else _K.race_argmin(lab(path), pv, 0))
+            self.emit(y, ctx, skip)
             emitted += 1
         return emitted
 
     def block_single(self, ell):
-        """vsps / mse / mse_pseudo: one draft sequence, Alg. 1 verification."""
+        """vsps / mse / mse_pseudo, and mws with the gamma reweight: one draft sequence,
+        Alg. 1 verification.
+
+        The keyed drafts are ``R(q)`` (the race winner for ``"delta"``, a draw from the
+        gamma-reweighted ``q`` with ``us[s, 0]`` for ``"gamma"``).  ``mws`` verifies between
+        ``R(p)`` and ``R(q)`` with residual ``(R(p) - R(q))_+``; ``mse`` / ``mse_pseudo``
+        between ``p`` and ``q``.  A skipped repeat is vanilla speculative sampling.
+        """
         h = list(self.tokens)
         us = self.rng.random((ell + 1, 3))
         xs: list[int] = []
         qs = []
         path_windows: set = set()
         labs = []
+        skips = []
         for s in range(ell):
             ctx = h + xs
             qv = self.draft_step([tuple(xs)])[0]
-            if self.decoder == "vsps":
+            skip = self.skipped_ctx(ctx, path_windows)
+            skips.append(skip)
+            if self.decoder == "vsps" or skip:
                 x = int(_K.categorical(qv, us[s, 0]))
                 labs.append(None)
             else:
                 lab = self.clock_label(ctx, path_windows)
                 labs.append(lab)
-                x = int(_K.race_argmin(lab, qv, 0))
-                if self.mask and self.w is not None:
-                    path_windows.add(self.win(ctx))
+                if self.gamma:
+                    x = int(_K.categorical(self.gamma_weights(lab, qv), us[s, 0]))
+                else:
+                    x = int(_K.race_argmin(lab, qv, 0))
+            if self.track:
+                path_windows.add(self.win(ctx))
             xs.append(x)
             qs.append(qv)
         self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
@@ -665,27 +860,41 @@ class _Run:
         for s in range(ell):
             ctx = h + xs[:s]
             pv = self.p(np.array(ctx, dtype=np.int64))
+            qv = qs[s]
             x = xs[s]
-            if self.decoder == "mse_pseudo":
+            skip = skips[s]
+            if self.decoder == "mws" and not skip:  # between the reweighted distributions
+                pv = self.gamma_weights(labs[s], pv)
+                qv = self.gamma_weights(labs[s], qv)
+            if self.decoder == "mse_pseudo" and not skip:
                 coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
             else:
                 coin = us[s, 1]
             emitted += 1
-            if coin * qs[s][x] <= pv[x]:
-                self.emit(x, ctx)
-                self.decide(1, True)
+            if coin * qv[x] <= pv[x]:
+                self.emit(x, ctx, skip)
+                self.decide(1, True, skip)
                 continue
-            self.emit(_K.residual_sample(pv, qs[s], us[s, 2]), ctx)
-            self.decide(1, False)
+            if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
+                w = np.maximum(pv - qv, 0.0)
+                y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
+            else:
+                y = _K.residual_sample(pv, qv, us[s, 2])
+            self.emit(y, ctx, skip)
+            self.decide(1, False, skip)
             return emitted
         if self.generated < self.N:
             ctx = h + xs
             pv = self.p(np.array(ctx, dtype=np.int64))
-            if self.decoder == "vsps":
+            skip = self.skipped_ctx(ctx, path_windows)
+            if self.decoder == "vsps" or skip:
                 y = _K.categorical(pv, us[ell, 2])
+            elif self.gamma:
+                y = _K.categorical(self.gamma_weights(self.clock_label(ctx, path_windows), pv),
+                                   us[ell, 2])
             else:
                 y = _K.race_argmin(self.clock_label(ctx, path_windows), pv, 0)
-            self.emit(y, ctx)
+            self.emit(y, ctx, skip)
             emitted += 1
         return emitted
 
@@ -764,9 +973,9 @@ class _Run:
             n_dec = len(self.dec_ok)
             if d in _NO_DRAFT:
                 k = self.step_ar()
-            elif d in ("pfr", "pfr_nowm", "mpfr", "mws"):
+            elif d in ("pfr", "pfr_nowm", "mpfr") or (d == "mws" and not self.gamma):
                 k = self.block_tree(ell)
-            elif d in ("vsps", "mse", "mse_pseudo"):
+            elif d in ("vsps", "mse", "mse_pseudo", "mws"):
                 k = self.block_single(ell)
             elif d == "invariant":
                 k = self.block_gls(ell)
@@ -798,7 +1007,11 @@ class _Run:
             decoder=d,
             L=self.L,
             B=self.B,
-            watermark=WatermarkConfig(self.key_id, self.w, self.mask),
+            watermark=WatermarkConfig(self.key_id, self.w, self.mask, self.repeats,
+                                      self.reweight, self.residual),
+            skipped=np.array(self.skipped, dtype=bool),
+            decision_skipped=np.array(self.dec_skipped, dtype=bool),
+            unkeyed=self.unkeyed,
         )
 
 
@@ -807,7 +1020,9 @@ class _Run:
 
 @renamed_kwargs(context_length="window")
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
-                       max_new_tokens=64, seed=0, window=None, mask_repeats=False,
+                       max_new_tokens=64, seed=0, window=None, repeats="reuse",
+                       reweight="delta", unkeyed="position", residual="plain",
+                       mask_repeats=None,
                        max_blocks=None, backend=None) -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
@@ -839,9 +1054,34 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         the whole prefix).  Recorded in ``result.watermark``, from which
         :func:`specbound.sim.detect.detect` takes it.  (``context_length=`` is its deprecated
         name; a model's own window is its ``context_length``.)
+    repeats : {"reuse", "mask", "skip"}
+        Keyed decoders at positions whose context window already occurred at an earlier
+        generated position (module docstring, "Repeated contexts"): ``"reuse"`` the keyed
+        clocks (default), ``"mask"`` them with unkeyed position clocks, or ``"skip"`` the
+        watermark there (Hu & Huang 2024's setting: vanilla speculative sampling with unkeyed
+        coins, acceptance ``1 - TV``; for an ``mpfr`` context of multiplicity ``k > 1``,
+        ``k`` i.i.d. drafts from ``q`` and SpecInfer's recursive rejection; the detector does
+        not score them).  Ignored by the unkeyed decoders.
+    reweight : {"delta", "gamma"}
+        The reweighting of ``basic_uwm``, ``mws``, ``mse`` and ``mse_pseudo``: the
+        DeltaGumbel exponential race (default) or the gamma-reweighting of Hu et al. 2023
+        (module docstring); the other decoders accept only ``"delta"``.
+    unkeyed : {"position", "fresh"}
+        ``pfr_nowm``'s unkeyed clocks: seeded position clocks (default; the same for every
+        drafter given the seed) or labels drawn from the generator block by block, so that
+        the randomness an emitted token sees depends on the blocks before it, as with a
+        fresh random stream per run (the multi-draft paper's setting).  Other decoders
+        accept only ``"position"``.
+    residual : {"plain", "keyed"}
+        ``mse_pseudo``'s correction after a rejection: a draw from ``(p - q)_+`` with the
+        block's unkeyed uniform (default), or He et al. 2026's dual-key design, the
+        exponential race on ``(p - q)_+`` with the clocks ``prf_uniform(label2, v, 1)`` of the
+        second key (the acceptance coin is ``prf_uniform(label2, 0, 0)``), so that every
+        token is a deterministic function of the keys; :func:`specbound.sim.detect.detect`
+        with ``coin_threshold`` scores such positions by that second pivot.  Other decoders
+        accept only ``"plain"``.
     mask_repeats : bool
-        Use unkeyed clocks at positions whose context window already occurred (module
-        docstring).
+        Deprecated alias: ``True`` is ``repeats="mask"``, ``False`` is ``"reuse"``.
     max_blocks : int >= 1 or None
         Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
         drafter-invariance checks run single blocks this way.
@@ -868,17 +1108,36 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     autoregressive law, for the keyed decoders when the key is random (each distinct context
     gets independent clocks).  With a fixed key and repeated context windows the keyed
     decoders reuse clocks (the known repeated-context bias of keyed watermarks); use
-    ``mask_repeats`` or ``window=None`` to avoid it.  ``pfr``, ``mpfr`` and ``mws``
-    emit exactly the ``basic_uwm`` sequence for every drafter (Liu, Wan, Gao & Gündüz 2026,
-    arXiv:2609.21858, Prop. C.3).
+    ``repeats="mask"`` or ``"skip"``, or ``window=None``, to avoid it.  ``pfr``, ``mpfr``
+    and ``mws`` (delta reweight) emit exactly the ``basic_uwm`` sequence for every drafter
+    (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3).
     """
     target, draft, prompt, decoder, L, B, N, w = _validate(
         target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
-    mask = as_bool(mask_repeats, "mask_repeats")
+    repeats = as_choice(repeats, "repeats", REPEATS)
+    if mask_repeats is not None:
+        mask = as_bool(mask_repeats, "mask_repeats")
+        if repeats != "reuse":
+            raise ValueError("repeats: given together with its deprecated alias 'mask_repeats'")
+        warn_deprecated("speculative_decode(mask_repeats=...)",
+                        "speculative_decode(repeats='mask' or 'reuse')")
+        repeats = "mask" if mask else "reuse"
+    reweight = as_choice(reweight, "reweight", REWEIGHTS)
+    if reweight != "delta" and decoder not in _GAMMA_DECODERS:
+        raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
+                         f"not to {decoder!r}")
+    residual = as_choice(residual, "residual", RESIDUALS)
+    if residual != "plain" and decoder != "mse_pseudo":
+        raise ValueError(f"residual: {residual!r} applies to mse_pseudo only, not to "
+                         f"{decoder!r}")
+    unkeyed = as_choice(unkeyed, "unkeyed", UNKEYED)
+    if unkeyed != "position" and decoder != "pfr_nowm":
+        raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1)
     rng = as_rng(seed)
-    if backend is None and not mask:  # the compiled loop where it applies (same results)
+    if backend is None and (repeats, reweight, unkeyed, residual) == (
+            "reuse", "delta", "position", "plain"):  # the compiled loop (same results)
         res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
                                       max_blocks)
         if res is not None:
@@ -890,7 +1149,8 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
             f"got {type(backend).__name__}"
         )
-    return _Run(backend, prompt, decoder, L, B, key, N, rng, w, mask).run(max_blocks)
+    return _Run(backend, prompt, decoder, L, B, key, N, rng, w, repeats, reweight,
+                unkeyed, residual).run(max_blocks)
 
 
 def _model_window(target, draft):
@@ -954,8 +1214,12 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     per-block differences are uncorrelated, so their standard error gives its z-score.
 
     ``mpfr`` and ``invariant`` decisions with ``nu = 1`` use the exponential race (MPFR and
-    GLS with one draft are the race).  ``exact_acceptance`` for ``"gls"`` is a quadrature
-    (slow): restrict with ``blocks``.
+    GLS with one draft are the race). Decisions skipped as repeated contexts
+    (``repeats="skip"``, :attr:`DecodeResult.decision_skipped`) are vanilla speculative
+    sampling: ``1 - TV`` (skipped ``mpfr`` decisions with ``nu > 1`` are refused). ``mse`` /
+    ``mse_pseudo`` with the gamma reweight keep ``1 - TV`` (the draft is ``q``-distributed
+    over keys); ``mws`` with it has no closed form and is refused.  ``exact_acceptance``
+    for ``"gls"`` is a quadrature (slow): restrict with ``blocks``.
 
     Parameters
     ----------
@@ -997,6 +1261,9 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     if len(decs) != 1:
         raise ValueError(f"results: runs of one decoder expected, got {sorted(decs)}")
     decoder = decs.pop()
+    if decoder == "mws" and any(r.watermark.reweight != "delta" for r in results):
+        raise ValueError("results: mws with the gamma reweight has no per-context closed-form "
+                         "acceptance (1 - TV between the reweighted laws, averaged over keys)")
     if decoder not in DECODER_SCHEME:
         raise ValueError(
             f"results: decoder {decoder!r} has no per-context acceptance scheme; supported: "
@@ -1007,6 +1274,7 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     scheme = DECODER_SCHEME[decoder]
     rows = []
     ctx_rows: list[tuple[int, np.ndarray, int]] = []  # (row index, context, nu)
+    skipped: list[bool] = []  # skipped repeats are vanilla speculative sampling ("sd")
     for i, res in enumerate(results):
         toks = np.asarray(res.tokens)
         n0 = res.prompt_length
@@ -1021,17 +1289,26 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
                          "n_decisions": int(sel.size)})
             for j in sel:
                 ctx_rows.append((r, toks[:n0 + int(res.decision_position[j])], int(res.nu[j])))
+                skipped.append(bool(res.decision_skipped[j]))
     pred = np.zeros(len(rows))
     first = np.full(len(rows), np.nan)
     if ctx_rows:
         P = next_distributions(target, [c for _, c, _ in ctx_rows])
         Q = next_distributions(draft, [c for _, c, _ in ctx_rows])
         nus = np.array([nu for _, _, nu in ctx_rows])
+        skp = np.array(skipped, dtype=bool)
         a = np.empty(len(ctx_rows))
         for nu in np.unique(nus):
-            sel = nus == nu
+            sel = (nus == nu) & ~skp
+            if not sel.any():
+                continue
             sch = scheme if nu > 1 or scheme in ("sd", "exp_race") else "exp_race"
             a[sel] = np.atleast_1d(exact_acceptance(P[sel], Q[sel], sch, int(nu)))
+        if skp.any():
+            if np.any(nus[skp] > 1):
+                raise ValueError("results: skipped mpfr decisions with nu > 1 (recursive "
+                                 "rejection) have no per-context closed form here")
+            a[skp] = np.atleast_1d(exact_acceptance(P[skp], Q[skp], "sd", 1))
         seen = set()
         for (r, _, _), val in zip(ctx_rows, a, strict=True):
             pred[r] += val

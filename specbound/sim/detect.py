@@ -19,6 +19,23 @@ Repeated contexts reuse the same keyed randomness, so their pivots are not indep
 three_bricks detectors), which keeps the H0 law of the pivots exactly i.i.d. U(0, 1) for a
 fixed key drawn at random.
 
+Repeated windows skipped by the decoder (``speculative_decode(..., repeats="skip")``, Hu &
+Huang 2024's setting) are not scored: with ``repeats="skip"`` only the first occurrence of
+every context window is scored, whatever the token (a result decoded that way sets it).
+
+``mse_pseudo`` (He et al. 2026, arXiv:2602.01428) accepts a draft ``x`` at context ``c``
+iff ``r(c) <= p(x)/q(x)`` with the keyed coin ``r(c) = prf_uniform(context_label(key2, c,
+window), 0, 0)`` of a second key (:func:`acceptance_coins`).  The detector holds both keys,
+so it can use the coin as evidence (``coin_threshold=tau``, He et al. 2026's threshold
+rule): a position with ``r_t <= tau`` was probably an accepted draft (or a bonus) and is
+scored by its pivot under ``key``; a position with ``r_t > tau`` was probably a rejection and
+is scored by the pivot of the correction's race under the second key,
+``prf_uniform(context_label(key2, c, window), w_t, 1)``, which carries the watermark when the
+decoder used the keyed residual (``speculative_decode(..., residual="keyed")``, their dual-key
+design; with the plain residual such positions are noise).  Under H0 the coin and the two
+pivots are independent uniforms (distinct keys or arrival columns), so the chosen pivots
+are still i.i.d. U(0, 1) and the null law of every score is exact.
+
 Every function accepts a :class:`~specbound.sim.decode.DecodeResult` (or any result with
 ``tokens``, ``prompt_length`` and ``watermark``) in place of the token sequence: the prompt
 length and the watermark window are then taken from it, and an explicit ``window`` that
@@ -34,14 +51,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from specbound._deprecation import renamed_kwargs, warn_deprecated
-from specbound._validation import as_bool, as_int
+from specbound._validation import as_bool, as_choice, as_int, as_real
 from specbound.results import ResultBatch
 from specbound.sim import _compiled_detect
 from specbound.sim.prf import PrefixLabels, as_window, digest_label, key_digest, prf_uniform_numpy
 from specbound.theory.watermark import null_log_sf, parse_score_params, token_scores
 
-__all__ = ["DetectionBatch", "DetectionResult", "Pivots", "detect", "detect_many",
-           "keyed_pivots"]
+__all__ = ["DetectionBatch", "DetectionResult", "Pivots", "acceptance_coins", "detect",
+           "detect_many", "keyed_pivots"]
+
+#: the repeated-context modes of the decoders (``speculative_decode(repeats=...)``)
+_REPEATS = ("reuse", "mask", "skip")
+_ACCEPTANCE_PREFIX = b"mse_pseudo-acceptance:"
+
+
+def acceptance_digest(key):
+    """Digest of ``mse_pseudo``'s second key, the key of its pseudorandom acceptance coin
+    (He et al. 2026, arXiv:2602.01428): ``key_digest(b"mse_pseudo-acceptance:" +
+    key_digest(key))``, independent of the token clocks of ``key``."""
+    return key_digest(_ACCEPTANCE_PREFIX + key_digest(key))
 
 
 class _FromResult:
@@ -179,6 +207,24 @@ def _is_result(x) -> bool:
     return all(hasattr(x, a) for a in ("tokens", "prompt_length", "watermark"))
 
 
+def _resolve_repeats(res, repeats):
+    """The repeated-context mode: a result's unless given (they must then agree)."""
+    mine = getattr(getattr(res, "watermark", None), "repeats", None) or "reuse"
+    if repeats is _FROM_RESULT:
+        return mine if res is not None else "reuse"
+    repeats = as_choice(repeats, "repeats", _REPEATS)
+    if res is not None and (repeats == "skip") != (mine == "skip"):
+        raise ValueError(f"repeats: {repeats!r} differs from the mode {mine!r} the sequence "
+                         f"was decoded with (omit repeats to use the result's)")
+    return repeats
+
+
+def _as_threshold(coin_threshold):
+    if coin_threshold is None:
+        return None
+    return as_real(coin_threshold, "coin_threshold", low=0.0, high=1.0, low_open=True)
+
+
 def _resolve(tokens, prompt_length, key, window, name="tokens"):
     """``(tokens array, prompt_length, key, window)`` for a sequence or a decoding result."""
     if _is_result(tokens):
@@ -214,32 +260,52 @@ def _resolve(tokens, prompt_length, key, window, name="tokens"):
     return tok, prompt_length, key, as_window(window)
 
 
-def _pivots(tok: np.ndarray, prompt_length: int, digest, window, dedup: bool) -> Pivots:
-    """Keyed pivots of positions prompt_length..len-1 (validated input)."""
-    labels = []
+def _labels(tok: np.ndarray, prompt_length: int, digests, window, dedup: bool, skip: bool):
+    """Scored positions and, per digest, their context labels (validated input)."""
+    labels = [[] for _ in digests]
     positions = []
     if window is None:
         # whole-prefix labels: keep the hash state along the sequence (O(1) per position)
-        prefix = PrefixLabels(digest, tok[:prompt_length])
+        prefixes = [PrefixLabels(d, tok[:prompt_length]) for d in digests]
         for t in range(prompt_length, tok.size):
-            labels.append(prefix.label())
+            for lab, prefix in zip(labels, prefixes, strict=True):
+                lab.append(prefix.label())
+                prefix.extend(tok[t:t + 1])
             positions.append(t)
-            prefix.extend(tok[t:t + 1])
     else:
         seen = set()
         for t in range(prompt_length, tok.size):
             ctx = tok[max(0, t - window):t]
-            if dedup:
+            if skip:  # a repeated window was decoded without the watermark
+                key = ctx.tobytes()
+                if key in seen:
+                    continue
+                seen.add(key)
+            elif dedup:
                 key = (ctx.tobytes(), int(tok[t]))
                 if key in seen:
                     continue
                 seen.add(key)
-            labels.append(digest_label(digest, ctx))
+            for lab, d in zip(labels, digests, strict=True):
+                lab.append(digest_label(d, ctx))
             positions.append(t)
-    positions = np.asarray(positions, dtype=np.int64)
-    if not labels:
+    return (np.asarray(positions, dtype=np.int64),
+            [np.asarray(lab, dtype=np.uint64) for lab in labels])
+
+
+def _pivots(tok: np.ndarray, prompt_length: int, digest, window, dedup: bool,
+            skip: bool = False, coin_threshold=None) -> Pivots:
+    """Keyed pivots of positions prompt_length..len-1 (validated input)."""
+    digests = [digest] if coin_threshold is None else [digest, acceptance_digest(digest)]
+    positions, labels = _labels(tok, prompt_length, digests, window, dedup, skip)
+    if positions.size == 0:
         return Pivots(np.zeros(0), positions)
-    U = prf_uniform_numpy(np.asarray(labels, dtype=np.uint64), tok[positions], 0)
+    U = prf_uniform_numpy(labels[0], tok[positions], 0)
+    if coin_threshold is not None:
+        # He et al. 2026: a high coin means a probable rejection, whose correction raced
+        # on the second key's clocks (arrival column 1)
+        second = prf_uniform_numpy(labels[1], tok[positions], 1)
+        U = np.where(prf_uniform_numpy(labels[1], 0, 0) > coin_threshold, second, U)
     return Pivots(U, positions)
 
 
@@ -248,7 +314,7 @@ def _pivots(tok: np.ndarray, prompt_length: int, digest, window, dedup: bool) ->
 
 @renamed_kwargs(context_length="window")
 def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
-                 dedup=True) -> Pivots:
+                 dedup=True, repeats=_FROM_RESULT, coin_threshold=None) -> Pivots:
     """Per-position keyed pivots ``U_t = exp(-E_{w_t,1})`` of a token sequence.
 
     Parameters
@@ -270,6 +336,16 @@ def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
     dedup : bool
         Score each (context window, token) pair once (first occurrence).  Has no effect for
         ``window=None``, where every prefix is distinct.
+    repeats : {"reuse", "mask", "skip"}
+        The decoder's handling of repeated windows (``speculative_decode(repeats=...)``);
+        default: a result's, ``"reuse"`` for a token sequence.  ``"skip"`` scores only the
+        first occurrence of every window (the decoder did not watermark the others);
+        ``"reuse"`` and ``"mask"`` follow ``dedup``.  A value whose skipping differs from a
+        result's raises.
+    coin_threshold : float in (0, 1] or None
+        He et al. 2026's use of ``mse_pseudo``'s keyed acceptance coin (module docstring):
+        positions whose coin ``r_t`` exceeds it are scored by the second key's pivot (the
+        keyed residual's race).  None (default): ignore the coin.
 
     Returns
     -------
@@ -281,11 +357,28 @@ def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
     ValueError
         ``tokens`` not 1-D non-negative integers; ``prompt_length`` missing or out of range;
         ``key`` missing or of an unsupported type; ``window`` negative, not an integer, or
-        different from a result's; ``dedup`` not a bool.
+        different from a result's; ``dedup`` not a bool; ``repeats`` unknown or conflicting
+        with a result's; ``coin_threshold`` outside (0, 1].
     """
+    res = tokens if _is_result(tokens) else None
     tok, prompt_length, key, window = _resolve(tokens, prompt_length, key, window)
     dedup = as_bool(dedup, "dedup")
-    return _pivots(tok, prompt_length, key_digest(key), window, dedup)
+    skip = _resolve_repeats(res, repeats) == "skip"
+    return _pivots(tok, prompt_length, key_digest(key), window, dedup, skip,
+                   _as_threshold(coin_threshold))
+
+
+def acceptance_coins(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT):
+    """``mse_pseudo``'s keyed acceptance coins ``r_t`` at every position after the prompt.
+
+    ``r_t = prf_uniform(context_label(acceptance_digest(key), tokens[:t], window), 0, 0)``:
+    the coin the decoder compared with ``p(x)/q(x)`` when it verified position ``t`` (He et
+    al. 2026, arXiv:2602.01428, pseudorandom acceptance).  Arguments as in
+    :func:`keyed_pivots`; returns a float64 array of length ``len(tokens) - prompt_length``.
+    """
+    tok, prompt_length, key, window = _resolve(tokens, prompt_length, key, window)
+    _, (labels,) = _labels(tok, prompt_length, [acceptance_digest(key)], window, False, False)
+    return prf_uniform_numpy(labels, 0, 0) if labels.size else np.zeros(0)
 
 
 @renamed_kwargs(context_length="window")
@@ -297,6 +390,8 @@ def detect(
     window=_FROM_RESULT,
     score: str = "aaronson",
     dedup: bool = True,
+    repeats=_FROM_RESULT,
+    coin_threshold=None,
     **score_params,
 ) -> DetectionResult:
     """Detect the keyed watermark in one token sequence (Liu et al. 2026, Alg. 8, App. E).
@@ -306,8 +401,9 @@ def detect(
 
     Parameters
     ----------
-    tokens, prompt_length, key, window, dedup
-        As in :func:`keyed_pivots`.
+    tokens, prompt_length, key, window, dedup, repeats, coin_threshold
+        As in :func:`keyed_pivots` (``repeats`` defaults to the result's; ``coin_threshold``
+        uses ``mse_pseudo``'s acceptance coin, He et al. 2026).
     score : {"aaronson", "u", "li", "lattimore"}
         The score; ``score_params`` are passed on (``delta`` for ``"li"``, ``epsilon`` for
         ``"lattimore"``, ``method`` for ``"u"``; see
@@ -326,7 +422,8 @@ def detect(
         Invalid input (see :func:`keyed_pivots`), unknown score or invalid score parameters.
     """
     score, params = parse_score_params(score, score_params)
-    piv = keyed_pivots(tokens, prompt_length, key, window=window, dedup=dedup)
+    piv = keyed_pivots(tokens, prompt_length, key, window=window, dedup=dedup,
+                       repeats=repeats, coin_threshold=coin_threshold)
     return _result(piv.pivots, piv.positions, score, params)
 
 
@@ -348,6 +445,8 @@ def detect_many(
     window=_FROM_RESULT,
     score: str = "aaronson",
     dedup: bool = True,
+    repeats=_FROM_RESULT,
+    coin_threshold=None,
     **score_params,
 ) -> DetectionBatch:
     """Batched :func:`detect` for many sequences under one key.
@@ -360,8 +459,8 @@ def detect_many(
         which must share one window).
     prompt_length : int or sequence of int
         Prompt length of every sequence (one value for all, or one per sequence).
-    key, window, score, dedup, **score_params
-        As in :func:`detect`.
+    key, window, score, dedup, repeats, coin_threshold, **score_params
+        As in :func:`detect` (results must share one ``repeats`` mode).
 
     Returns
     -------
@@ -388,6 +487,8 @@ def detect_many(
     if not rows:
         raise ValueError("sequences: must contain at least one sequence")
     dedup = as_bool(dedup, "dedup")
+    coin_threshold = _as_threshold(coin_threshold)
+    skips = None
     if all(_is_result(r) for r in rows):
         if key is None:
             key, prompt_length = prompt_length, None
@@ -397,6 +498,9 @@ def detect_many(
         if prompt_length is not None:
             raise ValueError("prompt_length: taken from the results (do not pass it)")
         resolved = [_resolve(r, None, key, window, "sequences") for r in rows]
+        skips = {_resolve_repeats(r, repeats) == "skip" for r in rows}
+        if len(skips) > 1:
+            raise ValueError("sequences: results decoded with different repeats modes")
     elif any(_is_result(r) for r in rows):
         raise ValueError("sequences: mixes decoding results and token sequences")
     else:
@@ -420,10 +524,18 @@ def detect_many(
             (tok, as_int(p, "prompt_length", min_value=0, max_value=tok.size), key, w)
             for tok, p in zip(toks, pls, strict=True)
         ]
+    skip = skips.pop() if skips else _resolve_repeats(None, repeats) == "skip"
     digest = key_digest(resolved[0][2])
-    # one compiled call over every sequence (the same pivots as _pivots, sequence by sequence)
-    piv, poss = _compiled_detect.pivots_many([r[0] for r in resolved], [r[1] for r in resolved],
-                                             digest, resolved[0][3], dedup)
+    if not skip and coin_threshold is None:
+        # one compiled call over every sequence (the same pivots as _pivots, one by one)
+        piv, poss = _compiled_detect.pivots_many(
+            [r[0] for r in resolved], [r[1] for r in resolved], digest, resolved[0][3], dedup)
+    else:
+        piv, poss = [], []
+        for tok, p, _, w in resolved:
+            pv = _pivots(tok, p, digest, w, dedup, skip, coin_threshold)
+            piv.append(pv.pivots)
+            poss.append(pv.positions)
     n = np.array([u.size for u in piv], dtype=np.int64)
     S = np.array([float(token_scores(u, score, **params).sum()) if u.size else 0.0 for u in piv])
     lp = np.zeros(len(piv))
