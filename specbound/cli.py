@@ -230,9 +230,9 @@ def _read_text(source: str) -> str:
 
 def _generate_run(args: argparse.Namespace) -> int:
     from specbound import llm
-    from specbound.llm.detect import detect
+    from specbound.llm.detection import detect
     from specbound.llm.drafts import parse_draft
-    from specbound.llm.generate import DEFAULT_WINDOW, generate
+    from specbound.llm.generation import DEFAULT_WINDOW, generate
     from specbound.sim.decode import KEYED_DECODERS
 
     parse_draft(args.draft)
@@ -291,7 +291,7 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _detect_run(args: argparse.Namespace) -> int:
-    from specbound.llm.detect import detect
+    from specbound.llm.detection import detect
 
     if args.file == "-":
         text = sys.stdin.read()

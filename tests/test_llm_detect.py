@@ -14,8 +14,8 @@ from scipy import stats
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from specbound.llm import detect as D  # noqa: E402
-from specbound.llm.generate import DEFAULT_WINDOW, generate  # noqa: E402
+from specbound.llm import detection as D  # noqa: E402
+from specbound.llm.generation import DEFAULT_WINDOW, generate  # noqa: E402
 from tests._stats import FIVE_SIGMA_RATE  # noqa: E402
 
 KEY = 42

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from specbound import sim  # noqa: E402
-from specbound.llm import generate as G  # noqa: E402
+from specbound.llm import generation as G  # noqa: E402
 from specbound.llm._loading import LoadInfo  # noqa: E402
 from specbound.llm.drafts import DraftSpec  # noqa: E402
 from specbound.llm.models import LogitsProcessing, ModelPair  # noqa: E402

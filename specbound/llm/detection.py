@@ -84,7 +84,7 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
         Default: the embedded model's tokenizer (:func:`embedded_tokenizer`).
     window : int >= 0, optional
         The generator's context window; default: a result's window, else
-        :data:`specbound.llm.generate.DEFAULT_WINDOW` (4).  Text needs a finite window.
+        :data:`specbound.llm.DEFAULT_WINDOW` (4).  Text needs a finite window.
     score : {"aaronson", "u", "li", "lattimore"}
         As in :func:`specbound.sim.detect`.
     prompt_length : int, optional
@@ -104,7 +104,7 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
         ``key`` missing, ``window`` negative, a ``window``
         that differs from a result's, a bad ``tokenizer`` or ``score`` (named).
     """
-    from specbound.llm.generate import DEFAULT_WINDOW
+    from specbound.llm.generation import DEFAULT_WINDOW
 
     if isinstance(text, DecodeResult) or all(
             hasattr(text, a) for a in ("tokens", "prompt_length", "watermark")):
