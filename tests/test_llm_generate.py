@@ -75,10 +75,15 @@ class _SynthModule(torch.nn.Module):
         ctxs = []
         for b in range(full.shape[0]):
             row = full[b]
-            keep = (torch.ones_like(row, dtype=torch.bool) if attention_mask is None
-                    else torch.cat([torch.ones(prev.shape[1], dtype=torch.bool),
-                                    attention_mask[b].bool()]))
             for j in range(prev.shape[1] + n - k, prev.shape[1] + n):
+                if attention_mask is not None and attention_mask.ndim == 4:
+                    # a tree mask: the context is what the query attends to, in order
+                    sees = attention_mask[b, 0, j - prev.shape[1]] == 0
+                    ctxs.append(row[sees].numpy().astype(np.int64))
+                    continue
+                keep = (torch.ones_like(row, dtype=torch.bool) if attention_mask is None
+                        else torch.cat([torch.ones(prev.shape[1], dtype=torch.bool),
+                                        attention_mask[b].bool()]))
                 ctxs.append(row[:j + 1][keep[:j + 1]].numpy().astype(np.int64))
         P = sim.models.next_distributions(self.lm, ctxs).reshape(full.shape[0], k, -1)
         with np.errstate(divide="ignore"):
@@ -140,6 +145,35 @@ def test_batched_verification_equals_one_path_at_a_time(synth, decoder, B):
     kw = dict(L=4, B=B, key=3, window=3, max_new_tokens=40, seed=1)
     _same(G.generate(pair, PROMPT, decoder, batch_verify=True, **kw),
           G.generate(pair, PROMPT, decoder, batch_verify=False, **kw))
+
+
+@pytest.mark.parametrize("decoder", ["mpfr", "invariant", "specinfer"])
+@pytest.mark.parametrize("B", [2, 4])
+def test_tree_verification_equals_batch_of_paths(synth, decoder, B):
+    """One forward over the unique tree nodes with a tree attention mask gives the tokens of
+    the batch-of-paths verification (the synthetic module reads each node's context from
+    the mask, so a wrong mask or position changes the tokens)."""
+    _, _, pair = synth
+    kw = dict(L=4, B=B, key=3, window=3, max_new_tokens=40, seed=1)
+    pair.target.calls.clear()
+    tree = G.generate(pair, PROMPT, decoder, tree=True, **kw)
+    assert all(batch == 1 for batch, _ in pair.target.calls)
+    _same(tree, G.generate(pair, PROMPT, decoder, **kw))
+
+
+def test_tree_inputs_mask_and_positions():
+    from specbound.llm.tree import tree_inputs
+
+    ti = tree_inputs([7, 8], [(1, 2), (1, 3), (4,)], past=5)
+    assert ti.input_ids.tolist() == [[7, 8, 1, 4, 2, 3]]
+    assert ti.position_ids.tolist() == [[5, 6, 7, 7, 8, 8]]
+    sees = (ti.attention_mask[0, 0] == 0).int().tolist()
+    assert sees[0] == [1] * 5 + [1, 0, 0, 0, 0, 0]
+    assert sees[3] == [1] * 5 + [1, 1, 0, 1, 0, 0]  # (4,) sees the pending tokens and itself
+    assert sees[5] == [1] * 5 + [1, 1, 1, 0, 0, 1]  # (1, 3) sees (1,) and itself
+    assert ti.row == {(): 1, (1,): 2, (4,): 3, (1, 2): 4, (1, 3): 5}
+    with pytest.raises(ValueError, match="^pending:"):
+        tree_inputs([], [(1,)], past=0)
 
 
 @pytest.mark.parametrize("decoder,B", [("mpfr", 4), ("specinfer", 3), ("vsps", 1),
@@ -245,9 +279,10 @@ def test_kv_cache_equals_no_cache_on_the_embedded_model(llm_pair, real_ids):
     """The cached, batched backend and the uncached reference give the same tokens (the
     processed distributions differ by float32 rounding only; a near tie that rounding could
     flip has probability ~1e-5 per token)."""
-    for decoder, B in (("mpfr", 3), ("specinfer", 2), ("vsps", 1)):
+    for decoder, B, tree in (("mpfr", 3, False), ("specinfer", 2, False), ("vsps", 1, False),
+                             ("mpfr", 3, True)):
         kw = dict(L=3, B=B, key=5, window=4, max_new_tokens=6, seed=3)
-        res = G.generate(llm_pair, real_ids, decoder, stop_at_eos=False, **kw)
+        res = G.generate(llm_pair, real_ids, decoder, stop_at_eos=False, tree=tree, **kw)
         ref = sim.speculative_decode(*G.as_protocol_models(llm_pair), real_ids, decoder, **kw)
         _same(res, ref)
     assert res.text == llm_pair.decode(res.generated)

@@ -156,6 +156,11 @@ class PairBackend:
     batch_verify : bool, default True
         Verify all draft paths of a block in one batched target forward (False: one forward
         per path, each from a copy of the cache).
+    tree : bool, default False
+        Verify the block as a token tree instead: one forward over the unique nodes of the
+        draft paths with a 4-D attention mask and per-node position ids
+        (:mod:`specbound.llm.tree`); the tree's nodes are cropped from the cache after the
+        block and the accepted tokens are fed again with the next block's forward.
     log : object with ``record(prompt_id, context_tokens, p, qs)``, optional
         Called at every verified context (every path of every block): ``context_tokens`` the
         full context (int64 array), ``p`` the target's processed next-token distribution
@@ -169,10 +174,11 @@ class PairBackend:
         ``update(n)`` is called with the number of tokens of every block.
     """
 
-    def __init__(self, pair, *, batch_verify=True, log=None, prompt_id=0, stop_tokens=(),
-                 progress=None):
+    def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
+                 stop_tokens=(), progress=None):
         self.pair = pair
         self.batch_verify = as_bool(batch_verify, "batch_verify")
+        self.tree = as_bool(tree, "tree")
         self.log = log
         self.prompt_id = prompt_id
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
@@ -210,6 +216,7 @@ class PairBackend:
         self.t_len = 0  # committed tokens held by the target cache
         self.t_rows: list[tuple] = [()]  # path held by each target cache row after t_len
         self.t_caches = None  # per-path caches of batch_verify=False
+        self.t_tree = False  # the cache holds a verified token tree after t_len
         self.d_cache = None
         self.d_len = 0
         self.d_rows: list[tuple] = [()]
@@ -264,6 +271,24 @@ class PairBackend:
         width = max(len(leaf) for leaf in leaves)
         k = width + 1
         n0 = len(pending)
+        if self.tree:
+            from specbound.llm.tree import tree_inputs
+
+            params = next(iter(self.pair.target.parameters()), None)
+            dtype = (params.dtype if params is not None and params.dtype.is_floating_point
+                     else torch.float32)
+            ti = tree_inputs(pending, paths, self.t_len, dtype=dtype, device=self.pair.device)
+            t0 = time.perf_counter()
+            out = self.pair.target_logprobs(ti.input_ids, attention_mask=ti.attention_mask,
+                                            position_ids=ti.position_ids, cache=self.t_cache,
+                                            use_cache=True, num_positions=None)
+            self.target_seconds += time.perf_counter() - t0
+            self.n_target_forwards += 1
+            self.t_cache, self.t_caches, self.t_tree = out.cache, None, True
+            self.t_len += n0
+            P = out.logprobs[0, [ti.row[p] for p in paths]].exp().cpu().numpy()
+            self._log(paths, P)
+            return P
         if self.batch_verify or len(leaves) == 1:
             if self.t_cache is None and len(leaves) > 1 and n0 > 1:
                 out = self._target(self._ids([pending[:-1]]), None, 1)
@@ -297,19 +322,25 @@ class PairBackend:
         else:
             sel = logprobs[[li for li, _ in where], [j for _, j in where]]
         P = sel.exp().cpu().numpy()
+        self._log(paths, P)
+        return P
+
+    def _log(self, paths, P):
         if self.log is not None:
             for p, row in zip(paths, P, strict=True):
                 q = self._q_block.get(p)
                 self.log.record(self.prompt_id,
                                 np.array(self.committed + list(p), dtype=np.int64), row,
                                 [] if q is None else [q])
-        return P
 
     def commit(self, tokens) -> None:
         """Append a block's tokens; keep the cache rows of the accepted path, cropped."""
         tokens = [int(t) for t in tokens]
         base = len(self.committed)
-        if self.t_cache is not None or self.t_caches is not None:
+        if self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
+            _crop_to(self.t_cache, base)
+            self.t_len, self.t_tree = base, False
+        elif self.t_cache is not None or self.t_caches is not None:
             m = [_common_prefix(leaf, tokens) for leaf in self.t_rows]
             i = int(np.argmax(m))
             if self.t_caches is not None:
@@ -409,7 +440,7 @@ def _encode(pair, prompt, chat, template):
 
 def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
              max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
-             stop_at_eos=True, batch_verify=True, progress=False, log=None, prompt_id=0,
+             stop_at_eos=True, batch_verify=True, tree=False, progress=False, log=None, prompt_id=0,
              **options) -> GenerationResult:
     """Generate text with a (speculative) decoder on a real target/draft pair.
 
@@ -449,6 +480,9 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         block's tokens are kept; ``text`` stops at the token).
     batch_verify : bool, default True
         One batched target forward over all draft paths per block (False: one per path).
+    tree : bool, default False
+        Verify each block as a token tree: one forward over the unique nodes of the draft
+        paths with a tree attention mask (:mod:`specbound.llm.tree`).
     progress : bool, default False
         Show a tqdm bar over the generated tokens.
     log : object with ``record(prompt_id, context_tokens, p, qs)``, optional
@@ -502,7 +536,7 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         from tqdm.auto import tqdm
 
         bar = tqdm(total=max_new_tokens, desc=f"generate ({decoder})", unit="tok")
-    backend = PairBackend(pair, batch_verify=batch_verify, log=log, prompt_id=prompt_id,
+    backend = PairBackend(pair, batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
                           stop_tokens=_stop_tokens(pair, stop_at_eos), progress=bar)
     target, draft_lm = as_protocol_models(pair)
     t0 = time.perf_counter()
