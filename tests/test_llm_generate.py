@@ -315,3 +315,24 @@ def test_first_token_follows_the_target_on_the_embedded_model(llm_pair, real_ids
                        max_new_tokens=1)
         assert g.generated[0] == first[0]
         assert_gof(first, p, samples=True, alpha=FIVE_SIGMA_RATE, label=decoder)
+
+
+def test_stop_token_ends_the_run_after_its_block(synth):
+    target, draft, pair = synth
+    kw = dict(L=3, B=2, key=4, max_new_tokens=60, seed=0)
+    full = sim.speculative_decode(target, draft, PROMPT, "mpfr", **kw)
+    gen = full.generated.tolist()
+    stop = gen[10]
+    first = gen.index(stop)
+    ends = np.cumsum(full.emitted_per_block)
+    block = int(np.searchsorted(ends, first, side="right"))
+    backend = G.PairBackend(pair, stop_tokens=[stop])
+    res = sim.speculative_decode(target, draft, PROMPT, "mpfr", backend=backend, **kw)
+    assert backend.finished
+    assert res.generated.tolist() == gen[:ends[block]]  # the stop token's block is kept
+    # progress bar counts the generated tokens
+    bar = SimpleNamespace(n=0)
+    bar.update = lambda k: setattr(bar, "n", bar.n + k)
+    sim.speculative_decode(target, draft, PROMPT, "mpfr", backend=G.PairBackend(
+        pair, progress=bar), **kw)
+    assert bar.n == 60
