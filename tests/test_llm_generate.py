@@ -336,3 +336,58 @@ def test_stop_token_ends_the_run_after_its_block(synth):
     sim.speculative_decode(target, draft, PROMPT, "mpfr", backend=G.PairBackend(
         pair, progress=bar), **kw)
     assert bar.n == 60
+
+
+# ----------------------------------------------------------------------------- lossy rules
+
+LOSSY_CASES = [
+    ("lossless", {}),
+    ("lenience", {"ell": 0.5}),
+    ("interpolation", {"lam": 0.3}),
+    ("judge", {"judge": lambda p, q: p >= 1e-3}),
+    ("truncation", {"allowed": lambda p, q: p >= 0.05 * p.max()}),
+    ("truncation", {"allowed": lambda p, q: p >= 0.05 * p.max(), "on_reject": "target"}),
+    ("ceiling", {"ell": 0.5}),
+    ("contrastive", {"beta": 0.5}),
+    ("fuzzy", {"threshold": 0.9}),
+]
+
+
+@pytest.mark.parametrize("rule,params", LOSSY_CASES[:5])
+def test_lossy_rules_same_tokens_on_cached_and_synthetic_backends(synth, rule, params):
+    target, draft, pair = synth
+    ref = G.lossy_decode(sim.SyntheticBackend(target, draft), PROMPT, rule, L=3,
+                         max_new_tokens=30, seed=2, **params)
+    res = G.generate_lossy(pair, PROMPT, rule, L=3, max_new_tokens=30, seed=2, **params)
+    _same(res, ref)
+    assert res.decoder == f"lossy:{rule}" and res.n_generated == 30
+
+
+LOSSY_SEEDS = 1000
+# 9 rules, each failing wrongly with probability FIVE_SIGMA_RATE: below 6e-6 in all.
+
+
+def test_lossy_first_token_follows_the_induced_law_on_the_embedded_model(llm_pair, real_ids):
+    """The first token of every lossy rule follows ``theory.induced_distribution`` of the
+    real (p, q) at the prompt (Zhou et al. 2026), over 1000 seeds (the prompt's
+    distributions computed once, as in the lossless test above)."""
+    from specbound import theory
+
+    t_lm, d_lm = G.as_protocol_models(llm_pair)
+    target, draft = sim.CachedLM(t_lm), sim.CachedLM(d_lm)
+    p = target.next_distribution(real_ids)
+    q = draft.next_distribution(real_ids)
+    for rule, params in LOSSY_CASES:
+        concrete = G._rule_params(params, p, q)
+        law = theory.induced_distribution(p, q, rule, **concrete)
+        first = np.array([G.lossy_decode(sim.SyntheticBackend(target, draft), real_ids, rule,
+                                         L=1, max_new_tokens=1, seed=i,
+                                         **params).generated[0]
+                          for i in range(LOSSY_SEEDS)])
+        assert_gof(first, law, samples=True, alpha=FIVE_SIGMA_RATE, label=rule)
+    g = G.generate_lossy(llm_pair, real_ids, "lenience", L=2, max_new_tokens=3, ell=0.5)
+    assert g.n_generated == 3 and g.decoder == "lossy:lenience"
+    with pytest.raises(ValueError, match="^rule:"):
+        G.generate_lossy(llm_pair, real_ids, "nope")
+    with pytest.raises(ValueError, match="^ell:"):
+        G.generate_lossy(llm_pair, real_ids, "lenience", ell=2.0, max_new_tokens=2)

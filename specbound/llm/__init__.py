@@ -46,6 +46,8 @@ _EXPORTS = {
     "PairBackend": "generation",
     "DEFAULT_WINDOW": "generation",
     "as_protocol_models": "generation",
+    "generate_lossy": "generation",
+    "lossy_decode": "generation",
     "detect": "detection",
     "embedded_tokenizer": "detection",
 }

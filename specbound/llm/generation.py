@@ -49,7 +49,8 @@ from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
 
 torch = require_llm_extra()
 
-__all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "generate"]
+__all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "generate", "generate_lossy",
+           "lossy_decode"]
 
 #: default watermark context window of :func:`generate` (the last 4 tokens): a finite window
 #: lets :func:`specbound.llm.detect` score text without its prompt
@@ -544,6 +545,163 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         res = speculative_decode(target, draft_lm, ids, decoder, L=L, B=B, key=key,
                                  max_new_tokens=max_new_tokens, seed=seed, window=window,
                                  backend=backend, **options)
+    finally:
+        if bar is not None:
+            bar.close()
+    total = time.perf_counter() - t0
+    gen = res.tokens[res.prompt_length:]
+    stops = set(_stop_tokens(pair, True))
+    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
+    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
+    base = {f.name: getattr(res, f.name) for f in fields(res)}
+    return GenerationResult(**base, text=text, prompt_text=prompt_text,
+                            stopped_at_eos=bool(backend.finished),
+                            target_seconds=backend.target_seconds,
+                            draft_seconds=backend.draft_seconds, total_seconds=total)
+
+
+# ----------------------------------------------------------------------------- lossy rules
+
+
+def _rule_params(params, p, q):
+    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
+    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+
+
+def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
+                 **params) -> DecodeResult:
+    """Blockwise speculative sampling with a lossy verification rule, on any backend.
+
+    The block of Alg. 1 (Leviathan et al. 2023, arXiv:2211.17192) with the verification
+    step of a rule of :data:`specbound.theory.RULES` (Zhou et al. 2026, arXiv:2607.26627,
+    §3.1-3.2): ``L`` drafts ``x_s ~ q``; at each position the rule's acceptance test
+    ``U < h(x_s)`` and, at the first rejection, the rule's correction (a residual, the
+    truncated target, or -- for the ``"renormalize"`` readings -- fresh drafts from ``q``
+    tested again until one passes), computed by the simulator's per-context mechanism
+    (:mod:`specbound.sim.lossy`, the same code as :func:`specbound.sim.sample_induced`); a
+    bonus token from the target when all drafts pass.  So the first token of a block
+    follows :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
+
+    Parameters are those of the rule (``ell``, ``lam``, ``threshold``, ``judge``,
+    ``allowed``, ...); any of them may be a callable ``f(p, q)`` evaluated in every context
+    (e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``).  Randomness:
+    ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus
+    draw), then the redraw loop's uniforms in order.  ``backend`` is a
+    :class:`specbound.sim.DecodeBackend` (:class:`PairBackend`, or
+    :class:`~specbound.sim.SyntheticBackend` for protocol models).
+    """
+    from specbound._validation import as_rng
+    from specbound.sim import _kernels as _K
+    from specbound.sim.decode import WatermarkConfig
+    from specbound.sim.lossy import LOSSY_RULES
+    from specbound.sim.lossy import _mechanism as mechanism
+    from specbound.sim.lossy import _prepare as prepare
+
+    rule = as_choice(rule, "rule", LOSSY_RULES)
+    L = as_int(L, "L", min_value=1)
+    N = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    rng = as_rng(seed)
+    tokens = [int(t) for t in prompt]
+    n0 = len(tokens)
+    backend.reset(tokens)
+    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
+    n_t = n_d = c_t = c_d = 0
+    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
+        ell = min(L, N - (len(tokens) - n0))
+        us = rng.random((ell + 1, 3))
+        xs, qs = [], []
+        for s in range(ell):
+            qv = backend.draft_step([tuple(xs)])[0]
+            n_d += 1
+            c_d += 1
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        n_t += 1
+        c_t += ell + 1
+        new, k_acc = [], 0
+        for s in range(ell):
+            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
+            per = prepare(rule, p[None], q[None], _rule_params(params, p, q))[0]
+            mech = mechanism(rule, p, q, per)
+            x = xs[s]
+            dec_pos.append(len(tokens) + len(new) - n0)
+            if us[s, 1] < mech.h[x]:
+                new.append(x)
+                dec_ok.append(True)
+                k_acc += 1
+                continue
+            dec_ok.append(False)
+            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
+                while True:
+                    y = int(_K.categorical(mech.q, rng.random()))
+                    if rng.random() < mech.h[y]:
+                        break
+            else:
+                y = int(_K.categorical(mech.residual, us[s, 2]))
+            new.append(y)
+            break
+        else:
+            if len(tokens) + len(new) - n0 < N:
+                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
+                                              us[ell, 2])))
+        tokens.extend(new)
+        emitted.append(len(new))
+        accepted.append(k_acc)
+        backend.commit(new)
+    return DecodeResult(
+        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
+        emitted_per_block=np.array(emitted, dtype=np.int64),
+        accepted_per_block=np.array(accepted, dtype=np.int64),
+        nu=np.ones(len(dec_ok), dtype=np.int64),
+        decision_accepted=np.array(dec_ok, dtype=bool),
+        decision_position=np.array(dec_pos, dtype=np.int64),
+        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
+        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
+        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+
+
+def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=True,
+                   template="default", draft=None, stop_at_eos=True, progress=False,
+                   log=None, prompt_id=0, **params) -> GenerationResult:
+    """:func:`lossy_decode` on a real pair with the KV-cached :class:`PairBackend`.
+
+    Arguments as :func:`generate` (no key: the lossy rules are unwatermarked) plus the
+    rule's parameters (constants or callables ``f(p, q)``).  ``result.decoder`` is
+    ``"lossy:<rule>"``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``rule`` or bad rule parameters, and the errors of :func:`generate`
+        (``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming the argument.
+    """
+    from specbound.sim.lossy import LOSSY_RULES
+
+    as_choice(rule, "rule", LOSSY_RULES)
+    as_int(L, "L", min_value=1)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    if draft is not None:
+        pair = pair.with_draft(draft)
+    ids, prompt_text = _encode(pair, prompt, as_bool(chat, "chat"), template)
+    limit = pair.context_window
+    if limit is not None and ids.size + max_new_tokens + int(L) + 1 > limit:
+        name = "prompt" if ids.size >= limit else "max_new_tokens"
+        raise ValueError(f"{name}: {ids.size} prompt tokens + {max_new_tokens} new tokens "
+                         f"+ L + 1 exceed the target's context window of {limit}")
+    bar = None
+    if as_bool(progress, "progress"):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_new_tokens, desc=f"generate (lossy:{rule})", unit="tok")
+    backend = PairBackend(pair, log=log, prompt_id=prompt_id,
+                          stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos")),
+                          progress=bar)
+    t0 = time.perf_counter()
+    try:
+        res = lossy_decode(backend, ids, rule, L=L, max_new_tokens=max_new_tokens, seed=seed,
+                           **params)
     finally:
         if bar is not None:
             bar.close()
