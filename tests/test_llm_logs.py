@@ -266,3 +266,22 @@ def test_make_log_reproduces_the_committed_files():
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "reproduced" in proc.stdout
+
+
+def test_cli_log_writes_and_resumes(tmp_path, monkeypatch, capsys, llm_pair):
+    from specbound import cli
+
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    argv = ["log", "--out", str(tmp_path / "log"), "--sets", "humaneval", "--prompts", "1",
+            "--max-new-tokens", "3", "--drafts", "temperature:0.5", "--quiet",
+            "--max-stored", "64"]
+    assert cli.main(argv) == 0
+    assert "3 positions, 1 prompts, drafts temperature:0.5" in capsys.readouterr().out
+    log = read_log(tmp_path / "log")
+    assert log.meta["prompts"] == {"0": "humaneval prompts(n=1, seed=0)[0]"}
+    # no top-k processing: 64 tokens stored, the rest is tail mass (the OTHER coarsening)
+    assert not any(lp.exact for lp in log.pairs("temperature:0.5"))
+    assert cli.main(argv) == 0  # resumed: nothing to add
+    assert len(read_log(tmp_path / "log")) == 3
+    assert cli.main([*argv, "--no-resume"]) == 2
+    assert "already holds a log" in capsys.readouterr().err

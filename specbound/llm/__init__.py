@@ -38,6 +38,12 @@ _EXPORTS = {
     "prompts": "prompt_sets",
     "PROMPT_SETS": "prompt_sets",
     "TEMPLATES": "prompt_sets",
+    "DistributionLog": "logs",
+    "LoggedDistributions": "logs",
+    "LoggedPair": "logs",
+    "log_distributions": "logs",
+    "read_log": "logs",
+    "shipped_log": "logs",
 }
 
 __all__ = sorted(_EXPORTS)
