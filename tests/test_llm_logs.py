@@ -149,6 +149,8 @@ def test_bad_input_names_the_argument(tmp_path):
     p = _dist(rng)
     with pytest.raises(ValueError, match="qs"):
         log.record(0, [1], p, [p])
+    log.record(0, [1], p, [])  # no draft distribution at this context: counted, not stored
+    assert log.skipped == 1 and len(log) == 0
     with pytest.raises(ValueError, match=r"qs\[1\]"):
         log.record(0, [1], p, [p, np.ones(V)])
     with pytest.raises(ValueError, match="p: must have shape"):

@@ -284,6 +284,8 @@ class DistributionLog:
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
                                        value_dtype=value_dtype)
                              for sd, d in zip(subdirs, drafts, strict=True)]
+        #: contexts recorded without any draft distribution (not stored)
+        self.skipped = 0
         self._pid: int | None = None
         self._buf: list[tuple[np.ndarray, tuple, list[tuple]]] = []
         self._closed = False
@@ -331,7 +333,9 @@ class DistributionLog:
         p : 1-D float array of length ``vocab_size``
             Target's processed next-token probabilities.
         qs : sequence of 1-D float arrays
-            One draft distribution per draft name, same length.
+            One draft distribution per draft name, same length.  Empty: the context has no
+            draft distribution (e.g. the bonus position after ``L`` accepted drafts); it is
+            not stored and only counted in :attr:`skipped`.
         """
         if self._closed:
             raise ValueError("record: the log is closed")
@@ -344,6 +348,11 @@ class DistributionLog:
         if isinstance(qs, np.ndarray) and qs.ndim == 1:
             qs = [qs]
         qs = list(qs)
+        if not qs:
+            # a verified context without a draft distribution (the bonus position after L
+            # accepted drafts; a decoder without drafts): no (p, q) pair to store
+            self.skipped += 1
+            return
         if len(qs) != len(self.drafts):
             raise ValueError(f"qs: {len(qs)} draft distributions for {len(self.drafts)} drafts")
         for name, arr in [("p", p)] + [(f"qs[{i}]", q) for i, q in enumerate(qs)]:
