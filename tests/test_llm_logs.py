@@ -149,8 +149,6 @@ def test_bad_input_names_the_argument(tmp_path):
     p = _dist(rng)
     with pytest.raises(ValueError, match="qs"):
         log.record(0, [1], p, [p])
-    log.record(0, [1], p, [])  # no draft distribution at this context: counted, not stored
-    assert log.skipped == 1 and len(log) == 0
     with pytest.raises(ValueError, match=r"qs\[1\]"):
         log.record(0, [1], p, [p, np.ones(V)])
     with pytest.raises(ValueError, match="p: must have shape"):
@@ -287,3 +285,51 @@ def test_cli_log_writes_and_resumes(tmp_path, monkeypatch, capsys, llm_pair):
     assert len(read_log(tmp_path / "log")) == 3
     assert cli.main([*argv, "--no-resume"]) == 2
     assert "already holds a log" in capsys.readouterr().err
+
+
+def test_contexts_without_a_draft_go_to_the_target_only_sub_log(tmp_path):
+    rng = np.random.default_rng(5)
+    path = tmp_path / "log"
+    p0, p1 = _dist(rng, 6), _dist(rng, 6)
+    log = DistributionLog(path, **_settings(), value_dtype="float64")
+    log.record(0, [1, 2], p0, [_dist(rng), _dist(rng)])
+    log.record(0, [1, 2, 3], p1, [])  # e.g. the bonus position after L accepted drafts
+    log.flush()
+    log.record(1, [4], _dist(rng), [])
+    del log  # a crash: prompt 1 (target-only, buffered) is lost
+    log = DistributionLog(path, **_settings(), value_dtype="float64", resume=True)
+    assert log.prompt_ids == {0}
+    log.record(1, [4, 4], p0, [])
+    log.close()
+    r = read_log(path)
+    assert len(r) == 1 and len(r.target_only) == 2
+    assert [c.tolist() for c in r.contexts("target_only")] == [[1, 2, 3], [4, 4]]
+    target, draft = r.replay("a")
+    np.testing.assert_array_equal(target.next_distribution([1, 2, 3]), p1)  # float64: exact
+    np.testing.assert_array_equal(target.next_distribution([4, 4]), p0)
+    assert draft.next_distribution([1, 2]).sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="context"):
+        draft.next_distribution([1, 2, 3])
+    with pytest.raises(ValueError, match="which"):
+        r.contexts("other")
+
+
+@pytest.mark.parametrize("decoder,B", [("vsps", 1), ("pfr", 1), ("mpfr", 2)])
+def test_a_logged_generate_run_replays_through_the_simulator(tmp_path, llm_pair, decoder, B):
+    """generate(..., log=DistributionLog) records every verified context; the simulator's
+    decoder on models that serve the logged distributions emits the same tokens."""
+    gen = pytest.importorskip("specbound.llm.generate")
+    from specbound.sim import speculative_decode
+
+    pair = llm_pair.with_processing(top_k=20)  # every tail 0: the log is exact
+    ids = pair.encode_prompt(llm.prompts("humaneval", 1, seed=5)[0], chat=False)[:24]
+    kw = dict(L=3, B=B, key=5, max_new_tokens=10, seed=3)
+    log = DistributionLog.for_pair(pair, tmp_path / "log", decoder=decoder, key=5,
+                                   value_dtype="float64")
+    res = gen.generate(pair, ids, decoder, log=log, chat=False, stop_at_eos=False, **kw)
+    log.close()
+    replayed = read_log(tmp_path / "log")
+    assert replayed.meta["decoder"] == decoder and replayed.meta["key_id"] is not None
+    target, draft = replayed.replay(str(pair.draft_spec))
+    sim_res = speculative_decode(target, draft, ids, decoder, window=gen.DEFAULT_WINDOW, **kw)
+    np.testing.assert_array_equal(sim_res.tokens, res.tokens)

@@ -9,6 +9,8 @@ plus the contexts' token ids::
     manifest.json       format tag, version, the drafts and their sub-folders, metadata
     draft0-<spec>/      a specbound.logged log: p = target, q = draft 0
     draft1-<spec>/      ... one per draft, positions in the same order
+    target-only/        (if needed) contexts recorded without any draft distribution
+                        (e.g. the bonus position after L accepted drafts): p, and q = p
     contexts.jsonl      one line per committed prompt: its context token ids
 
 Metadata (in ``manifest.json`` and, except the prompts and with the draft's own
@@ -70,6 +72,9 @@ DEFAULT_MAX_STORED = 256
 #: folder of the shipped log inside the package
 SHIPPED = ("data", "shipped_log")
 _ZERO_TAIL = 1e-12
+#: sub-log of the contexts recorded without a draft distribution (its q column repeats p)
+TARGET_ONLY = "target-only"
+TARGET_ONLY_NAME = "(target only)"
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -274,6 +279,14 @@ class DistributionLog:
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
                                        value_dtype=value_dtype, resume=True)
                              for sd, d in zip(subdirs, drafts, strict=True)]
+            if stored.get("target_only"):
+                manifest["target_only"] = stored["target_only"]
+                _rollback(self.path / TARGET_ONLY,
+                          sum(int(r.get("target_positions", 0)) for r in lines))
+                self._twriter = LogWriter(self.path / TARGET_ONLY,
+                                          self._sub_meta(TARGET_ONLY_NAME),
+                                          chunk_size=2**62, value_dtype=value_dtype,
+                                          resume=True)
         else:
             if mf.exists():
                 raise ValueError(f"path: {self.path} already holds a log; pass resume=True")
@@ -284,10 +297,13 @@ class DistributionLog:
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
                                        value_dtype=value_dtype)
                              for sd, d in zip(subdirs, drafts, strict=True)]
-        #: contexts recorded without any draft distribution (not stored)
-        self.skipped = 0
+        if not (resume and mf.exists() and manifest.get("target_only")):
+            self._twriter = None
+        self._manifest = manifest
+        self._value_dtype = value_dtype
         self._pid: int | None = None
         self._buf: list[tuple[np.ndarray, tuple, list[tuple]]] = []
+        self._tbuf: list[tuple[np.ndarray, tuple]] = []
         self._closed = False
 
     def _sub_meta(self, draft: str) -> dict:
@@ -296,7 +312,8 @@ class DistributionLog:
 
     @classmethod
     def for_pair(cls, pair, path, *, drafts=None, decoder="ar", key=None, prompts=None,
-                 extra=None, max_stored=DEFAULT_MAX_STORED, resume=False) -> DistributionLog:
+                 extra=None, max_stored=DEFAULT_MAX_STORED, resume=False,
+                 value_dtype="float32") -> DistributionLog:
         """A log with the metadata of a :class:`~specbound.llm.ModelPair` (``drafts``:
         spec texts, default the pair's own draft; ``key``: recorded as its ``key_id``)."""
         from specbound.sim.prf import key_id as _key_id
@@ -308,7 +325,8 @@ class DistributionLog:
                    processing={"temperature": p.temperature, "top_k": p.top_k,
                                "top_p": p.top_p},
                    decoder=decoder, key_id=None if key is None else _key_id(key),
-                   prompts=prompts, extra=extra, max_stored=max_stored, resume=resume)
+                   prompts=prompts, extra=extra, max_stored=max_stored, resume=resume,
+                   value_dtype=value_dtype)
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -334,8 +352,8 @@ class DistributionLog:
             Target's processed next-token probabilities.
         qs : sequence of 1-D float arrays
             One draft distribution per draft name, same length.  Empty: the context has no
-            draft distribution (e.g. the bonus position after ``L`` accepted drafts); it is
-            not stored and only counted in :attr:`skipped`.
+            draft distribution (e.g. the bonus position after ``L`` accepted drafts); ``p``
+            goes to the target-only sub-log (module docstring).
         """
         if self._closed:
             raise ValueError("record: the log is closed")
@@ -348,12 +366,7 @@ class DistributionLog:
         if isinstance(qs, np.ndarray) and qs.ndim == 1:
             qs = [qs]
         qs = list(qs)
-        if not qs:
-            # a verified context without a draft distribution (the bonus position after L
-            # accepted drafts; a decoder without drafts): no (p, q) pair to store
-            self.skipped += 1
-            return
-        if len(qs) != len(self.drafts):
+        if qs and len(qs) != len(self.drafts):
             raise ValueError(f"qs: {len(qs)} draft distributions for {len(self.drafts)} drafts")
         for name, arr in [("p", p)] + [(f"qs[{i}]", q) for i, q in enumerate(qs)]:
             if np.shape(arr) != (self.vocab_size,):
@@ -364,11 +377,14 @@ class DistributionLog:
         if self._pid is not None and pid != self._pid:
             self.flush()
         self._pid = pid
-        self._buf.append((ctx.astype(np.int64), sp, sq))
+        if qs:
+            self._buf.append((ctx.astype(np.int64), sp, sq))
+        else:
+            self._tbuf.append((ctx.astype(np.int64), sp))
 
     def flush(self) -> None:
         """Commit the buffered prompt (every sub-log, then its ``contexts.jsonl`` line)."""
-        if not self._buf:
+        if not self._buf and not self._tbuf:
             return
         pid = self._pid
         for d, w in enumerate(self._writers):
@@ -376,15 +392,30 @@ class DistributionLog:
                 qi, qv, qt = sq[d]
                 w.append(pid, pi, pv, qi, qv, p_tail=[pt], q_tail=[qt])
             w.flush()
-        seqs, refs = _compress_contexts([b[0] for b in self._buf])
-        line = json.dumps({"prompt_id": pid, "positions": len(self._buf),
-                           "sequences": seqs, "contexts": refs}, separators=(",", ":"))
+        if self._tbuf:
+            if self._twriter is None:
+                self._manifest["target_only"] = TARGET_ONLY
+                _fsync_write(self.path / MANIFEST, json.dumps(
+                    self._manifest, indent=1, sort_keys=True).encode("utf-8"))
+                self._twriter = LogWriter(self.path / TARGET_ONLY,
+                                          self._sub_meta(TARGET_ONLY_NAME), chunk_size=2**62,
+                                          value_dtype=self._value_dtype)
+            for _, (pi, pv, pt) in self._tbuf:
+                self._twriter.append(pid, pi, pv, pi, pv, p_tail=[pt], q_tail=[pt])
+            self._twriter.flush()
+        n = len(self._buf)
+        seqs, refs = _compress_contexts([b[0] for b in self._buf] + [b[0] for b in self._tbuf])
+        rec = {"prompt_id": pid, "positions": n, "sequences": seqs, "contexts": refs[:n]}
+        if self._tbuf:
+            rec["target_positions"] = len(self._tbuf)
+            rec["target_contexts"] = refs[n:]
+        line = json.dumps(rec, separators=(",", ":"))
         with open(self.path / CONTEXTS, "ab") as fh:
             fh.write(line.encode("utf-8") + b"\n")
             fh.flush()
             os.fsync(fh.fileno())
         self._done.add(pid)
-        self._buf = []
+        self._buf, self._tbuf = [], []
         self._pid = None
 
     def close(self) -> None:
@@ -394,6 +425,8 @@ class DistributionLog:
         self.flush()
         for w in self._writers:
             w.close()
+        if self._twriter is not None:
+            self._twriter.close()
         self._closed = True
 
     def __enter__(self) -> DistributionLog:
@@ -495,6 +528,13 @@ class LoggedDistributions:
                                  f"{CONTEXTS}")
             self.readers[d] = r
         self._n = n
+        self.target_only: LogReader | None = None
+        if doc.get("target_only"):
+            self.target_only = LogReader(self.path / doc["target_only"], validate=validate)
+            nt = sum(int(r.get("target_positions", 0)) for r in self._lines)
+            if len(self.target_only) < nt:
+                raise ValueError(f"path: {doc['target_only']} holds {len(self.target_only)} "
+                                 f"positions, fewer than the {nt} of {CONTEXTS}")
         first = self.readers[self.drafts[0]]
         if validate and n:
             pid = np.asarray(first.prompt_id[:n])
@@ -529,13 +569,45 @@ class LoggedDistributions:
         """Prompt ids in log order."""
         return [int(r["prompt_id"]) for r in self._lines]
 
-    def contexts(self) -> list[np.ndarray]:
-        """Token ids of every position's context, in log order."""
+    def contexts(self, which: str = "pairs") -> list[np.ndarray]:
+        """Token ids of every position's context, in log order (``which="target_only"``:
+        those of the target-only sub-log)."""
+        key = {"pairs": "contexts", "target_only": "target_contexts"}.get(which)
+        if key is None:
+            raise ValueError(f"which: must be 'pairs' or 'target_only', got {which!r}")
         out = []
         for r in self._lines:
             seqs = r["sequences"]
-            out.extend(np.asarray(seqs[s][:ln], dtype=np.int64) for s, ln in r["contexts"])
+            out.extend(np.asarray(seqs[s][:ln], dtype=np.int64) for s, ln in r.get(key, []))
         return out
+
+    def replay(self, draft: str) -> tuple[ReplayLM, ReplayLM]:
+        """Target and draft models that serve the logged distributions, by context.
+
+        Objects with ``vocab_size`` and ``next_distribution(context)`` (the model protocol
+        of :mod:`specbound.sim.models`), so ``sim.speculative_decode`` can re-run a logged
+        decoding run on them.  Each distribution is the stored values, unnormalised (a
+        float64 log of a top-k-processed pair is then bit for bit the logged one); a
+        context absent from the log raises ``ValueError``.  When a context was logged more
+        than once, its first record is served.
+        """
+        reader = self[draft]
+        tables: dict[str, dict] = {"p": {}, "q": {}}
+        sources = [(reader, self.contexts(), ("p", "q"))]
+        if self.target_only is not None:
+            sources.append((self.target_only, self.contexts("target_only"), ("p",)))
+        for r, ctxs, sides in sources:
+            a = r.arrays()
+            for side in sides:
+                off, idx, val = (np.asarray(a[f"{side}_offsets"]), a[f"{side}_idx"],
+                                 a[f"{side}_val"])
+                for i, c in enumerate(ctxs):
+                    key = tuple(c.tolist())
+                    if key not in tables[side]:
+                        tables[side][key] = (np.asarray(idx[off[i]:off[i + 1]], np.int64),
+                                             np.asarray(val[off[i]:off[i + 1]], np.float64))
+        V = self.vocab_size
+        return ReplayLM(V, tables["p"], "target"), ReplayLM(V, tables["q"], draft)
 
     def pairs(self, draft: str, start: int = 0, stop: int | None = None
               ) -> Iterator[LoggedPair]:
@@ -577,6 +649,25 @@ class LoggedDistributions:
     def __repr__(self) -> str:
         return (f"LoggedDistributions({str(self.path)!r}, positions={self._n}, "
                 f"prompts={len(self._lines)}, drafts={self.drafts})")
+
+
+class ReplayLM:
+    """A model that serves logged next-token distributions (see
+    :meth:`LoggedDistributions.replay`)."""
+
+    def __init__(self, vocab_size: int, table: dict, name: str):
+        self.vocab_size = int(vocab_size)
+        self._table = table
+        self.name = name
+
+    def next_distribution(self, context) -> np.ndarray:
+        key = tuple(int(t) for t in np.asarray(context).reshape(-1))
+        hit = self._table.get(key)
+        if hit is None:
+            raise ValueError(f"context: not in the log for {self.name} (length {len(key)})")
+        out = np.zeros(self.vocab_size)
+        out[hit[0]] = hit[1]
+        return out
 
 
 def read_log(path, *, validate: bool = True) -> LoggedDistributions:
