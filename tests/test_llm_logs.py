@@ -228,7 +228,7 @@ def test_theory_on_the_shipped_log(shipped):
 def test_log_distributions_on_the_embedded_model(tmp_path, llm_pair):
     from specbound.llm.logs import log_distributions
 
-    texts = llm.prompts("humaneval", 2, seed=3)
+    texts = ["def add(a, b):", "Name three colours."]  # short prompts: cheap forwards
     pair = llm_pair.with_processing(top_k=20)
     kw = dict(drafts=["temperature:1", "temperature:0.5"], max_new_tokens=5, seed=7,
               path=tmp_path / "log")
@@ -253,9 +253,10 @@ def test_log_distributions_on_the_embedded_model(tmp_path, llm_pair):
     full[lp.tokens] = lp.p
     np.testing.assert_allclose(full, p_direct, atol=1e-5)
     # the same run in a fresh folder gives the same files (deterministic sampling)
-    log3 = log_distributions(pair, texts, **{**kw, "path": tmp_path / "again"})
+    log3 = log_distributions(pair, texts[:1], **{**kw, "path": tmp_path / "again"})
     for k, v in log3["temperature:0.5"].arrays().items():
-        np.testing.assert_array_equal(np.asarray(v), np.asarray(after[k]))
+        n = np.asarray(v).shape[0]
+        np.testing.assert_array_equal(np.asarray(v), np.asarray(after[k])[:n])
     assert json.loads((tmp_path / "log" / "manifest.json").read_text())["meta"][
         "processing"]["top_k"] == 20
 
