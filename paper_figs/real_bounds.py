@@ -128,8 +128,11 @@ def compute(out_dir, quick: bool = False, log=None, executor=None,
     log_dir = None if log is None else str(log)
     configs = [(f"{d}|B={B}", (log_dir, d, B, positions.tolist(), mc_positions.tolist(), mc_n))
                for d in lg.drafts for B in Bs]
-    return wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
-                          progress=progress)
+    df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
+                        progress=progress)
+    order = df["draft"].map({d: i for i, d in enumerate(lg.drafts)})
+    return (df.assign(_o=order).sort_values(["_o", "B", "position"], kind="stable")
+            .drop(columns="_o").reset_index(drop=True))
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
