@@ -316,6 +316,61 @@ def _detect_run(args: argparse.Namespace) -> int:
 
 command("detect", "test text for the keyed watermark (needs the key, not the model)",
         _detect_arguments)(_detect_run)
+# ----------------------------------------------------------------------------- log
+
+
+def _log_arguments(p: argparse.ArgumentParser) -> None:
+    _model_arguments(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder of the log")
+    p.add_argument("--drafts", nargs="+", metavar="SPEC", default=None,
+                   help="drafts logged at every context (default: temperature:0.5 "
+                        "temperature:1.5 early_exit:<2/3 of the layers> quantized:3)")
+    p.add_argument("--sets", nargs="+", default=["humaneval", "sharegpt"],
+                   choices=["humaneval", "sharegpt"], help="prompt sets (default: both)")
+    p.add_argument("--prompts", type=int, default=4, metavar="N",
+                   help="prompts per set (seed --prompt-seed; default 4)")
+    p.add_argument("--prompt-seed", type=int, default=0, help="prompt sampling seed")
+    p.add_argument("--max-new-tokens", type=int, default=64, metavar="T",
+                   help="tokens the target samples per prompt (default 64)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--no-chat", action="store_true", help="do not chat-format the prompts")
+    p.add_argument("--max-stored", type=int, default=256,
+                   help="tokens stored per distribution (default 256; exact under top-k <= it)")
+    p.add_argument("--no-resume", action="store_true",
+                   help="refuse an existing log instead of resuming it")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _log_run(args: argparse.Namespace) -> int:
+    from specbound import llm
+    from specbound.llm.drafts import _layer_path, parse_draft
+    from specbound.llm.logs import log_distributions
+
+    specs = [str(parse_draft(d)) for d in args.drafts] if args.drafts else None
+    _set_threads(args)
+    texts, labels = [], []
+    for name in args.sets:
+        for i, t in enumerate(llm.prompts(name, args.prompts, seed=args.prompt_seed)):
+            texts.append(t)
+            labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
+    pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
+                         dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
+                         top_p=args.top_p)
+    if specs is None:
+        n = len(_layer_path(pair.target)[1])
+        specs = ["temperature:0.5", "temperature:1.5",
+                 f"early_exit:{max(1, min(n, round(2 * n / 3)))}", "quantized:3"]
+    log = log_distributions(pair, texts, drafts=specs, max_new_tokens=args.max_new_tokens,
+                            seed=args.seed, path=args.out, resume=not args.no_resume,
+                            progress=not args.quiet, chat=not args.no_chat,
+                            max_stored=args.max_stored, prompt_labels=labels)
+    print(f"{log.path}: {len(log)} positions, {len(log.prompt_ids)} prompts, "
+          f"drafts {', '.join(log.drafts)}")
+    return 0
+
+
+command("log", "log the target's and drafts' next-token distributions along the target's "
+        "own samples (resumable)", _log_arguments)(_log_run)
 
 
 # ----------------------------------------------------------------------------- entry

@@ -50,6 +50,12 @@ _EXPORTS = {
     "lossy_decode": "generation",
     "detect": "detection",
     "embedded_tokenizer": "detection",
+    "DistributionLog": "logs",
+    "LoggedDistributions": "logs",
+    "LoggedPair": "logs",
+    "log_distributions": "logs",
+    "read_log": "logs",
+    "shipped_log": "logs",
 }
 
 __all__ = sorted(_EXPORTS)

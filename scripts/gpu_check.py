@@ -1,0 +1,250 @@
+"""GPU check of the real-model layer on randomly initialised models of realistic size.
+
+Builds, on the device, a Qwen2.5-7B-shaped target and a Qwen2.5-0.5B-shaped draft (the pair
+of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, App. D.1) from configurations written
+below, with random weights (nothing is downloaded; no network), wraps them in a
+``specbound.llm.ModelPair`` (temperature 1, top-k 50) and
+
+1. checks that the keyed uniforms computed on the device (``specbound.llm.keyed_uniforms``)
+   equal the CPU ones (``specbound.sim.keyed_uniforms``) bit for bit, over the whole
+   vocabulary, for several keys, contexts, windows and arrivals;
+2. checks the exactness of every decoder's first token on the device: ``n`` runs of
+   ``specbound.llm.generate`` (one new token, a fresh key and seed per run) against the
+   target's processed distribution at the prompt, by a chi-square goodness-of-fit test
+   (cells with expected count < 5 merged; a decoder fails when the p-value is below
+   ``1e-6``, the false-failure probability of each test);
+3. measures tokens per second and the time outside model forwards (``total_seconds -
+   target_seconds - draft_seconds`` of ``GenerationResult``) for ``ar``, ``vsps``, ``pfr``
+   and ``mpfr`` with B = 4 (token-tree verification when ``generate`` offers it, else one
+   batched forward over the draft paths), and writes a Markdown table.
+
+Random weights give near-uniform next-token distributions, so the drafts are rarely
+accepted: the throughput rows measure the machinery (forwards, verification, bookkeeping),
+not a speed-up.  ``--tiny`` builds small models of the same architecture, for a CPU
+rehearsal of the script.
+
+Run: ``scripts/gpu_check.sh`` (or ``python scripts/gpu_check.py --device cuda --out FILE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+#: Qwen2.5-7B-Instruct's and Qwen2.5-0.5B-Instruct's published architecture settings
+QWEN_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+               num_attention_heads=28, num_key_value_heads=4, vocab_size=152064,
+               max_position_embeddings=32768, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
+               tie_word_embeddings=False)
+QWEN_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+                max_position_embeddings=32768, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
+                tie_word_embeddings=True)
+TINY_TARGET = dict(QWEN_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, vocab_size=1000)
+TINY_DRAFT = dict(QWEN_05B, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=1, vocab_size=1000)
+GOF_ALPHA = 1e-6
+
+
+def build_pair(device, dtype, tiny: bool, top_k: int = 50, seed: int = 0):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from specbound.llm import LoadInfo, LogitsProcessing, ModelPair
+    from specbound.llm.drafts import DraftSpec
+
+    torch.manual_seed(seed)
+    models = []
+    t0 = time.perf_counter()
+    for cfg in ((TINY_TARGET, TINY_DRAFT) if tiny else (QWEN_7B, QWEN_05B)):
+        config = Qwen2Config(**cfg)
+        with torch.device(device):
+            m = Qwen2ForCausalLM._from_config(config, dtype=dtype)
+        models.append(m.eval())
+    seconds = time.perf_counter() - t0
+    info = LoadInfo(source="random", name="random Qwen2.5-7B-shaped" if not tiny else
+                    "random tiny Qwen2", kind="folder", path="", converted=False,
+                    seconds=seconds)
+    dinfo = LoadInfo(source="random", name="random Qwen2.5-0.5B-shaped" if not tiny else
+                     "random tiny Qwen2 draft", kind="folder", path="", converted=False,
+                     seconds=0.0)
+    pair = ModelPair(models[0], models[1], None, LogitsProcessing(1.0, top_k, None),
+                     DraftSpec("model", dinfo.name), device=torch.device(device),
+                     load_info={"target": info, "draft": dinfo}, dtype=dtype)
+    return pair, seconds
+
+
+def check_keyed(device, vocab: int) -> list[dict]:
+    import torch
+
+    from specbound import llm, sim
+
+    rng = np.random.default_rng(1)
+    rows = []
+    tokens = np.arange(vocab, dtype=np.int64)
+    for key in (0, "gpu-check", b"\x00\xffkey"):
+        for window, arrivals in ((None, 1), (4, 1), (2, 3)):
+            ctx = rng.integers(0, vocab, size=int(rng.integers(1, 40)))
+            cpu = np.asarray(sim.keyed_uniforms(key, ctx, tokens, arrivals, window=window))
+            dev = llm.keyed_uniforms(key, ctx, torch.as_tensor(tokens, device=device),
+                                     arrivals, window=window, device=device)
+            dev = dev.detach().cpu().numpy()
+            same = cpu.shape == dev.shape and np.array_equal(cpu.view(np.uint64),
+                                                             dev.astype(np.float64)
+                                                             .view(np.uint64))
+            rows.append({"key": repr(key), "window": window, "arrivals": arrivals,
+                         "values": int(cpu.size), "bit_equal": bool(same)})
+    return rows
+
+
+def _chisquare(counts: np.ndarray, p: np.ndarray) -> tuple[float, int]:
+    from scipy import stats
+
+    n = counts.sum()
+    order = np.argsort(-p)
+    exp, obs = n * p[order], counts[order]
+    cells_e, cells_o, acc_e, acc_o = [], [], 0.0, 0
+    for e, o in zip(exp, obs, strict=True):
+        acc_e += e
+        acc_o += o
+        if acc_e >= 5:
+            cells_e.append(acc_e)
+            cells_o.append(acc_o)
+            acc_e, acc_o = 0.0, 0
+    if acc_e > 0 and cells_e:
+        cells_e[-1] += acc_e
+        cells_o[-1] += acc_o
+    e, o = np.array(cells_e), np.array(cells_o)
+    res = stats.chisquare(o, e * o.sum() / e.sum())
+    return float(res.pvalue), len(e)
+
+
+def check_first_token(pair, generate, decoders, n: int, prompt) -> list[dict]:
+    p = pair.target_logprobs(prompt).numpy()[0, -1]
+    rows = []
+    for dec in decoders:
+        B = 2 if dec in ("mpfr", "invariant", "specinfer") else 1
+        counts = np.zeros(p.size, dtype=np.int64)
+        t0 = time.perf_counter()
+        for i in range(n):
+            res = generate(pair, prompt, dec, L=2, B=B, key=f"gof-{i}", seed=i,
+                           max_new_tokens=1, chat=False, stop_at_eos=False)
+            counts[int(res.tokens[len(prompt)])] += 1
+        pv, cells = _chisquare(counts, p)
+        bad = int(counts[p == 0].sum())
+        rows.append({"decoder": dec, "B": B, "n": n, "cells": cells, "p_value": pv,
+                     "zero_prob_hits": bad, "ok": bool(pv >= GOF_ALPHA and bad == 0),
+                     "seconds": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
+def throughput(pair, generate, prompt, new_tokens: int) -> list[dict]:
+    import torch
+
+    params = inspect.signature(generate).parameters
+    rows = []
+    for dec, B in (("ar", 1), ("vsps", 1), ("pfr", 1), ("mpfr", 4)):
+        kw = dict(L=4, B=B, key="bench", seed=0, chat=False, stop_at_eos=False)
+        verify = "batch of paths" if B > 1 else "single path"
+        if B > 1 and "tree" in params:
+            kw["tree"] = True
+            verify = "token tree"
+        generate(pair, prompt, dec, max_new_tokens=8, **kw)  # warm-up
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        res = generate(pair, prompt, dec, max_new_tokens=new_tokens, **kw)
+        n_new = int(len(res.tokens) - len(prompt))
+        outside = res.total_seconds - res.target_seconds - res.draft_seconds
+        model = res.target_seconds + res.draft_seconds
+        blocks = len(getattr(res, "accepted", ())) or 1
+        rows.append({"decoder": dec, "B": B, "verification": verify, "new_tokens": n_new,
+                     "tokens_per_s": n_new / res.total_seconds,
+                     "total_s": res.total_seconds, "target_s": res.target_seconds,
+                     "draft_s": res.draft_seconds, "outside_s": outside,
+                     "outside_over_model": outside / model if model > 0 else float("nan"),
+                     "tokens_per_block": n_new / blocks})
+    return rows
+
+
+def _md(rows: list[dict]) -> str:
+    if not rows:
+        return "(none)\n"
+    cols = list(rows[0])
+    out = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+    for r in rows:
+        out += "| " + " | ".join(f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])
+                                 for c in cols) + " |\n"
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--tiny", action="store_true", help="small models (CPU rehearsal)")
+    ap.add_argument("--gof-n", type=int, default=200, help="runs per decoder (default 200)")
+    ap.add_argument("--new-tokens", type=int, default=128, help="tokens per throughput run")
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from specbound import sim
+
+    dtype = getattr(torch, args.dtype)
+    t_start = time.perf_counter()
+    report = [f"# GPU check ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", ""]
+    dev_name = (torch.cuda.get_device_name(0) if args.device.startswith("cuda")
+                else platform.processor() or "cpu")
+    report.append(f"device {args.device} ({dev_name}), torch {torch.__version__}, "
+                  f"dtype {args.dtype}, {'tiny' if args.tiny else 'Qwen2.5-7B/0.5B-shaped'} "
+                  "random models")
+    pair, build_s = build_pair(args.device, dtype, args.tiny)
+    n_params = [sum(p.numel() for p in m.parameters()) for m in (pair.target, pair.draft)]
+    report.append(f"built in {build_s:.1f} s: target {n_params[0] / 1e9:.2f} B parameters, "
+                  f"draft {n_params[1] / 1e9:.3f} B, vocabulary {pair.vocab_size}")
+    ok = True
+
+    keyed = check_keyed(args.device, pair.vocab_size)
+    ok &= all(r["bit_equal"] for r in keyed)
+    report += ["", "## Keyed uniforms: device vs CPU, bit for bit", "", _md(keyed)]
+
+    try:
+        from specbound.llm.generate import generate
+    except ImportError:
+        generate = None
+    prompt = np.random.default_rng(2).integers(0, pair.vocab_size, size=16).astype(np.int64)
+    if generate is None:
+        report += ["", "specbound.llm.generate is not available: decoder checks skipped."]
+    else:
+        gof = check_first_token(pair, generate, list(sim.DECODERS), args.gof_n, prompt)
+        ok &= all(r["ok"] for r in gof)
+        report += ["", f"## First token on the device: chi-square GOF vs p (fails below "
+                   f"p = {GOF_ALPHA:g})", "", _md(gof)]
+        long_prompt = np.random.default_rng(3).integers(0, pair.vocab_size, size=64)
+        thr = throughput(pair, generate, long_prompt.astype(np.int64), args.new_tokens)
+        report += ["", "## Throughput (L = 4; random weights: drafts are rarely accepted)",
+                   "", _md(thr)]
+    report += ["", f"total {time.perf_counter() - t_start:.0f} s; "
+               f"{'ALL CHECKS PASSED' if ok else 'SOME CHECKS FAILED'}", ""]
+    text = "\n".join(report)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

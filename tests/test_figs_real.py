@@ -1,0 +1,101 @@
+"""The figure scripts on real logged distributions (``paper_figs.real_*``), in quick mode.
+
+``tests/test_figs_smoke.py`` already runs every figure script on the shipped log; here each
+script runs on a small user log (``--log DIR``) written with ``DistributionLog`` and its
+numbers are checked: bounds never exceed the exact values they bound, PML equals exact MPFR,
+the Monte Carlo z-scores are small, Lemma 1's gain − loss is the direct difference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_figs import _real_log, real_bounds, real_lossy
+from specbound.llm.logs import DistributionLog, read_log
+
+V = 30
+
+
+@pytest.fixture(scope="module")
+def user_log(tmp_path_factory):
+    """6 contexts, 2 drafts (one sharpened, one noisy), top-8 supports: an exact log."""
+    path = tmp_path_factory.mktemp("figs_real") / "log"
+    rng = np.random.default_rng(11)
+    with DistributionLog(path, vocab_size=V, drafts=["sharp", "noisy"], target_model="toy",
+                         processing={"temperature": 1.0, "top_k": 8, "top_p": None},
+                         prompts=["a", "b"]) as log:
+        for pid in (0, 1):
+            for s in range(3):
+                logits = rng.normal(size=V) * 2
+                keep = np.argsort(logits)[-8:]
+
+                def law(x, keep=keep):
+                    w = np.zeros(V)
+                    w[keep] = np.exp(x[keep] - x[keep].max())
+                    return w / w.sum()
+
+                p = law(logits)
+                noisy = logits + rng.normal(size=V)
+                log.record(pid, [1, 2, s], p, [law(2 * logits), law(noisy)])
+    return path
+
+
+def test_log_option_is_parsed():
+    args = _real_log.parse(real_bounds.__doc__, ["--quick", "--log", "some/dir"])
+    assert args.quick and str(args.log) == "some/dir"
+    assert _real_log.parse(real_bounds.__doc__, []).log is None
+    assert _real_log.subsample(10, 3).tolist() == [0, 4, 9]
+
+
+def test_real_bounds_on_a_user_log(user_log, tmp_path):
+    written = real_bounds.main(tmp_path, quick=True, log=user_log)
+    assert {p.suffix for p in written} == {".png", ".csv", ".md"}
+    df = pd.read_csv(tmp_path / "real_bounds.csv")
+    assert set(df["draft"]) == {"sharp", "noisy"} and set(df["B"]) == set(real_bounds.B_QUICK)
+    assert len(df) == 2 * len(real_bounds.B_QUICK) * len(read_log(user_log))
+    # PML is exact MPFR; every bound is below the exact value it bounds
+    np.testing.assert_allclose(df["pml"], df["mpfr"], atol=1e-9)
+    for bound, scheme in real_bounds.BOUND_OF.items():
+        ok = df[scheme].notna()
+        assert (df.loc[ok, bound] <= df.loc[ok, scheme] + 1e-9).all(), bound
+    b1 = df[df["B"] == 1]
+    np.testing.assert_allclose(b1["gls"], b1["exp_race"], atol=1e-12)
+    np.testing.assert_allclose(b1["sd"], 1 - b1["tv"], atol=1e-12)
+    # Monte Carlo agrees with the exact values: |z| < 5 for every check (about 30 checks,
+    # false failure < 30 * 5.7e-7)
+    z = df.filter(like="z_").to_numpy().ravel()
+    z = z[np.isfinite(z)]
+    assert z.size >= 20 and np.abs(z).max() < 5
+    # resuming recomputes nothing and keeps the rows
+    before = (tmp_path / "real_bounds.csv").read_bytes()
+    real_bounds.main(tmp_path, quick=True, log=user_log)
+    assert (tmp_path / "real_bounds.csv").read_bytes() == before
+    assert "| sharp | 1 |" in (tmp_path / "real_bounds.md").read_text()
+
+
+def test_real_lossy_on_a_user_log(user_log, tmp_path):
+    written = real_lossy.main(tmp_path, quick=True, log=user_log)
+    assert len(written) == 4
+    front = pd.read_csv(tmp_path / "real_lossy.csv")
+    lem = pd.read_csv(tmp_path / "real_lossy_lemma1.csv")
+    lossless = front[front["rule"] == "lossless"]
+    np.testing.assert_allclose(lossless["gain"], 0.0, atol=1e-12)
+    np.testing.assert_allclose(lossless["tv"], 0.0, atol=1e-12)
+    # lenience with ell = 1 is lossless; smaller ell accepts more
+    len_rows = front[(front["rule"] == "lenience")].sort_values("param")
+    for d, g in len_rows.groupby("draft"):
+        assert np.all(np.diff(g["acceptance"].to_numpy()) <= 1e-12), d
+    np.testing.assert_allclose(lem["net"], lem["gain"] - lem["loss"], atol=1e-12)
+    assert ((lem["frac_positive"] >= 0) & (lem["frac_positive"] <= 1)).all()
+    # Lemma 1 on the user log, one case by hand: min-p 0.5 on the sharpened draft
+    log = read_log(user_log)
+    P, Q, _ = _real_log.padded_pairs(log, "sharp", range(len(log)))
+    from specbound.theory.tree import min_p_allowed, truncated_target
+
+    pt = truncated_target(P, min_p_allowed(P, 0.5))
+    direct = np.minimum(pt, Q).sum(axis=1) - np.minimum(P, Q).sum(axis=1)
+    row = lem[(lem["draft"] == "sharp") & (lem["truncation"] == "min_p")
+              & np.isclose(lem["param"], 0.5)]
+    assert row["net"].item() == pytest.approx(direct.mean(), abs=1e-12)
