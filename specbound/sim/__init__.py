@@ -1,6 +1,7 @@
 """Numbers from sampling: keyed randomness, token-level samplers, estimators, synthetic
 language models and speculative decoders (Numba kernels behind validated wrappers)."""
 
+from specbound.sim.calibration import CalibratedLM, calibrated_lm, entropy_bounds
 from specbound.sim.decode import (
     DECODER_SCHEME,
     DECODERS,
@@ -74,6 +75,8 @@ __all__ = [
     "expected_block_tokens", "speculative_decode",
     "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
+    # entropy-calibrated synthetic models
+    "CalibratedLM", "calibrated_lm", "entropy_bounds",
     # sequence-level metrics
     "cluster_ratio_se", "lcs_length", "mean_se", "rouge_l",
     # detection
