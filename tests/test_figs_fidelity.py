@@ -1,0 +1,66 @@
+"""Content checks of the fidelity studies (``paper_figs.fidelity_*``), in quick mode.
+
+The generic smoke test (``tests/test_figs_smoke.py``) runs every figure script; these tests
+check that the numbers the docs quote from them mean what the docs say.  All checks are of
+closed forms or exact identities (no false failures).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_figs import fidelity_lossy
+from paper_figs.run_all import figure_modules
+
+
+def test_fidelity_scripts_are_registered():
+    names = {m.__name__.rsplit(".", 1)[-1] for m in figure_modules()}
+    assert {"fidelity_lossy"} <= names
+
+
+@pytest.fixture(scope="module")
+def lossy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fidelity_lossy")
+    written = fidelity_lossy.main(out, quick=True)
+    return pd.read_csv(out / "fidelity_lossy.csv"), written
+
+
+def test_lossy_outputs(lossy):
+    df, written = lossy
+    assert {p.suffix for p in written} == {".png", ".csv", ".md"}
+    md = [p for p in written if p.suffix == ".md"][0].read_text(encoding="utf-8")
+    for head in ("## 1. Yield rows", "## 2. SpecCascade", "## 3. η-truncation"):
+        assert head in md
+    assert set(df["section"]) == {"yield", "speccascade", "eta"}
+    assert np.all(df["se"].dropna() >= 0)
+
+
+def test_lossy_readings_share_acceptance_and_residual_ceiling_is_lenience(lossy):
+    df, _ = lossy
+    y = df[df["section"] == "yield"]
+    for fam in set(y["family"]):
+        f = y[y["family"] == fam]
+        for rule in ("ceiling only", "truncation + ceiling"):
+            a = [f[(f["rule"] == rule) & (f["reading"] == r) & (f["metric"] == "acceptance")]
+                 ["mean"].to_numpy() for r in ("residual", "renormalize")]
+            np.testing.assert_allclose(a[0], a[1], atol=1e-12)
+        res = f[(f["rule"] == "ceiling only") & (f["reading"] == "residual")]
+        len_ = f[f["rule"] == "lenience"]
+        for metric in ("acceptance", "kl"):
+            np.testing.assert_allclose(res[res["metric"] == metric]["mean"].to_numpy(),
+                                       len_[len_["metric"] == metric]["mean"].to_numpy(),
+                                       atol=1e-9)
+        # at ℓ = 1 the residual ceiling is lossless; renormalize distorts
+        kl1 = f[(f["rule"] == "ceiling only") & (f["param"] == 1.0) & (f["metric"] == "kl")]
+        assert kl1[kl1["reading"] == "residual"]["mean"].iloc[0] < 1e-9
+        assert kl1[kl1["reading"] == "renormalize"]["mean"].iloc[0] > 1e-3
+
+
+def test_speccascade_gain_sign_depends_on_the_draft_family(lossy):
+    df, _ = lossy
+    s = df[(df["section"] == "speccascade") & (df["metric"] == "gain_vs_lossless")
+           & (df["reading"] == "membership (Def. 1)") & (df["param"] == 0.1)]
+    gain = dict(zip(s["family"], s["mean"], strict=True))
+    assert gain["noisy"] < 0 < gain["sharpened"]
