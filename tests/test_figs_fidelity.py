@@ -17,7 +17,7 @@ from paper_figs.run_all import figure_modules
 
 def test_fidelity_scripts_are_registered():
     names = {m.__name__.rsplit(".", 1)[-1] for m in figure_modules()}
-    assert {"fidelity_lossy"} <= names
+    assert {"fidelity_lossy", "fidelity_entropy"} <= names
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +64,38 @@ def test_speccascade_gain_sign_depends_on_the_draft_family(lossy):
            & (df["reading"] == "membership (Def. 1)") & (df["param"] == 0.1)]
     gain = dict(zip(s["family"], s["mean"], strict=True))
     assert gain["noisy"] < 0 < gain["sharpened"]
+
+
+@pytest.fixture(scope="module")
+def entropy(tmp_path_factory):
+    from paper_figs import fidelity_entropy
+
+    out = tmp_path_factory.mktemp("fidelity_entropy")
+    written = fidelity_entropy.main(out, quick=True)
+    return pd.read_csv(out / "fidelity_entropy.csv"), written
+
+
+def test_entropy_outputs_and_exact_identities(entropy):
+    df, written = entropy
+    assert {p.suffix for p in written} == {".png", ".csv", ".md"}
+    assert set(df["section"]) == {"multidraft", "single", "rouge"}
+    cal = df[df["family"] == "calibrated"]
+    # the calibration reached its targets
+    np.testing.assert_allclose(cal["entropy_achieved"], cal["entropy_target"], atol=1e-5)
+    # MWS with the DeltaGumbel reweight is PFR token for token: gap exactly 0
+    g = df[(df["decoder"] == "pfr/mws") & (df["metric"] == "aatps_gap")]
+    assert len(g) > 0 and np.all(g["mean"] == 0.0)
+    # PFR is drafter invariant: ROUGE-L 1 under drafter substitution
+    r = df[(df["section"] == "rouge") & (df["decoder"] == "pfr")]
+    assert np.all(r["mean"] == 1.0)
+
+
+def test_ratio_gap_standard_error():
+    from paper_figs.fidelity_entropy import ratio_gap
+
+    g, se = ratio_gap([4, 6, 5], [2, 2, 2], [4, 6, 5], [2, 2, 2])
+    assert g == 0.0 and se == 0.0
+    g, se = ratio_gap([6, 6], [2, 2], [3, 3], [1, 1])
+    assert g == 0.0 and se == 0.0
+    g, se = ratio_gap([8, 4], [2, 2], [3, 3], [1, 1])
+    assert g == pytest.approx(0.0) and se > 0
