@@ -7,11 +7,13 @@ independently per position, E[Π a_i] = (E a)^k, so the mean acceptance is the r
 and the mean distortion KL(induced ‖ p) (``theory.distortion``), all from closed forms.
 
 Rules and sweeps: lossless; interpolation / CoS (λ = weight on the target, 1 → 0); lenience
-(ℓ = 1 → 0.05); overshoot ceiling (Table 1 "ceiling only" / Table 5 row 4, renormalised
-yield, same ℓ); judge (a synthetic judge accepting an overestimated token when p/q ≥ δ,
+(ℓ = 1 → 0.05); overshoot ceiling (Table 1 "ceiling only" / Table 5 row 4, same ℓ) in both
+readings of its yield: "residual" (the default, which equals lenience) and "renormalize";
+judge (a synthetic judge accepting an overestimated token when p/q ≥ δ,
 δ = 1 → 0); Fuzzy SD (TV gate, threshold T = 0 → 1); truncation with the min-p set (SpecCascade
 under standard SD, Eq. 13, p_base = 0.5 → 0.02) and with the η set (typical acceptance,
-ε = 0.3 → 1e-4); truncation + ceiling (Table 5 row 5, min-p 0.1, ℓ = 1 → 0.05); contrastive
+ε = 0.3 → 1e-4); truncation + ceiling (Table 5 row 5, min-p 0.1, ℓ = 1 → 0.05; both
+readings, as for the ceiling; docs/fidelity.md derives the default); contrastive
 reweighting (β = 0 → 2, α = 0.1).  Fuzzy SD follows Zhou et al. 2026 App. A.2 literally: a closed
 gate rejects every draft (acceptance 0) and emits a target token.  For the renormalising
 rules ``a`` is the probability that the first draft is accepted (the yield), as in
@@ -81,7 +83,10 @@ def sweeps(P: np.ndarray, Q: np.ndarray):
         ("interpolation (CoS)", "interpolation", "lam",
          [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0], lambda v: {"lam": v}),
         ("lenience", "lenience", "ell", ELLS, lambda v: {"ell": v}),
-        ("ceiling only", "ceiling", "ell", ELLS, lambda v: {"ell": v}),
+        ("ceiling only (residual, default)", "ceiling", "ell", ELLS,
+         lambda v: {"ell": v, "completion": "residual"}),
+        ("ceiling only (renormalize)", "ceiling", "ell", ELLS,
+         lambda v: {"ell": v, "completion": "renormalize"}),
         ("judge (p/q ≥ δ)", "judge", "delta", [1.0, 0.8, 0.6, 0.4, 0.2, 0.1, 0.05, 0.0],
          lambda v: {"judge": (Q > P) & (ratio >= v)}),
         ("Fuzzy SD (TV gate)", "fuzzy", "threshold", [0.0, 0.15, 0.25, 0.35, 0.45, 0.55, 1.0],
@@ -90,8 +95,10 @@ def sweeps(P: np.ndarray, Q: np.ndarray):
          [0.5, 0.3, 0.2, 0.1, 0.05, 0.02], lambda v: {"allowed": min_p_allowed(P, v)}),
         ("typical acceptance (η, Eq. 13)", "truncation", "epsilon",
          [0.3, 0.1, 0.03, 0.01, 1e-3, 1e-4], lambda v: {"allowed": eta_allowed(P, v)}),
-        ("truncation + ceiling (min-p 0.1)", "truncation_ceiling", "ell", ELLS,
-         lambda v: {"allowed": A01, "ell": v}),
+        ("truncation + ceiling (min-p 0.1, residual, default)", "truncation_ceiling", "ell",
+         ELLS, lambda v: {"allowed": A01, "ell": v, "completion": "residual"}),
+        ("truncation + ceiling (min-p 0.1, renormalize)", "truncation_ceiling", "ell", ELLS,
+         lambda v: {"allowed": A01, "ell": v, "completion": "renormalize"}),
         ("contrastive", "contrastive", "beta", [0.0, 0.25, 0.5, 1.0, 2.0],
          lambda v: {"beta": v}),
     ]
@@ -113,7 +120,8 @@ def compute(quick: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-MARKERS = "o*s^vD<>pXh"
+MARKERS = "o*s^vD<>pXhPd"
+COLORS = [f"C{i}" for i in range(10)] + ["navy", "darkgoldenrod"]
 
 
 def plot(df: pd.DataFrame, png: Path) -> None:
@@ -133,7 +141,8 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                             label=rule)
                     continue
                 ax.plot(sub["kl"], sub[col], marker=MARKERS[k % len(MARKERS)], ms=5,
-                        color=f"C{k}", lw=1.2, label=rule)
+                        color=COLORS[k % len(COLORS)], lw=1.2, label=rule,
+                        ls="--" if "renormalize" in rule else "-")
             ax.set_xscale("symlog", linthresh=1e-3)
             ax.set_xlim(left=0.0)
             ax.set_ylabel(ylabel)
@@ -141,7 +150,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
             if r == len(fams) - 1:
                 ax.set_xlabel("mean KL(induced ‖ p) (nats, symlog)")
     handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.07))
+    fig.legend(handles, names, loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.1))
     fig.suptitle("Efficiency–distortion frontier of lossy verification rules (closed forms; "
                  "noisy drafts, TV ~ U[0.1, 0.6])")
     fig.tight_layout()

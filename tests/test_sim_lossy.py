@@ -107,10 +107,10 @@ CONFIGS = [
      lambda p, q: {"allowed": _min_p(p, 0.2) | (q >= q.max())}),
     ("trunc_target", "truncation",
      lambda p, q: {"allowed": _min_p(p, 0.2), "on_reject": "target"}),
-    ("ceiling_renorm", "ceiling", lambda p, q: {"ell": 0.6}),
+    ("ceiling_renorm", "ceiling", lambda p, q: {"ell": 0.6, "completion": "renormalize"}),
     ("ceiling_resid", "ceiling", lambda p, q: {"ell": 0.6, "completion": "residual"}),
     ("tceil_renorm", "truncation_ceiling",
-     lambda p, q: {"allowed": _min_p(p, 0.3), "ell": 0.7}),
+     lambda p, q: {"allowed": _min_p(p, 0.3), "ell": 0.7, "completion": "renormalize"}),
     ("tceil_resid", "truncation_ceiling",
      lambda p, q: {"allowed": _min_p(p, 0.3), "ell": 0.7, "completion": "residual"}),
     ("contrastive", "contrastive", lambda p, q: {"beta": 0.5}),
@@ -270,9 +270,9 @@ def test_zero_yield_falls_back_to_the_other_completion():
     # Truncation with Z(q) = 0 falls back to p_Theta.  (Both are GOF-checked at 1e-6 each.)
     p = np.array([0.5, 0.3, 0.2, 0.0])
     q = np.array([0.0, 0.0, 0.0, 1.0])
-    for rule, params in (("ceiling", {"ell": 0.5}),
-                         ("truncation_ceiling", {"ell": 0.5, "allowed": np.array([1, 0, 0, 0],
-                                                                                bool)}),
+    for rule, params in (("ceiling", {"ell": 0.5, "completion": "renormalize"}),
+                         ("truncation_ceiling", {"ell": 0.5, "completion": "renormalize",
+                                                 "allowed": np.array([1, 0, 0, 0], bool)}),
                          ("truncation", {"allowed": np.array([1, 1, 0, 0], bool)})):
         x = sample_induced(p, q, rule, 50_000, seed=2, **params)
         law = induced_distribution(p, q, rule, **params)

@@ -244,7 +244,7 @@ def test_ceiling_yield_rows(pq, seed, ell):
     ):
         kw = {"ell": ell} if rule == "ceiling" else {"ell": ell, "allowed": A}
         assert L.acceptance_rate(p, q, rule, **kw) == pytest.approx(y.sum(), abs=1e-12)
-        ren = L.induced_distribution(p, q, rule, **kw)
+        ren = L.induced_distribution(p, q, rule, completion="renormalize", **kw)
         res = L.induced_distribution(p, q, rule, completion="residual", **kw)
         if y.sum() > 0:
             np.testing.assert_allclose(ren, y / y.sum(), atol=1e-12)
@@ -268,7 +268,8 @@ def test_hand_computed_examples():
     assert L.lenience_delta(p, q, 0.5) == pytest.approx(1 / 3)
     # ceiling (renormalize): (0.2, 0.3, 0.4) / 0.9
     np.testing.assert_allclose(
-        L.induced_distribution(p, q, "ceiling", ell=0.5), np.array([0.2, 0.3, 0.4]) / 0.9
+        L.induced_distribution(p, q, "ceiling", ell=0.5, completion="renormalize"),
+        np.array([0.2, 0.3, 0.4]) / 0.9,
     )
     # judge j = (0, 0, 1): token 2 overshoots and is kept -> q there; Δ_j = 0 -> q elsewhere
     j = np.array([False, False, True])
@@ -287,7 +288,8 @@ def test_hand_computed_examples():
     # truncation + ceiling ℓ = 0.5, A = {0}: yield (0.2, 0.3, 0.4) as token 0 is in A
     np.testing.assert_allclose(
         L.induced_distribution(
-            p, q, "truncation_ceiling", allowed=np.array([True, False, False]), ell=0.5
+            p, q, "truncation_ceiling", allowed=np.array([True, False, False]), ell=0.5,
+            completion="renormalize",
         ),
         np.array([0.2, 0.3, 0.4]) / 0.9,
     )
@@ -532,3 +534,42 @@ def test_zero_yield_fallbacks():
         np.testing.assert_allclose(
             L.induced_distribution(p, q, "ceiling", ell=0.5, completion=completion), p
         )
+
+
+# ------------------------------------------------------- the reading of the yield rows
+def test_yield_rows_default_to_the_residual_reading():
+    """Zhou et al. 2026, Table 5 rows 4-5: the default completion is "residual" (the reading
+    their reported accuracies support), "renormalize" stays available by name."""
+    assert L.RULE_PARAMS["ceiling"][1] == {"completion": "residual"}
+    assert L.RULE_PARAMS["truncation_ceiling"][1] == {"completion": "residual"}
+    assert L.RULE_PARAMS["truncation"][1] == {"on_reject": "renormalize"}  # Eq. 13
+    p = np.array([0.5, 0.3, 0.2])
+    q = np.array([0.2, 0.3, 0.5])
+    # ceiling at ℓ = 1: the residual reading is lossless (law p, acceptance 1 - TV) ...
+    np.testing.assert_allclose(L.induced_distribution(p, q, "ceiling", ell=1.0), p,
+                               atol=1e-15)
+    # ... while renormalize distorts at the same (lossless) acceptance: min(p, q) / 0.7
+    np.testing.assert_allclose(
+        L.induced_distribution(p, q, "ceiling", ell=1.0, completion="renormalize"),
+        np.array([0.2, 0.3, 0.2]) / 0.7)
+    # truncation + ceiling, A = {0}, ℓ = 0.5: yield (0.2, 0.3, 0.4), missing 0.1 to (p - q)_+
+    np.testing.assert_allclose(
+        L.induced_distribution(p, q, "truncation_ceiling", ell=0.5,
+                               allowed=np.array([True, False, False])),
+        [0.3, 0.3, 0.4], atol=1e-15)
+
+
+@given(prob_pairs(), st.floats(0.01, 1.0), st.integers(0, 2**32 - 1))
+def test_readings_share_the_acceptance_and_differ_only_in_the_law(pq, ell, seed):
+    """The paper's block efficiencies cannot tell the readings apart: both accept the first
+    draft with probability Σ y; the default call is the residual reading."""
+    p, q = pq
+    A = np.random.default_rng(seed).random(p.size) < 0.5
+    for rule, kw in (("ceiling", {"ell": ell}),
+                     ("truncation_ceiling", {"ell": ell, "allowed": A})):
+        a_res = L.acceptance_rate(p, q, rule, completion="residual", **kw)
+        a_ren = L.acceptance_rate(p, q, rule, completion="renormalize", **kw)
+        assert a_res == pytest.approx(a_ren, abs=1e-12)
+        np.testing.assert_array_equal(
+            L.induced_distribution(p, q, rule, **kw),
+            L.induced_distribution(p, q, rule, completion="residual", **kw))

@@ -2,6 +2,7 @@
 language models and speculative decoders (Numba kernels behind validated wrappers)."""
 
 from specbound.sim.batch import DecodeBatch, speculative_decode_batch
+from specbound.sim.calibration import CalibratedLM, calibrated_lm, entropy_bounds
 from specbound.sim.decode import (
     DECODER_SCHEME,
     DECODERS,
@@ -76,6 +77,8 @@ __all__ = [
     "expected_block_tokens", "speculative_decode", "DecodeBatch", "speculative_decode_batch",
     "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
+    # entropy-calibrated synthetic models
+    "CalibratedLM", "calibrated_lm", "entropy_bounds",
     # sequence-level metrics
     "cluster_ratio_se", "lcs_length", "mean_se", "rouge_l",
     # detection

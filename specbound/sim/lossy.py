@@ -251,9 +251,9 @@ def sample_induced(p, q, rule: str, n: int = 100_000, *, seed=0, normalize: bool
     ``"truncation"``        ``1[x in A]``                ``on_reject="renormalize"``: redraw
     (``allowed``,                                        ``X ~ q`` until accepted (Eq. 13);
     ``on_reject``)                                       ``"target"``: a token from ``p_Theta``
-    ``"ceiling"``           ``min(1, p/(ell q))``        ``completion="renormalize"``: redraw
-    (``ell``,               (yield ``min(q, p/ell)``)    until accepted; ``"residual"``: a
-    ``completion``)                                      token from ``(p - yield)_+``
+    ``"ceiling"``           ``min(1, p/(ell q))``        ``completion="residual"`` (default):
+    (``ell``,               (yield ``min(q, p/ell)``)    a token from ``(p - yield)_+``;
+    ``completion``)                                      ``"renormalize"``: redraw until accepted
     ``"truncation_ceiling"``  1 on ``A``, else            as ``"ceiling"``
     (``allowed``, ``ell``,  ``min(1, p/(ell q))``
     ``completion``)         (yield of Table 5 row 5)

@@ -44,12 +44,13 @@ required parameters and optional parameters with their defaults.
     h = 1[x in A] (Definition 1).  "renormalize": a rejected draft is redrawn from q until one
     is accepted -> q 1_A / Z_Θ(q) (Eq. 13).  "target": a rejection emits a sample of p_Θ
     -> q 1_A + (1 - Z_Θ(q)) p_Θ (the practical variant).
-``"ceiling"`` -- ``ell``: float in (0, 1]; ``completion``: "renormalize" (default) | "residual".
+``"ceiling"`` -- ``ell``: float in (0, 1]; ``completion``: "residual" (default) | "renormalize".
     Yield y = min(q, p/ell) (Table 1 "ceiling only", Table 5 row 4); h = min(1, p/(ell q)).
-    "renormalize": a rejected draft is redrawn from q until accepted -> y / Σ y.
     "residual": a rejection emits a sample of (p-y)+ normalized
     -> y + (1 - Σ y) (p-y)+ / Σ (p-y)+ (this equals lenience, as (p-y)+ = (p-q)+).
-``"truncation_ceiling"`` -- ``allowed``, ``ell``, ``completion`` (as above).
+    "renormalize": a rejected draft is redrawn from q until accepted -> y / Σ y.
+``"truncation_ceiling"`` -- ``allowed``, ``ell``, ``completion`` (as above, default
+    "residual").
     Yield y = q on A, min(q, p/ell) off A (Table 5 row 5); h = 1 on A, min(1, p/(ell q))
     off A; the two completions as for "ceiling".
 ``"contrastive"`` -- ``beta``: float >= 0 (contrast strength); ``alpha``: float in [0, 1],
@@ -57,8 +58,19 @@ required parameters and optional parameters with their defaults.
     Lossless SD against the contrastive law nu (below): h = min(1, nu/q),
     r = (nu-q)+ normalized.  Induced: nu.
 
-``completion`` and ``on_reject`` default to ``"renormalize"`` (the paper's reading of its
-yield rows, Eq. 13); the two readings are never mixed within one call.  If the yield has zero
+``on_reject`` defaults to ``"renormalize"`` (Eq. 13 states it for truncation) and
+``completion`` to ``"residual"``: the reading of the two yield rows of Zhou et al. 2026
+(Table 5 rows 4 and 5) that agrees with the numbers the paper reports for them.  The two
+readings give the same acceptance ``Σ y`` at every ``ell``, so the paper's block
+efficiencies cannot tell them apart; its accuracies can: "renormalize" distorts the law even
+at ``ell = 1`` (where the ceiling has lossless acceptance), strictly more than lenience at
+every ``ell`` with the same acceptance, while Table 5 reports the ceiling row at lossless
+accuracy (-0.4%, lenience -0.6%) and the truncation + ceiling row at exactly the lossless
+accuracy.  Under "residual", "ceiling only" *is* lenience (so the paper's row 4 repeats row
+3 up to noise: 5.58 vs 5.53 BE, 75.33 vs 75.22 accuracy), which the paper's reading of it as
+"lenience without the adaptive interpolation" does not admit; no reading reproduces that
+distinction (``paper_figs/fidelity_lossy.py``, docs/fidelity.md).  Both readings stay
+available by name; the two are never mixed within one call.  If the yield has zero
 mass (``Z_Θ(q) = 0`` for truncation: the draft puts no mass on ``A``; ``sum y = 0`` for the
 ceilings) the redraw loop of "renormalize" never ends: the rule then *falls back to its other
 completion*, which at zero yield is its correction law (``p_Θ`` for truncation, ``(p-y)_+``
@@ -126,8 +138,8 @@ RULE_PARAMS: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
     "lenience": (("ell",), {}),
     "judge": (("judge",), {}),
     "truncation": (("allowed",), {"on_reject": "renormalize"}),
-    "ceiling": (("ell",), {"completion": "renormalize"}),
-    "truncation_ceiling": (("allowed", "ell"), {"completion": "renormalize"}),
+    "ceiling": (("ell",), {"completion": "residual"}),
+    "truncation_ceiling": (("allowed", "ell"), {"completion": "residual"}),
     "contrastive": (("beta",), {"alpha": 0.1}),
 }
 
@@ -508,8 +520,9 @@ def induced_distribution(p, q, rule: str, *, normalize: bool = False, **params):
     * truncation: ``q 1_A / Z_Θ(q)`` (Eq. 13, ``on_reject="renormalize"``) or
       ``q 1_A + (1 - Z_Θ(q)) p_Θ`` (``on_reject="target"``);
     * ceiling / truncation_ceiling: the yield rows of Table 1 ("ceiling only") and Table 5
-      (rows 4 and 5), completed by ``completion``.  With ``completion="residual"`` the ceiling
-      rule equals lenience, because ``(p - min(q, p/ℓ))_+ = (p - q)_+``;
+      (rows 4 and 5), completed by ``completion`` (default ``"residual"``, the reading the
+      paper's numbers support; module docstring).  With ``completion="residual"`` the
+      ceiling rule equals lenience, because ``(p - min(q, p/ℓ))_+ = (p - q)_+``;
     * contrastive: ``nu`` of the module docstring.
 
     When TV(p, q) = 0 the Δ's are 0/0: they are defined as 0 (the limit), and the induced law
