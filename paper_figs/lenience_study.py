@@ -20,7 +20,8 @@ linear mixture ℓ p + (1 − ℓ) q (interpolation with λ = ℓ).  Shaded: the
 q > p/ℓ, where the ceiling clips the draft and the linear mixture keeps part of it.
 
 Outputs: ``lenience_study.png``, ``lenience_study.csv`` (panel a: ``ell, direction, tv_target,
-tv, delta, mc_delta`` — ``mc_delta`` empty off the Monte Carlo points) and
+tv, delta, mc_delta, mc_se, n_mc`` — the Monte Carlo columns are empty off the Monte Carlo
+points; ``mc_se`` is the binomial standard error of ``mc_delta``) and
 ``lenience_study_ceiling.csv`` (panel b: ``token, p, q, ceiling, lenience, linear_mixture,
 overshoot``).
 
@@ -29,6 +30,7 @@ Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +61,18 @@ def compute_delta(quick: bool = False) -> pd.DataFrame:
             for ell in ELLS:
                 row = {"ell": ell, "direction": d, "tv_target": float(tv_target),
                        "tv": float(drafts.tv[k]), "delta": lenience_delta(p, q, ell),
-                       "mc_delta": np.nan}
+                       "mc_delta": np.nan, "mc_se": np.nan, "n_mc": np.nan}
                 if d == 0 and k in MC_TV_IDX:
                     x = sample_induced(p, q, "lenience", n_mc, seed=1000 * k + int(100 * ell),
                                        ell=ell)
                     f = np.bincount(x, minlength=p.size) / n_mc
                     under = q < p
-                    row["mc_delta"] = float((f - q)[under].sum() / (p - q)[under].sum())
+                    gap = (p - q)[under].sum()
+                    row["mc_delta"] = float((f - q)[under].sum() / gap)
+                    # binomial error of the emitted mass on {q < p}, divided by the gap
+                    F = float(induced_distribution(p, q, "lenience", ell=ell)[under].sum())
+                    row["mc_se"] = math.sqrt(F * (1.0 - F) / n_mc) / gap
+                    row["n_mc"] = n_mc
                 rows.append(row)
     return pd.DataFrame(rows)
 
