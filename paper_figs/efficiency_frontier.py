@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import cli, rule_color, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, zipf
 from specbound.theory import block_efficiency
 from specbound.theory.lossy import acceptance_rate, distortion, induced_distribution
@@ -133,7 +133,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                             label=rule)
                     continue
                 ax.plot(sub["kl"], sub[col], marker=MARKERS[k % len(MARKERS)], ms=5,
-                        color=f"C{k}", lw=1.2, label=rule)
+                        color=rule_color(rule), lw=1.2, label=rule)
             ax.set_xscale("symlog", linthresh=1e-3)
             ax.set_xlim(left=0.0)
             ax.set_ylabel(ylabel)
