@@ -291,3 +291,24 @@ def test_make_reproduce_quick(tmp_path):
         if r.claim.script in studies:
             assert r.outcome.verdict != ix.NOT_RUN, (r.claim.key, r.outcome.numbers)
     assert (tmp_path / ix.INDEX).read_text().count("| **") == len(ix.CLAIMS)
+
+
+def test_real_model_claims_read_the_real_studies_columns(tmp_path):
+    """The real-model studies name the exact values ``mpfr``/``gls``/``exp_race`` and the
+    pair ``draft``, and aggregate Lemma 1 per draft (``frac_positive``)."""
+    _bounds(tmp_path)
+    df = pd.read_csv(tmp_path / "bounds_vs_drafts.csv").rename(
+        columns={"exact_mpfr": "mpfr", "exact_gls": "gls", "pair": "draft"})
+    df["exp_race"] = np.where(df["B"] == 1, df["mpfr"], np.nan)
+    df.to_csv(tmp_path / "real_bounds.csv", index=False)
+    assert verdict(tmp_path, "real_pml_bound").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "real_limit_direction").verdict == ix.REFUTED
+    rows = [{"draft": d, "truncation": t, "param": prm, "net": 0.01, "frac_positive": fp}
+            for d in ("temperature:0.5", "early_exit:28") for t, prm, fp in
+            (("eta", 0.01, 1.0), ("eta", 0.1, 1.0), ("min_p", 0.1, 0.7), ("min_p", 0.9, 0.2))]
+    pd.DataFrame(rows).to_csv(tmp_path / "real_lossy_lemma1.csv", index=False)
+    assert verdict(tmp_path, "real_lemma1_eta").verdict == ix.REPRODUCED
+    rows[0]["frac_positive"] = 0.9  # one context of one draft with ΔBE <= 0
+    pd.DataFrame(rows).to_csv(tmp_path / "real_lossy_lemma1.csv", index=False)
+    assert verdict(tmp_path, "real_lemma1_eta").verdict == ix.REFUTED
+    assert verdict(tmp_path, "real_trunc_ceiling").verdict == ix.NOT_RUN
