@@ -1146,17 +1146,18 @@ def render(rows: list[Row], out_dir) -> str:
             lines.append(f"| {s} | {_command(s, quick)} | {'quick' if quick else 'full'} | "
                          f"{float(t['seconds']):.1f} | {t.get('finished_utc', '—')} |")
     lines += ["", "## Claims", "",
-              "| # | paper | where | claim | model | output | runtime (s) | numbers | z | "
-              "verdict | computed by |",
-              "|---:|---|---|---|---|---|---:|---|---|---|---|"]
+              "| # | paper | where | claim | model | output | command | runtime (s) | numbers | "
+              "z | verdict | computed by |",
+              "|---:|---|---|---|---|---|---|---:|---|---|---|---|"]
     for i, r in enumerate(rows, 1):
         cl, o = r.claim, r.outcome
         t = tinfo.get(cl.script)
         rt = f"{float(t['seconds']):.1f}" if t is not None else "—"
+        cmd = _command(cl.script, bool(t.get("quick", False)) if t is not None else False)
         paper = "Liu et al." if cl.paper == LIU else "Zhou et al."
         lines.append(
             f"| {i} | {paper} | {_cell(cl.where)} | {_cell(cl.statement)} | {cl.model} | "
-            f"{', '.join(cl.outputs)} | {rt} | {_cell(o.numbers)} | {_z(o.z)} | "
+            f"{', '.join(cl.outputs)} | {cmd} | {rt} | {_cell(o.numbers)} | {_z(o.z)} | "
             f"**{o.verdict}** | `{cl.check.__name__}` |")
     beyond = [(i, r) for i, r in enumerate(rows, 1) if r.outcome.beyond]
     lines += ["", "## Beyond the paper", ""]
