@@ -736,6 +736,22 @@ def check_lemma1_eta(data: Data, name: str = LEMMA1) -> Outcome:
     return Outcome(exact(neg.empty), numbers, None, beyond)
 
 
+def check_lemma1_eta_families(data: Data, name: str = "fidelity_lossy.csv") -> Outcome:
+    """§5.1 / Fig. 5 across draft families (noisy, sharpened, calibrated to the paper's
+    entropy): the fraction of (context, ε) with ΔBE > 0 must be 1 in every family."""
+    df = data.csv(name, ("section", "family", "metric", "param", "mean"))
+    e = df[(df["section"] == "eta") & (df["metric"] == "positive")]
+    if e.empty:
+        raise MissingData(f"{name} has no η-truncation sign rows")
+    overall = e[e["param"].isna()] if e["param"].isna().any() else e
+    frac = overall.groupby("family", sort=False)["mean"].mean()
+    bad = frac[frac < 1.0]
+    numbers = (f"{len(bad)} of {len(frac)} draft families have (context, ε) with ΔBE ≤ 0")
+    beyond = "fraction with ΔBE > 0 by family: " + ", ".join(
+        f"{k}: {_fmt(float(v), 3)}" for k, v in frac.items())
+    return Outcome(exact(bad.empty), numbers, None, beyond)
+
+
 def check_lemma1_minp(data: Data, name: str = LEMMA1) -> Outcome:
     """§5.1 / Fig. 5: under min-p the sign of ΔBE changes with the threshold; the margin
     narrows as p_base approaches 0.9."""
@@ -1022,6 +1038,10 @@ def _claims() -> list[Claim]:
     add("lemma1_eta", ZHOU, "§5.1, Fig. 5",
         "under η-sampling ΔBE > 0 uniformly across all distribution pairs and ε", *l1,
         check_lemma1_eta)
+    add("lemma1_eta_families", ZHOU, "§5.1, Fig. 5",
+        "under η-sampling ΔBE > 0 uniformly, whatever the draft family (noisy, sharpened, "
+        "calibrated to the paper's entropy)", "fidelity_lossy", ["fidelity_lossy.csv"],
+        check_lemma1_eta_families)
     add("lemma1_minp", ZHOU, "§5.1, Fig. 5",
         "under min-p the sign of ΔBE depends on the gain/loss balance; the margin narrows as "
         "p_base → 0.9", *l1, check_lemma1_minp)
