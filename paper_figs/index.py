@@ -13,14 +13,15 @@ Verdicts (one threshold, :data:`Z_THRESHOLD`, applied by :func:`ordering` and
 
 ``reproduced``
     the data support the claim: an ordering ``a > b`` with ``z > 3``; an equality
-    ``a = b`` with ``|z| <= 3``; an exact (closed-form) statement that holds on every row
-    within :data:`EXACT_ATOL`;
+    ``a = b`` with ``|z| <= 3`` measured finely enough to see a difference of
+    :data:`RESOLUTION` (5%), or identical estimates; an exact (closed-form) statement that
+    holds on every row within :data:`EXACT_ATOL`;
 ``not reproduced``
     a Monte Carlo difference against the claim with ``|z| > 3`` (the opposite ordering, or
     a difference where the paper states equality);
 ``not distinguishable at this sample size``
-    an ordering claim with ``|z| <= 3`` (more samples could decide it), or no standard
-    error;
+    an ordering claim with ``|z| <= 3``, or an equality whose sample is too small to see a
+    5% difference (more samples could decide it), or no standard error;
 ``refuted``
     an exact (closed-form, deterministic) computation contradicts the statement: a
     counterexample, beyond rounding;
@@ -57,6 +58,10 @@ from paper_figs._common import OUT_DIR
 
 #: a difference counts when |z| > Z_THRESHOLD (two-sided 3 sigma: 0.27% per comparison)
 Z_THRESHOLD = 3.0
+#: resolution of an equality claim: it is reproduced only if the data could have seen a
+#: relative difference of RESOLUTION (3 standard errors of the difference <= RESOLUTION x
+#: the compared magnitude; rates and probabilities count on the scale 1)
+RESOLUTION = 0.05
 #: tolerance of exact (closed-form) comparisons: rounding of the CSV's 10-12 digits
 EXACT_ATOL = 1e-9
 
@@ -161,11 +166,32 @@ def ordering(z: float) -> str:
     return REPRODUCED if z > 0 else NOT_REPRODUCED
 
 
-def equality(z: float) -> str:
-    """Verdict of the claim ``a = b`` given ``z`` of ``a - b``."""
+def equality(z: float, se: float | None = None, scale: float | None = None) -> str:
+    """Verdict of the claim ``a = b`` given ``z`` of ``a - b``; with the standard error
+    ``se`` of the difference and the magnitude ``scale`` of the compared values, a sample
+    too small to see a difference of :data:`RESOLUTION` x ``scale`` is not distinguishable."""
     if math.isnan(z):
         return NOT_DISTINGUISHABLE
-    return REPRODUCED if abs(z) <= Z_THRESHOLD else NOT_REPRODUCED
+    if abs(z) > Z_THRESHOLD:
+        return NOT_REPRODUCED
+    if se is not None and scale is not None and Z_THRESHOLD * se > RESOLUTION * abs(scale):
+        return NOT_DISTINGUISHABLE
+    return REPRODUCED
+
+
+def se_diff(se_a: float, se_b: float = 0.0) -> float:
+    """Standard error of a difference of independent estimates."""
+    return math.sqrt(se_a**2 + se_b**2)
+
+
+def _eq(a, se_a, b, se_b, scale=None) -> tuple[str, float]:
+    """(verdict, z) of the equality ``a = b`` with resolution on ``scale`` (default: the
+    larger magnitude)."""
+    z = z_diff(a, se_a, b, se_b)
+    if a == b:  # identical estimates (same outputs on the same prompts): paired error 0
+        return REPRODUCED, 0.0
+    scale = max(abs(a), abs(b)) if scale is None else scale
+    return equality(z, se_diff(se_a, se_b), scale), z
 
 
 def exact(holds: bool) -> str:
@@ -350,9 +376,10 @@ def _pairs_by(df, a, b, by, what):
 def check_pfr_vs_nowm(data: Data) -> Outcome:
     """Fig. 1 / §6: PFR and PFR-NOWM have nearly identical AATPS (equality at each L)."""
     A, Bd, Ls = _pairs_by(_frontier(data), "pfr", "pfr_nowm", "L", "PFR vs PFR-NOWM")
-    zs = [z_diff(A.at[L, "aatps"], A.at[L, "aatps_se"], Bd.at[L, "aatps"], Bd.at[L, "aatps_se"])
+    vz = [_eq(A.at[L, "aatps"], A.at[L, "aatps_se"], Bd.at[L, "aatps"], Bd.at[L, "aatps_se"])
           for L in Ls]
-    v = combine(equality(z) for z in zs)
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     numbers = "; ".join(f"L={L}: {_fmt(A.at[L, 'aatps'])} vs {_fmt(Bd.at[L, 'aatps'])}"
                         for L in Ls)
     beyond = ""
@@ -399,9 +426,10 @@ def make_check_dominates(baseline: str) -> Callable[[Data], Outcome]:
 def check_pfr_vs_vsps(data: Data) -> Outcome:
     """§1 / Fig. 1: PFR embeds the watermark without degrading AATPS (vs VSpS)."""
     A, Bd, Ls = _pairs_by(_frontier(data), "pfr", "vsps", "L", "PFR vs VSpS")
-    zs = [z_diff(A.at[L, "aatps"], A.at[L, "aatps_se"], Bd.at[L, "aatps"], Bd.at[L, "aatps_se"])
+    vz = [_eq(A.at[L, "aatps"], A.at[L, "aatps_se"], Bd.at[L, "aatps"], Bd.at[L, "aatps_se"])
           for L in Ls]
-    v = combine(equality(z) for z in zs)
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     numbers = "; ".join(f"L={L}: {_fmt(A.at[L, 'aatps'])} vs {_fmt(Bd.at[L, 'aatps'])}"
                         for L in Ls)
     beyond = ""
@@ -418,8 +446,9 @@ def check_lppl_pfr(data: Data) -> Outcome:
     df = data.csv(FRONTIER, ("decoder", "L", "lppl", "lppl_se"))
     ref = _rows(df, "basic_uwm", decoder="basic_uwm").iloc[0]
     pfr = _rows(df, "pfr", decoder="pfr")
-    zs = [z_diff(r["lppl"], r["lppl_se"], ref["lppl"], ref["lppl_se"]) for _, r in pfr.iterrows()]
-    v = combine(equality(z) for z in zs)
+    vz = [_eq(r["lppl"], r["lppl_se"], ref["lppl"], ref["lppl_se"]) for _, r in pfr.iterrows()]
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     numbers = (f"BASIC-UWM {_fmt(ref['lppl'])} ± {_fmt(ref['lppl_se'], 2)}; PFR "
                + ", ".join(f"L={int(r['L'])}: {_fmt(r['lppl'])}" for _, r in pfr.iterrows()))
     others = df[~df["decoder"].isin(["basic_uwm", "pfr"])]
@@ -449,9 +478,10 @@ def _scaling(data: Data) -> tuple[pd.DataFrame, pd.DataFrame, list]:
 def check_mpfr_vs_invariant(data: Data) -> Outcome:
     """Table 6 / App. D.4: MPFR's AATPS is comparable to INVARIANT's at each B."""
     M, G, Bs = _scaling(data)
-    zs = [z_diff(M.at[B, "aatps"], M.at[B, "aatps_se"], G.at[B, "aatps"], G.at[B, "aatps_se"])
+    vz = [_eq(M.at[B, "aatps"], M.at[B, "aatps_se"], G.at[B, "aatps"], G.at[B, "aatps_se"])
           for B in Bs]
-    v = combine(equality(z) for z in zs)
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     numbers = "; ".join(f"B={B}: {_fmt(M.at[B, 'aatps'])} vs {_fmt(G.at[B, 'aatps'])}"
                         for B in Bs)
     beyond = ""
@@ -519,9 +549,10 @@ def check_lppl_mpfr(data: Data) -> Outcome:
     """App. D.4: MPFR's LPPL falls within ±0.013 nats of INVARIANT's (no shift)."""
     df = data.csv(SCALING, ("decoder", "B", "lppl", "lppl_se"))
     M, G, Bs = _pairs_by(df, "mpfr", "invariant", "B", "LPPL")
-    zs = [z_diff(M.at[B, "lppl"], M.at[B, "lppl_se"], G.at[B, "lppl"], G.at[B, "lppl_se"])
+    vz = [_eq(M.at[B, "lppl"], M.at[B, "lppl_se"], G.at[B, "lppl"], G.at[B, "lppl_se"])
           for B in Bs]
-    v = combine(equality(z) for z in zs)
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     numbers = "; ".join(f"B={B}: Δ = {_fmt(M.at[B, 'lppl'] - G.at[B, 'lppl'], 3)}" for B in Bs)
     return Outcome(v, numbers, deciding_z(zs))
 
@@ -549,13 +580,21 @@ def _tpr_z(df, a, b):
 def check_tpr_match(data: Data) -> Outcome:
     """Fig. 2(a): PFR and MPFR match the strong references BASIC-UWM and MWS."""
     df = _detection(data)
-    zs, parts = [], []
+    zs, vs, parts = [], [], []
     for a in ("pfr", "mpfr"):
+        A = _rows(df, a, decoder=a).set_index("T_eval")
         for b in ("basic_uwm", "mws"):
+            Bd = _rows(df, b, decoder=b).set_index("T_eval")
             Ts, z = _tpr_z(df, a, b)
+            for T, zt in zip(Ts, z, strict=True):
+                p1, p2 = A.at[T, "tpr"], Bd.at[T, "tpr"]
+                n1, n2 = A.at[T, "n_sequences"], Bd.at[T, "n_sequences"]
+                pool = (p1 * n1 + p2 * n2) / (n1 + n2)
+                se = math.sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2))
+                vs.append(REPRODUCED if p1 == p2 else equality(zt, se, 1.0))
             zs += z
             parts.append(f"{a.upper()}−{b.upper()}: max |z| {_fmt(max(map(abs, z)), 3)}")
-    v = combine(equality(z) for z in zs)
+    v = combine(vs)
     return Outcome(v, "; ".join(parts) + f" over T_eval ∈ {Ts}", deciding_z(zs))
 
 
@@ -594,7 +633,8 @@ def check_h0_floor(data: Data) -> Outcome:
     h0 = _rows(df, "H0 rows", decoder="h0", score="aaronson", method="exact")
     zs = [z_binomial(r["tpr"] * r["n_sequences"], r["n_sequences"], r["fpr"])
           for _, r in h0.iterrows()]
-    v = combine(equality(z) for z in zs)
+    v = combine(equality(z, math.sqrt(r["fpr"] * (1 - r["fpr"]) / r["n_sequences"]), 1.0)
+                for z, (_, r) in zip(zs, h0.iterrows(), strict=True))
     n = int(h0["n_sequences"].iloc[0])
     numbers = (f"n = {n} null sequences; FPR " + ", ".join(
         f"T={int(r['T_eval'])}: {_fmt(r['tpr'], 3)}" for _, r in h0.iterrows()))
@@ -665,7 +705,7 @@ def check_rouge_invariant(data: Data) -> Outcome:
         s, _ = _subst(data, dec)
         r, se = float(s["rouge_l_minpair"]), float(s["rouge_l_minpair_se"])
         z = z_diff(1.0 - r, se)
-        vs.append(REPRODUCED if r == 1.0 else equality(z))
+        vs.append(REPRODUCED if r == 1.0 else equality(z, se, 1.0))
         zs.append(z)
         parts.append(f"{dec.upper()} {_fmt(r, 4)}")
     v = combine(vs)
@@ -878,8 +918,9 @@ def check_lenience(data: Data) -> Outcome:
         raise MissingData("lenience_study.csv has no Monte Carlo rows")
     if "mc_se" not in mc:
         raise MissingData("lenience_study.csv lacks the column mc_se")
-    zs = [z_diff(r["mc_delta"], r["mc_se"], r["delta"]) for _, r in mc.iterrows()]
-    v = combine(equality(z) for z in zs)
+    vz = [_eq(r["mc_delta"], r["mc_se"], r["delta"], 0.0, 1.0) for _, r in mc.iterrows()]
+    zs = [z for _, z in vz]
+    v = combine(x for x, _ in vz)
     g = df.groupby(["ell", "tv_target"])["delta"].mean().unstack("ell") if "tv_target" in df \
         else None
     beyond = ""
@@ -1137,8 +1178,11 @@ def render(rows: list[Row], out_dir) -> str:
         "",
         f"**Threshold** (stated once, applied by code): a difference counts when |z| > "
         f"{Z_THRESHOLD:g}, z = difference / standard error. Orderings need z > {Z_THRESHOLD:g}; "
-        f"equalities hold while |z| ≤ {Z_THRESHOLD:g}; exact (closed-form) statements must hold "
-        f"on every row within {EXACT_ATOL:g}.",
+        f"equalities hold while |z| ≤ {Z_THRESHOLD:g} and the sample could have seen a "
+        f"difference of {RESOLUTION:.0%} ({Z_THRESHOLD:g} standard errors ≤ {RESOLUTION:.0%} of "
+        f"the compared values; rates on the scale 1), or when the two estimates are identical "
+        f"(same outputs on the same prompts); exact (closed-form) statements must hold on "
+        f"every row within {EXACT_ATOL:g}.",
         "",
         "Verdicts: *reproduced* (the data support the claim); *not reproduced* (a Monte Carlo "
         "difference against the claim, |z| > 3); *not distinguishable at this sample size* "

@@ -38,6 +38,10 @@ def test_threshold_rules():
     assert ix.ordering(math.nan) == ix.NOT_DISTINGUISHABLE
     assert ix.equality(t - 0.01) == ix.REPRODUCED
     assert ix.equality(-t - 0.01) == ix.NOT_REPRODUCED
+    # an equality needs a sample fine enough to see a difference of RESOLUTION x scale
+    r = ix.RESOLUTION
+    assert ix.equality(1.0, se=0.9 * r / t, scale=1.0) == ix.REPRODUCED
+    assert ix.equality(1.0, se=1.1 * r / t, scale=1.0) == ix.NOT_DISTINGUISHABLE
     assert ix.exact(True) == ix.REPRODUCED and ix.exact(False) == ix.REFUTED
     assert ix.combine([ix.REPRODUCED, ix.REPRODUCED]) == ix.REPRODUCED
     assert ix.combine([ix.REPRODUCED, ix.NOT_DISTINGUISHABLE]) == ix.NOT_DISTINGUISHABLE
@@ -159,6 +163,14 @@ def test_equality_claim_flips_at_the_threshold(tmp_path):
     _frontier(tmp_path, nowm_shift_in_se=3.1)
     out = verdict(tmp_path, "pfr_vs_nowm")
     assert out.verdict == ix.NOT_REPRODUCED and abs(out.z) == pytest.approx(3.1)
+
+
+def test_equality_needs_a_fine_enough_sample(tmp_path):
+    _frontier(tmp_path, nowm_shift_in_se=1.0, se=0.5)  # |z| = 1 but 3 se of the gap ~ 2.1
+    out = verdict(tmp_path, "pfr_vs_nowm")
+    assert out.verdict == ix.NOT_DISTINGUISHABLE and abs(out.z) == pytest.approx(1.0)
+    _frontier(tmp_path, nowm_shift_in_se=0.0, se=0.5)  # identical estimates: paired error 0
+    assert verdict(tmp_path, "pfr_vs_nowm").verdict == ix.REPRODUCED
 
 
 def test_threshold_is_applied_by_code(tmp_path, monkeypatch):
