@@ -1153,6 +1153,18 @@ def read_timings(out_dir) -> pd.DataFrame | None:
         return None
 
 
+def _mode_from_csv(path: Path) -> str:
+    """'quick' / 'full' from an output's ``quick`` column (the sweep studies write their
+    settings as columns); '—' if the file or the column is absent."""
+    if not path.is_file():
+        return "—"
+    try:
+        q = pd.read_csv(path, usecols=["quick"], nrows=1)["quick"]
+    except (ValueError, pd.errors.EmptyDataError, pd.errors.ParserError):
+        return "—"
+    return "—" if q.empty else ("quick" if bool(q.iloc[0]) else "full")
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -1201,10 +1213,14 @@ def render(rows: list[Row], out_dir) -> str:
         "|---|---|---|---:|---|",
     ]
     scripts = list(dict.fromkeys(r.claim.script for r in rows))
+    outputs = {}
+    for r in rows:
+        outputs.setdefault(r.claim.script, r.claim.outputs[0])
     for s in scripts:
         t = tinfo.get(s)
         if t is None:
-            lines.append(f"| {s} | {_command(s, False)} | — | not recorded | — |")
+            mode = _mode_from_csv(Path(out_dir) / outputs[s])
+            lines.append(f"| {s} | {_command(s, mode == 'quick')} | {mode} | not recorded | — |")
         else:
             quick = bool(t.get("quick", False))
             lines.append(f"| {s} | {_command(s, quick)} | {'quick' if quick else 'full'} | "
