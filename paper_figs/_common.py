@@ -39,6 +39,79 @@ def sweep_executor(spec):
         yield ex
 
 
+#: one colour and marker per decoder of ``specbound.sim.DECODERS``, used by every figure
+DECODER_STYLE = {
+    "ar": ("tab:brown", "."),
+    "basic_uwm": ("black", "*"),
+    "vsps": ("tab:gray", "o"),
+    "pfr_nowm": ("tab:cyan", "v"),
+    "pfr": ("tab:red", "s"),
+    "mws": ("tab:purple", "D"),
+    "mpfr": ("tab:orange", "X"),
+    "invariant": ("tab:blue", "o"),
+    "specinfer": ("tab:pink", "h"),
+    "mse": ("tab:green", "^"),
+    "mse_pseudo": ("tab:olive", "P"),
+}
+
+#: one colour per verification rule of ``specbound.theory.RULES`` (lossless is black), and
+#: per truncation set where a figure separates them
+RULE_COLORS = {
+    "lossless": "black",
+    "interpolation": "#1f77b4",
+    "lenience": "#ff7f0e",
+    "ceiling": "#2ca02c",
+    "judge": "#d62728",
+    "fuzzy": "#9467bd",
+    "truncation": "#8c564b",
+    "truncation:min-p": "#8c564b",
+    "truncation:eta": "#e377c2",
+    "truncation_ceiling": "#7f7f7f",
+    "contrastive": "#bcbd22",
+}
+
+#: the bounds of Liu et al. (2026) take the colour of the decoder whose acceptance they bound
+BOUND_COLORS = {
+    "pml": DECODER_STYLE["mpfr"][0],
+    "exact_mpfr": DECODER_STYLE["mpfr"][0],
+    "pml_weak": "#8c564b",
+    "exact_gls": DECODER_STYLE["invariant"][0],
+    "lml": DECODER_STYLE["invariant"][0],
+    "lml_relaxed": "#17becf",
+}
+
+
+def decoder_color(decoder: str) -> str:
+    """The colour of ``decoder`` in every figure."""
+    return DECODER_STYLE[decoder][0]
+
+
+def decoder_marker(decoder: str) -> str:
+    """The marker of ``decoder`` in every figure."""
+    return DECODER_STYLE[decoder][1]
+
+
+#: figure labels (by prefix) of the rules, for scripts that label rows by a readable name
+RULE_LABEL_PREFIXES = (
+    ("lossless", "lossless"), ("interpolation", "interpolation"), ("CoS", "interpolation"),
+    ("lenience", "lenience"), ("ceiling", "ceiling"), ("overshoot ceiling", "ceiling"),
+    ("judge", "judge"), ("Fuzzy", "fuzzy"), ("SpecCascade", "truncation:min-p"),
+    ("typical", "truncation:eta"), ("truncation + ceiling", "truncation_ceiling"),
+    ("truncation min-p", "truncation:min-p"), ("contrastive", "contrastive"),
+)
+
+
+def rule_color(rule: str) -> str | None:
+    """The colour of a verification rule: a name of ``specbound.theory.RULES`` (or
+    ``"truncation:min-p"`` / ``"truncation:eta"``) or a figure label starting with one of
+    :data:`RULE_LABEL_PREFIXES` (the longest prefix wins); None for an unknown rule."""
+    if rule in RULE_COLORS:
+        return RULE_COLORS[rule]
+    best = max((p for p in RULE_LABEL_PREFIXES if rule.startswith(p[0])),
+               key=lambda p: len(p[0]), default=None)
+    return None if best is None else RULE_COLORS[best[1]]
+
+
 def setup_matplotlib():
     """Agg backend and the packaged style; returns ``pyplot``."""
     import matplotlib

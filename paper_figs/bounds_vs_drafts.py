@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import BOUND_COLORS, cli, setup_matplotlib, write_table_and_figure
 from specbound.theory import (
     exact_acceptance,
     lml_bound,
@@ -136,7 +136,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     fig, axes = plt.subplots(1, len(labels), figsize=(12.0, 4.0), sharex=True)
     for ax, label in zip(axes, labels, strict=True):
         sub = df[df["pair"] == label].sort_values("B")
-        for k, (col, name, ls, marker) in enumerate(SERIES):
+        for col, name, ls, marker in SERIES:
             ax.plot(
                 sub["B"],
                 sub[col],
@@ -144,7 +144,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                 marker=marker,
                 markersize=4 if marker else 0,
                 markerfacecolor="none" if marker == "o" else None,
-                color=f"C{k}",
+                color=BOUND_COLORS[col],
                 label=name,
             )
         tv = float(sub["tv"].iloc[0])

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import cli, rule_color, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, zipf
 from specbound.theory import block_efficiency
 from specbound.theory.lossy import acceptance_rate, distortion, induced_distribution
@@ -121,7 +121,7 @@ def compute(quick: bool = False) -> pd.DataFrame:
 
 
 MARKERS = "o*s^vD<>pXhPd"
-COLORS = [f"C{i}" for i in range(10)] + ["navy", "darkgoldenrod"]
+
 
 
 def plot(df: pd.DataFrame, png: Path) -> None:
@@ -141,7 +141,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                             label=rule)
                     continue
                 ax.plot(sub["kl"], sub[col], marker=MARKERS[k % len(MARKERS)], ms=5,
-                        color=COLORS[k % len(COLORS)], lw=1.2, label=rule,
+                        color=rule_color(rule), lw=1.2, label=rule,
                         ls="--" if "renormalize" in rule else "-")
             ax.set_xscale("symlog", linthresh=1e-3)
             ax.set_xlim(left=0.0)

@@ -26,7 +26,8 @@ truncation parameter, one colour per draft (top row), and the fraction of pairs 
 
 Outputs: ``lemma1_study.png``, ``lemma1_study.csv`` (columns ``family, family_param, pair,
 draft, tv, truncation, param, z, gain, loss, net, direct``; ``draft`` as in the legend,
-``tv`` the achieved TV(p, q)).
+``tv`` the achieved TV(p, q)) and ``lemma1_study_curves.csv`` (the plotted numbers:
+``truncation, draft, param, gain, loss, net, frac_positive, n_targets``, means over targets).
 
 Run: ``python -m paper_figs.lemma1_study [--quick] [--out DIR]``.
 """
@@ -38,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import cli, out_path, setup_matplotlib, write_table_and_figure
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, temperature_draft, zipf
 from specbound.theory.tree import (
     eta_allowed,
@@ -111,8 +112,19 @@ def _sign_changes(x: np.ndarray, y: np.ndarray) -> list[float]:
     return out
 
 
+def curves(df: pd.DataFrame) -> pd.DataFrame:
+    """The plotted numbers: per truncation, draft and parameter the mean gain, loss and net
+    ΔBE over the targets and the fraction of targets with ΔBE > 0."""
+    g = df.groupby(["truncation", "draft", "param"], sort=True)
+    out = g[["gain", "loss", "net"]].mean()
+    out["frac_positive"] = g["net"].apply(lambda s: float(np.mean(s > 0)))
+    out["n_targets"] = g.size()
+    return out.reset_index()
+
+
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
+    cv = curves(df)
     fig, axes = plt.subplots(2, 2, figsize=(12.0, 7.5), sharex="col",
                              gridspec_kw={"height_ratios": [2.2, 1]})
     for col, (trunc, xlabel) in enumerate((("min-p", "min-p threshold p_base"),
@@ -120,17 +132,15 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         ax, axf = axes[0, col], axes[1, col]
         sub = df[df["truncation"] == trunc]
         for k, (kind, val) in enumerate(DRAFTS):
-            g = sub[sub["draft"] == _label(kind, val)].groupby("param")
-            m = g[["gain", "loss", "net"]].mean()
-            x = m.index.to_numpy()
+            m = cv[(cv["truncation"] == trunc) & (cv["draft"] == _label(kind, val))]
+            x = m["param"].to_numpy()
             c = f"C{k}"
             ax.plot(x, m["gain"], color=c, ls="--", lw=1.2)
             ax.plot(x, -m["loss"], color=c, ls=":", lw=1.2)
             ax.plot(x, m["net"], color=c, lw=2.0, label=_label(kind, val))
             for xc in _sign_changes(np.log(x) if trunc == "eta" else x, m["net"].to_numpy()):
                 ax.axvline(np.exp(xc) if trunc == "eta" else xc, color=c, ls=":", lw=0.9)
-            axf.plot(x, g["net"].apply(lambda s: float(np.mean(s > 0))), color=c, marker="o",
-                     ms=3)
+            axf.plot(x, m["frac_positive"], color=c, marker="o", ms=3)
         ax.axhline(0.0, color="black", lw=0.8)
         n_t = sub.groupby(["family", "family_param"]).ngroups * sub["pair"].nunique()
         ax.set_title(f"{trunc} truncation: mean over {n_t} targets per draft")
@@ -155,9 +165,13 @@ def plot(df: pd.DataFrame, png: Path) -> None:
 
 
 def main(out_dir, quick: bool = False) -> list[Path]:
-    """Write ``lemma1_study.csv`` and ``.png`` into ``out_dir``; return the paths."""
+    """Write ``lemma1_study.csv``, ``lemma1_study_curves.csv`` (the plotted means) and
+    ``.png`` into ``out_dir``; return the paths."""
     df = compute(quick=quick)
-    return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
+    paths = write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
+    cv = out_path(out_dir, f"{NAME}_curves.csv")
+    curves(df).to_csv(cv, index=False, float_format="%.10g")
+    return [*paths, cv]
 
 
 if __name__ == "__main__":

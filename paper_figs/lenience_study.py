@@ -20,21 +20,24 @@ linear mixture ℓ p + (1 − ℓ) q (interpolation with λ = ℓ).  Shaded: the
 q > p/ℓ, where the ceiling clips the draft and the linear mixture keeps part of it.
 
 Outputs: ``lenience_study.png``, ``lenience_study.csv`` (panel a: ``ell, direction, tv_target,
-tv, delta, mc_delta`` — ``mc_delta`` empty off the Monte Carlo points) and
+tv, delta, mc_delta, mc_se, n_mc`` — the Monte Carlo columns are empty off the Monte Carlo
+points; ``mc_se`` is the binomial standard error of ``mc_delta``) and
 ``lenience_study_ceiling.csv`` (panel b: ``token, p, q, ceiling, lenience, linear_mixture,
-overshoot``).
+overshoot``) and ``lenience_study_curves.csv`` (the plotted lines of panel a: ``ell,
+tv_target, tv_mean, delta_mean, delta_min, delta_max``).
 
 Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]``.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import cli, out_path, rule_color, setup_matplotlib
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.lossy import induced_distribution, lenience_delta
@@ -59,13 +62,18 @@ def compute_delta(quick: bool = False) -> pd.DataFrame:
             for ell in ELLS:
                 row = {"ell": ell, "direction": d, "tv_target": float(tv_target),
                        "tv": float(drafts.tv[k]), "delta": lenience_delta(p, q, ell),
-                       "mc_delta": np.nan}
+                       "mc_delta": np.nan, "mc_se": np.nan, "n_mc": np.nan}
                 if d == 0 and k in MC_TV_IDX:
                     x = sample_induced(p, q, "lenience", n_mc, seed=1000 * k + int(100 * ell),
                                        ell=ell)
                     f = np.bincount(x, minlength=p.size) / n_mc
                     under = q < p
-                    row["mc_delta"] = float((f - q)[under].sum() / (p - q)[under].sum())
+                    gap = (p - q)[under].sum()
+                    row["mc_delta"] = float((f - q)[under].sum() / gap)
+                    # binomial error of the emitted mass on {q < p}, divided by the gap
+                    F = float(induced_distribution(p, q, "lenience", ell=ell)[under].sum())
+                    row["mc_se"] = math.sqrt(F * (1.0 - F) / n_mc) / gap
+                    row["n_mc"] = n_mc
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -81,16 +89,25 @@ def compute_ceiling() -> pd.DataFrame:
                          "overshoot": q > p / ELL_B})
 
 
+def curves(df: pd.DataFrame) -> pd.DataFrame:
+    """The plotted lines of panel (a): per ℓ and nominal TV the mean achieved TV and the
+    mean, min and max of Δ_ℓ over the noise directions."""
+    g = df.groupby(["ell", "tv_target"], sort=True)
+    return pd.DataFrame({"tv_mean": g["tv"].mean(), "delta_mean": g["delta"].mean(),
+                         "delta_min": g["delta"].min(), "delta_max": g["delta"].max()}
+                        ).reset_index()
+
+
 def plot(df: pd.DataFrame, ceil: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(13.0, 4.6))
+    cv = curves(df)
     for k, ell in enumerate(ELLS):
         sub = df[df["ell"] == ell]
-        g = sub.groupby("tv_target")
-        tv = g["tv"].mean().to_numpy()
-        ax.plot(tv, g["delta"].mean(), color=f"C{k}", label=f"ℓ = {ell}")
-        ax.fill_between(tv, g["delta"].min(), g["delta"].max(), color=f"C{k}", alpha=0.15,
-                        lw=0)
+        m = cv[cv["ell"] == ell]
+        tv = m["tv_mean"].to_numpy()
+        ax.plot(tv, m["delta_mean"], color=f"C{k}", label=f"ℓ = {ell}")
+        ax.fill_between(tv, m["delta_min"], m["delta_max"], color=f"C{k}", alpha=0.15, lw=0)
         mc = sub.dropna(subset=["mc_delta"])
         ax.plot(mc["tv"], mc["mc_delta"], "o", color=f"C{k}", mfc="none", ms=7)
         ax.plot(mc["tv"], mc["delta"], "x", color=f"C{k}", ms=5)
@@ -108,8 +125,9 @@ def plot(df: pd.DataFrame, ceil: pd.DataFrame, png: Path) -> None:
     bx.step(t, ceil["p"], where="mid", color="black", lw=1.2, label="target p")
     bx.step(t, ceil["ceiling"], where="mid", color="tab:red", ls="--", lw=1.2,
             label=f"ceiling p/ℓ (ℓ = {ELL_B})")
-    bx.plot(t, ceil["lenience"], "o-", color="C0", ms=4, label="lenience law (Eq. 10)")
-    bx.plot(t, ceil["linear_mixture"], "s-", color="C1", ms=3.5,
+    bx.plot(t, ceil["lenience"], "o-", color=rule_color("lenience"), ms=4,
+            label="lenience law (Eq. 10)")
+    bx.plot(t, ceil["linear_mixture"], "s-", color=rule_color("interpolation"), ms=3.5,
             label="linear mixture ℓp + (1−ℓ)q")
     bx.set_xlabel("token (sorted by p)")
     bx.set_ylabel("probability")
@@ -122,16 +140,19 @@ def plot(df: pd.DataFrame, ceil: pd.DataFrame, png: Path) -> None:
 
 
 def main(out_dir, quick: bool = False) -> list[Path]:
-    """Write ``lenience_study.csv``, ``lenience_study_ceiling.csv`` and ``.png``."""
+    """Write ``lenience_study.csv``, ``lenience_study_ceiling.csv``,
+    ``lenience_study_curves.csv`` and ``.png``."""
     df = compute_delta(quick=quick)
     ceil = compute_ceiling()
     csv = out_path(out_dir, f"{NAME}.csv")
     csv_b = out_path(out_dir, f"{NAME}_ceiling.csv")
+    csv_c = out_path(out_dir, f"{NAME}_curves.csv")
     png = out_path(out_dir, f"{NAME}.png")
     df.to_csv(csv, index=False, float_format="%.10g")
     ceil.to_csv(csv_b, index=False, float_format="%.10g")
+    curves(df).to_csv(csv_c, index=False, float_format="%.10g")
     plot(df, ceil, png)
-    return [png, csv, csv_b]
+    return [png, csv, csv_b, csv_c]
 
 
 if __name__ == "__main__":

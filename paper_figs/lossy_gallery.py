@@ -17,8 +17,9 @@ renormalise, and the target on rejection); overshoot ceiling (ℓ = 0.5); trunca
 (Table 5 row 5); contrastive (β = 0.5, α = 0.1).
 
 Outputs: ``lossy_gallery.png`` and ``lossy_gallery.csv`` (columns ``rule, token, p, q,
-induced, empirical, overshoot``; one row per rule and token, ``overshoot`` = induced − p where
-positive, else 0).  The TV and KL to ``p`` of each induced law are in the panel titles.
+induced, empirical, overshoot, n_samples``; one row per rule and token, ``overshoot`` =
+induced − p where positive, else 0; ``n_samples`` the draws behind ``empirical``).  The TV
+and KL to ``p`` of each induced law are in the panel titles.
 
 Run: ``python -m paper_figs.lossy_gallery [--quick] [--out DIR]``.
 """
@@ -79,7 +80,8 @@ def compute(quick: bool = False) -> pd.DataFrame:
         emp = np.bincount(x, minlength=V) / n
         for t in range(V):
             rows.append({"rule": title, "token": t, "p": p[t], "q": q[t], "induced": law[t],
-                         "empirical": emp[t], "overshoot": max(law[t] - p[t], 0.0)})
+                         "empirical": emp[t], "overshoot": max(law[t] - p[t], 0.0),
+                         "n_samples": n})
     return pd.DataFrame(rows)
 
 

@@ -14,15 +14,23 @@ a Dask ``distributed`` scheduler (extra ``dist``; the workers must be able to im
 ``paper_figs`` and ``specbound``, e.g. started from this folder).  It is passed as
 ``executor=`` to a script's ``main`` that accepts it and made the current executor
 (:func:`specbound.sweep.use_executor`) for the others.
+
+Verdict: each study's wall time is recorded in ``timings.csv`` (columns ``study, seconds,
+quick, finished_utc``; a rerun of a study replaces its row), and at the end
+:mod:`paper_figs.index` writes ``INDEX.md`` (every claim of the two papers, its numbers and
+its verdict, computed from the CSVs) and the runner prints the count of claims per verdict.
 """
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 import time
+from pathlib import Path
 
 import paper_figs
 from paper_figs._common import parse_args, sweep_executor
@@ -35,6 +43,46 @@ def figure_modules():
     names = [n for n in names if n != "run_all"]
     mods = [importlib.import_module(f"paper_figs.{n}") for n in names]
     return [m for m in mods if getattr(m, "FIGURE", False)]
+
+
+TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc"]
+
+
+def record_timing(out_dir, study: str, seconds: float, quick: bool) -> Path:
+    """Store one study's wall time in ``out_dir/timings.csv`` (replacing its earlier row)."""
+    import pandas as pd
+
+    from paper_figs.index import TIMINGS
+
+    path = Path(out_dir) / TIMINGS
+    rows = []
+    if path.is_file():
+        try:
+            old = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+            old = None
+        if old is not None and list(old.columns) == TIMING_COLUMNS:
+            rows = [r for r in old.to_dict("records") if r["study"] != study]
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
+                 "finished_utc": stamp})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
+def print_index(out_dir) -> dict:
+    """Write ``INDEX.md`` and print the number of claims per verdict."""
+    from paper_figs import index
+
+    path, counts = index.write_index(out_dir)
+    print(f"[reproduce] wrote {path}", flush=True)
+    print(f"[reproduce] verdicts of {sum(counts.values())} claims:", flush=True)
+    for verdict, n in counts.items():
+        print(f"[reproduce]   {verdict:<40s} {n:3d}", flush=True)
+    return counts
 
 
 def _accepts_executor(func) -> bool:
@@ -60,11 +108,14 @@ def main(argv=None, modules=None) -> int:
                 written = mod.main(args.out, quick=args.quick, **kwargs)
                 for path in written or []:
                     print(f"[reproduce]   wrote {path}", flush=True)
-                print(f"[reproduce]   done in {time.perf_counter() - t0:.1f} s", flush=True)
+                dt = time.perf_counter() - t0
+                record_timing(args.out, mod.__name__.rsplit(".", 1)[-1], dt, args.quick)
+                print(f"[reproduce]   done in {dt:.1f} s", flush=True)
     except KeyboardInterrupt:
         print("[reproduce] interrupted: finished configurations are kept; run the same "
               "command again to resume", file=sys.stderr, flush=True)
         return 130
+    print_index(args.out)
     return 0
 
 

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
 from specbound.results import proportion_ci
 from specbound.sim import CachedLM, keyed_pivots, speculative_decode
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
@@ -61,14 +61,7 @@ T_QUICK = (1, 2, 4, 8, 12)
 GROUPS = (("basic_uwm", "pfr", "mws", "mpfr"), ("mse", "mse_pseudo"))
 DECODERS = ("basic_uwm", "pfr", "mws", "mpfr", "mse", "mse_pseudo")
 TESTS = (("aaronson", "exact"), ("aaronson", "empirical"), ("u", "empirical"))
-STYLE = {
-    "basic_uwm": ("black", "*"),
-    "pfr": ("tab:red", "s"),
-    "mws": ("tab:purple", "D"),
-    "mpfr": ("tab:orange", "X"),
-    "mse": ("tab:green", "^"),
-    "mse_pseudo": ("tab:olive", "P"),
-}
+STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
 
 def settings(quick: bool) -> wc.Settings:

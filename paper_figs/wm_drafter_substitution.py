@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import cli, decoder_color, out_path, setup_matplotlib
 from specbound.sim import (
     CachedLM,
     cluster_ratio_se,
@@ -211,8 +211,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     order = [d for d in DECODERS if d in set(summ["decoder"])]
     vals = [summ[summ["decoder"] == d]["rouge_l_minpair"].iloc[0] for d in order]
     errs = [summ[summ["decoder"] == d]["rouge_l_minpair_se"].iloc[0] for d in order]
-    colors = ["tab:red" if d in ("pfr", "mws", "mpfr", "pfr_nowm") else
-              "black" if d == "basic_uwm" else "tab:gray" for d in order]
+    colors = [decoder_color(d) for d in order]
     y = np.arange(len(order))
     bx.barh(y, vals, xerr=np.nan_to_num(errs), color=colors, capsize=2)
     bx.set_yticks(y, [d.upper().replace("_", "-") for d in order], fontsize=8)

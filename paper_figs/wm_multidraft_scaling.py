@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
 from specbound.sim import (
     CachedLM,
     acceptance_compensator,
@@ -71,7 +71,7 @@ B_FULL = (1, 2, 4, 6, 8)
 B_QUICK = (1, 2, 4)
 DECODERS = ("mpfr", "invariant")
 THEORY_BLOCKS = {"mpfr": None, "invariant": 5}  # per prompt; None = every block
-STYLE = {"mpfr": ("tab:red", "s"), "invariant": ("tab:blue", "o")}
+STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
 
 def settings(quick: bool) -> wc.Settings:

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
 from specbound.sim import (
     DECODER_SCHEME,
     CachedLM,
@@ -66,15 +66,7 @@ L_VALUES = (1, 2, 3, 4)
 GROUPS = (("vsps",), ("mse", "mse_pseudo"), ("basic_uwm", "pfr", "mws"), ("pfr_nowm",))
 DECODERS = ("basic_uwm", "vsps", "pfr_nowm", "pfr", "mws", "mse", "mse_pseudo")
 LABEL_OFFSETS = {"pfr": (0, -16), "mse": (0, -13), "vsps": (0, 8)}
-STYLE = {
-    "basic_uwm": ("black", "*"),
-    "vsps": ("tab:gray", "o"),
-    "pfr_nowm": ("tab:cyan", "v"),
-    "pfr": ("tab:red", "s"),
-    "mws": ("tab:purple", "D"),
-    "mse": ("tab:green", "^"),
-    "mse_pseudo": ("tab:olive", "P"),
-}
+STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
 
 def settings(quick: bool) -> wc.Settings:

@@ -7,7 +7,8 @@ Three layers (see ``docs/`` in the repository):
 - :mod:`specbound.llm` -- the same samplers driven by torch models (optional extra ``llm``).
 """
 
-__version__ = "0.1.0"
+#: the package version (the single source: pyproject.toml reads it from here)
+__version__ = "0.2.0"
 
 from specbound import theory  # noqa: E402  (theory is light; sim/llm are imported lazily)
 

@@ -13,7 +13,8 @@
 - executors: ``open_executor`` specs, the executor set by a driver reaching the studies'
   ``study_sweep``, ``paper_figs.run_all --executor`` / ``SPECBOUND_EXECUTOR`` and its
   resumable interruption, and a Dask ``LocalCluster`` (same rows as a local process pool;
-  a worker killed mid-task is retried and leaves no duplicate or missing row).  The Dask
+  a worker killed mid-task is retried and leaves no duplicate or missing row; a real figure
+  study on a two-process cluster gives the rows of a serial run).  The Dask
   tests skip only where ``distributed`` (extra ``dist``) is not installed.
 
 No test here is statistical: every check is exact, so none can fail by chance.
@@ -735,3 +736,22 @@ def test_local_pool_workers_exit_with_killed_parent(tmp_path):
         for p in pids:
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_dask_local_cluster_runs_a_figure_study_like_serial(tmp_path):
+    """A real study (the multi-draft scaling sweep, quick mode) sent to a two-worker Dask
+    ``LocalCluster`` of separate processes writes the rows of a serial run."""
+    distributed = pytest.importorskip("distributed", reason=_NO_DASK)
+    from paper_figs import wm_multidraft_scaling as study
+
+    serial_dir, dask_dir = tmp_path / "serial", tmp_path / "dask"
+    ref = study.compute(serial_dir, quick=True, executor=None, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        got = study.compute(dask_dir, quick=True, executor=client.get_executor(),
+                            progress=False)
+    key = ["decoder", "B"]
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
+                                  ref.sort_values(key).reset_index(drop=True))
+    assert not got.duplicated(key).any() and len(got) == len(ref) > 0

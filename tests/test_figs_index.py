@@ -1,0 +1,326 @@
+"""Tests of ``paper_figs.index`` (the computed INDEX.md of ``make reproduce``).
+
+Verdicts must follow the data: fabricated CSVs where a claim holds and where it fails flip
+the verdict; a missing file gives "not run"; the |z| > 3 threshold is applied by code (moving
+it moves the verdict).  One test runs a real figure script in quick mode and checks the
+verdicts of its claims.  No test here is statistical: every input is fixed, so none can fail
+by chance.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_figs import index as ix
+
+CLAIMS = {c.key: c for c in ix.CLAIMS}
+
+
+def verdict(out_dir, key: str) -> ix.Outcome:
+    (row,) = ix.evaluate(out_dir, [CLAIMS[key]])
+    return row.outcome
+
+
+# ------------------------------------------------------------------------- verdict rules
+
+
+def test_threshold_rules():
+    t = ix.Z_THRESHOLD
+    assert t == 3.0
+    assert ix.ordering(t + 0.01) == ix.REPRODUCED
+    assert ix.ordering(t - 0.01) == ix.NOT_DISTINGUISHABLE
+    assert ix.ordering(-t - 0.01) == ix.NOT_REPRODUCED
+    assert ix.ordering(math.nan) == ix.NOT_DISTINGUISHABLE
+    assert ix.equality(t - 0.01) == ix.REPRODUCED
+    assert ix.equality(-t - 0.01) == ix.NOT_REPRODUCED
+    # an equality needs a sample fine enough to see a difference of RESOLUTION x scale
+    r = ix.RESOLUTION
+    assert ix.equality(1.0, se=0.9 * r / t, scale=1.0) == ix.REPRODUCED
+    assert ix.equality(1.0, se=1.1 * r / t, scale=1.0) == ix.NOT_DISTINGUISHABLE
+    assert ix.exact(True) == ix.REPRODUCED and ix.exact(False) == ix.REFUTED
+    assert ix.combine([ix.REPRODUCED, ix.REPRODUCED]) == ix.REPRODUCED
+    assert ix.combine([ix.REPRODUCED, ix.NOT_DISTINGUISHABLE]) == ix.NOT_DISTINGUISHABLE
+    assert ix.combine([ix.NOT_DISTINGUISHABLE, ix.NOT_REPRODUCED]) == ix.NOT_REPRODUCED
+    assert ix.combine([ix.NOT_REPRODUCED, ix.REFUTED]) == ix.REFUTED
+    assert ix.sweep_ordering([0.0, 3.5, 1.0]) == ix.REPRODUCED
+    assert ix.sweep_ordering([0.0, 3.5, -3.5]) == ix.NOT_REPRODUCED
+    assert ix.sweep_ordering([0.0, 2.0]) == ix.NOT_DISTINGUISHABLE
+
+
+def test_z_helpers():
+    assert ix.z_diff(1.0, 0.3, 0.4, 0.4) == pytest.approx(0.6 / 0.5)
+    assert ix.z_diff(1.0, 0.0, 1.0, 0.0) == 0.0
+    assert ix.z_diff(1.0, 0.0, 0.5, 0.0) == math.inf
+    assert math.isnan(ix.z_diff(1.0, math.nan))
+    assert ix.z_binomial(20, 1000, 0.01) == pytest.approx(0.01 / math.sqrt(0.01 * 0.99 / 1000))
+    # pooled two-proportion z: 60/100 vs 40/100
+    assert ix.z_two_proportions(60, 100, 40, 100) == pytest.approx(0.2 / math.sqrt(0.25 * 0.02))
+    assert ix.z_two_proportions(100, 100, 50, 50) == 0.0
+
+
+# ------------------------------------------------------------------- missing => not run
+
+
+def test_missing_outputs_are_not_run(tmp_path):
+    rows = ix.evaluate(tmp_path)
+    assert len(rows) == len(ix.CLAIMS) and rows
+    assert all(r.outcome.verdict == ix.NOT_RUN for r in rows)
+    assert all("missing" in r.outcome.numbers for r in rows)
+    assert ix.summary(rows)[ix.NOT_RUN] == len(rows)
+
+
+def test_missing_column_is_not_run(tmp_path):
+    pd.DataFrame({"pair": ["a"], "B": [1]}).to_csv(tmp_path / "bounds_vs_drafts.csv",
+                                                   index=False)
+    out = verdict(tmp_path, "pml_bound")
+    assert out.verdict == ix.NOT_RUN and "lacks the columns" in out.numbers
+
+
+# ------------------------------------------------------- exact claims: fabricated data
+
+
+def _bounds(tmp_path, mpfr_shift: float = 0.0, race_above_limit: bool = True):
+    tv = np.array([0.1, 0.3])
+    limit = (1 - tv) / (1 + tv)
+    rows = []
+    for k, t in enumerate(tv):
+        for B in (1, 2, 4):
+            pml = limit[k] + 0.05 if race_above_limit else limit[k] - 0.05
+            pml = min(pml + 0.02 * (B - 1), 0.99)
+            rows.append({"pair": f"p{k}", "tv": t, "B": B, "pml": pml, "pml_weak": pml - 0.1,
+                         "lml": pml - 0.01 * (B - 1), "lml_relaxed": pml - 0.2,
+                         "exact_mpfr": pml + mpfr_shift, "exact_gls": pml - 0.005})
+    pd.DataFrame(rows).to_csv(tmp_path / "bounds_vs_drafts.csv", index=False)
+
+
+def test_pml_bound_verdict_flips_with_the_data(tmp_path):
+    _bounds(tmp_path)
+    assert verdict(tmp_path, "pml_bound").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "pml_ge_lml").verdict == ix.REPRODUCED
+    _bounds(tmp_path, mpfr_shift=-1e-3)  # MPFR below the PML bound: a counterexample
+    out = verdict(tmp_path, "pml_bound")
+    assert out.verdict == ix.REFUTED
+    assert "-0.001" in out.numbers
+
+
+def test_limit_direction_verdict_flips_with_the_data(tmp_path):
+    _bounds(tmp_path, race_above_limit=True)
+    out = verdict(tmp_path, "limit_direction")
+    assert out.verdict == ix.REFUTED and "counterexample" in out.beyond
+    assert verdict(tmp_path, "limit_attained").verdict == ix.REPRODUCED
+    _bounds(tmp_path, race_above_limit=False)
+    assert verdict(tmp_path, "limit_direction").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "limit_attained").verdict == ix.REFUTED
+
+
+def _lemma1(tmp_path, eta_net: float):
+    rows = []
+    for trunc, params in (("min-p", (0.1, 0.5, 0.9)), ("eta", (1e-3, 0.1))):
+        for d in ("noisy", "sharp"):
+            for k, prm in enumerate(params):
+                net = eta_net if trunc == "eta" else (0.1 - 0.1 * k)
+                gain, loss = max(net, 0.0) + 0.01, max(-net, 0.0) + 0.01
+                rows.append({"draft": d, "truncation": trunc, "param": prm, "gain": gain,
+                             "loss": loss, "net": gain - loss, "direct": gain - loss})
+    pd.DataFrame(rows).to_csv(tmp_path / "lemma1_study.csv", index=False)
+
+
+def test_lemma1_eta_verdict_flips_with_the_data(tmp_path):
+    _lemma1(tmp_path, eta_net=0.05)
+    assert verdict(tmp_path, "lemma1_eta").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "lemma1_identity").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "lemma1_minp").verdict == ix.REPRODUCED
+    _lemma1(tmp_path, eta_net=-0.05)
+    out = verdict(tmp_path, "lemma1_eta")
+    assert out.verdict == ix.REFUTED and "counterexample" in out.beyond
+
+
+# ------------------------------------------------- Monte Carlo claims: fabricated data
+
+
+def _frontier(tmp_path, nowm_shift_in_se: float, se: float = 0.01):
+    rows = []
+    for L in (1, 2):
+        for dec, a, w in (("pfr", 2.0, 0.5), ("pfr_nowm", 2.0 + nowm_shift_in_se * se * 2**0.5,
+                                               0.0),
+                          ("vsps", 2.0, 0.0), ("mse", 1.5, 0.1)):
+            rows.append({"decoder": dec, "L": L, "aatps": a, "aatps_se": se, "anlppt_u": w,
+                         "anlppt_u_se": 0.01, "lppl": 2.0, "lppl_se": 0.05})
+    rows.append({"decoder": "basic_uwm", "L": 0, "aatps": 1.0, "aatps_se": 0.0,
+                 "anlppt_u": 0.5, "anlppt_u_se": 0.01, "lppl": 2.0, "lppl_se": 0.05})
+    pd.DataFrame(rows).to_csv(tmp_path / "wm_single_draft_frontier.csv", index=False)
+
+
+def test_equality_claim_flips_at_the_threshold(tmp_path):
+    _frontier(tmp_path, nowm_shift_in_se=2.9)
+    out = verdict(tmp_path, "pfr_vs_nowm")
+    assert out.verdict == ix.REPRODUCED and abs(out.z) == pytest.approx(2.9)
+    _frontier(tmp_path, nowm_shift_in_se=3.1)
+    out = verdict(tmp_path, "pfr_vs_nowm")
+    assert out.verdict == ix.NOT_REPRODUCED and abs(out.z) == pytest.approx(3.1)
+
+
+def test_equality_needs_a_fine_enough_sample(tmp_path):
+    _frontier(tmp_path, nowm_shift_in_se=1.0, se=0.5)  # |z| = 1 but 3 se of the gap ~ 2.1
+    out = verdict(tmp_path, "pfr_vs_nowm")
+    assert out.verdict == ix.NOT_DISTINGUISHABLE and abs(out.z) == pytest.approx(1.0)
+    _frontier(tmp_path, nowm_shift_in_se=0.0, se=0.5)  # identical estimates: paired error 0
+    assert verdict(tmp_path, "pfr_vs_nowm").verdict == ix.REPRODUCED
+
+
+def test_threshold_is_applied_by_code(tmp_path, monkeypatch):
+    _frontier(tmp_path, nowm_shift_in_se=3.1)
+    assert verdict(tmp_path, "pfr_vs_nowm").verdict == ix.NOT_REPRODUCED
+    monkeypatch.setattr(ix, "Z_THRESHOLD", 4.0)
+    assert verdict(tmp_path, "pfr_vs_nowm").verdict == ix.REPRODUCED
+
+
+def test_ordering_claim_three_ways(tmp_path):
+    # PFR vs MSE: AATPS 2.0 vs 1.5 (z = 35), ANLPPT 0.5 vs 0.1 (z = 28): dominates
+    _frontier(tmp_path, 0.0)
+    assert verdict(tmp_path, "pfr_dominates_mse").verdict == ix.REPRODUCED
+    df = pd.read_csv(tmp_path / "wm_single_draft_frontier.csv")
+    df.loc[df["decoder"] == "mse", "anlppt_u"] = 0.49  # watermark gap within noise
+    df.to_csv(tmp_path / "wm_single_draft_frontier.csv", index=False)
+    assert verdict(tmp_path, "pfr_dominates_mse").verdict == ix.NOT_DISTINGUISHABLE
+    df.loc[df["decoder"] == "mse", "aatps"] = 2.5  # MSE accepts significantly more
+    df.to_csv(tmp_path / "wm_single_draft_frontier.csv", index=False)
+    assert verdict(tmp_path, "pfr_dominates_mse").verdict == ix.NOT_REPRODUCED
+
+
+def _detection(tmp_path, k_h0: int, n: int = 1000):
+    rows = [{"decoder": "h0", "score": "aaronson", "method": "exact", "T_eval": T,
+             "tpr": k_h0 / n, "n_sequences": n, "fpr": 0.01} for T in (1, 2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "wm_detection.csv", index=False)
+
+
+def test_h0_floor_binomial(tmp_path):
+    _detection(tmp_path, k_h0=12)  # z = 0.64
+    assert verdict(tmp_path, "h0_floor").verdict == ix.REPRODUCED
+    _detection(tmp_path, k_h0=25)  # z = 4.8: the test is miscalibrated
+    out = verdict(tmp_path, "h0_floor")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z > 3
+    assert verdict(tmp_path, "tpr_match").verdict == ix.NOT_RUN  # no decoder rows
+
+
+# -------------------------------------------------- real study, INDEX.md and run_all
+
+
+def test_real_quick_study_verdicts(tmp_path):
+    from paper_figs import bounds_vs_drafts
+
+    bounds_vs_drafts.main(tmp_path, quick=True)
+    assert verdict(tmp_path, "pml_bound").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "pml_ge_lml").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "limit_attained").verdict == ix.REPRODUCED
+    # the exponential race beats (1 - TV)/(1 + TV) on these pairs: Eq. 4 read as "<="
+    assert verdict(tmp_path, "limit_direction").verdict == ix.REFUTED
+    path, counts = ix.write_index(tmp_path)
+    text = path.read_text()
+    assert sum(counts.values()) == len(ix.CLAIMS)
+    assert f"| {ix.REFUTED} | {counts[ix.REFUTED]} |" in text
+    assert "|z| > 3" in text and "check_pml_bound" in text
+
+
+def test_registry_is_well_formed():
+    keys = [c.key for c in ix.CLAIMS]
+    assert len(keys) == len(set(keys))
+    for c in ix.CLAIMS:
+        assert c.paper in (ix.LIU, ix.ZHOU)
+        assert c.outputs and all(o.endswith(".csv") for o in c.outputs)
+        assert c.model in ("synthetic", "real")
+        assert callable(c.check) and c.check.__name__.startswith("check_")
+    named = {c.key for c in ix.CLAIMS}
+    # the claims the reproduction must cover, synthetic and real side by side
+    assert {"pml_bound", "pml_ge_lml", "limit_direction", "pfr_vs_nowm", "mpfr_vs_invariant",
+            "mpfr_vs_gls", "anlppt_stable", "tpr_weaker", "h0_floor", "drift_pfr",
+            "rouge_invariant", "lppl_pfr", "induced_forms", "lemma1_eta", "thm1_ordering",
+            "prop1", "trunc_ceiling", "real_pml_bound"} <= named
+
+
+def test_run_all_records_timings_and_prints_the_summary(tmp_path, capsys):
+    from paper_figs import run_all
+
+    def main(out_dir, quick=False):
+        path = tmp_path / "fake.csv"
+        pd.DataFrame({"x": [1]}).to_csv(path, index=False)
+        return [path]
+
+    mod = types.ModuleType("paper_figs.bounds_vs_drafts_fake")
+    mod.main = main
+    assert run_all.main(["--out", str(tmp_path), "--quick"], modules=[mod]) == 0
+    t = pd.read_csv(tmp_path / ix.TIMINGS)
+    assert list(t["study"]) == ["bounds_vs_drafts_fake"] and bool(t["quick"].iloc[0])
+    assert run_all.main(["--out", str(tmp_path)], modules=[mod]) == 0  # replaces the row
+    t = pd.read_csv(tmp_path / ix.TIMINGS)
+    assert len(t) == 1 and not bool(t["quick"].iloc[0])
+    out = capsys.readouterr().out
+    assert "verdicts of" in out and ix.NOT_RUN in out
+    assert (tmp_path / ix.INDEX).is_file()
+
+
+def test_index_shows_runtime(tmp_path):
+    from paper_figs import run_all
+
+    _bounds(tmp_path)
+    run_all.record_timing(tmp_path, "bounds_vs_drafts", 12.345, quick=True)
+    text = ix.render(ix.evaluate(tmp_path), tmp_path)
+    assert "| bounds_vs_drafts | `python -m paper_figs.bounds_vs_drafts --quick` | quick | 12.3 |" \
+        in text
+
+
+@pytest.mark.slow
+def test_make_reproduce_quick(tmp_path):
+    """``make reproduce QUICK=1`` (its command, without the install step): every study runs,
+    its runtime is recorded, INDEX.md is written and the verdict counts are printed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from paper_figs.run_all import figure_modules
+
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    env.pop("SPECBOUND_EXECUTOR", None)
+    proc = subprocess.run([sys.executable, "-m", "paper_figs.run_all", "--quick", "--out",
+                           str(tmp_path)], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "verdicts of" in proc.stdout
+    timings = pd.read_csv(tmp_path / ix.TIMINGS)
+    studies = {m.__name__.rsplit(".", 1)[-1] for m in figure_modules()}
+    assert set(timings["study"]) == studies and timings["quick"].all()
+    rows = ix.evaluate(tmp_path)
+    # every claim whose study exists here has run (the real-model studies may be absent)
+    for r in rows:
+        if r.claim.script in studies:
+            assert r.outcome.verdict != ix.NOT_RUN, (r.claim.key, r.outcome.numbers)
+    assert (tmp_path / ix.INDEX).read_text().count("| **") == len(ix.CLAIMS)
+
+
+def test_real_model_claims_read_the_real_studies_columns(tmp_path):
+    """The real-model studies name the exact values ``mpfr``/``gls``/``exp_race`` and the
+    pair ``draft``, and aggregate Lemma 1 per draft (``frac_positive``)."""
+    _bounds(tmp_path)
+    df = pd.read_csv(tmp_path / "bounds_vs_drafts.csv").rename(
+        columns={"exact_mpfr": "mpfr", "exact_gls": "gls", "pair": "draft"})
+    df["exp_race"] = np.where(df["B"] == 1, df["mpfr"], np.nan)
+    df.to_csv(tmp_path / "real_bounds.csv", index=False)
+    assert verdict(tmp_path, "real_pml_bound").verdict == ix.REPRODUCED
+    assert verdict(tmp_path, "real_limit_direction").verdict == ix.REFUTED
+    rows = [{"draft": d, "truncation": t, "param": prm, "net": 0.01, "frac_positive": fp}
+            for d in ("temperature:0.5", "early_exit:28") for t, prm, fp in
+            (("eta", 0.01, 1.0), ("eta", 0.1, 1.0), ("min_p", 0.1, 0.7), ("min_p", 0.9, 0.2))]
+    pd.DataFrame(rows).to_csv(tmp_path / "real_lossy_lemma1.csv", index=False)
+    assert verdict(tmp_path, "real_lemma1_eta").verdict == ix.REPRODUCED
+    rows[0]["frac_positive"] = 0.9  # one context of one draft with ΔBE <= 0
+    pd.DataFrame(rows).to_csv(tmp_path / "real_lossy_lemma1.csv", index=False)
+    assert verdict(tmp_path, "real_lemma1_eta").verdict == ix.REFUTED
+    assert verdict(tmp_path, "real_trunc_ceiling").verdict == ix.NOT_RUN
