@@ -243,13 +243,13 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     m = cal[cal["section"] == "multidraft"]
     for k, B in enumerate(sorted(set(m["B"]))):
         g = m[(m["B"] == B) & (m["metric"] == "aatps_gap")]
-        ax.errorbar(g["entropy_achieved"], 100 * g["mean"], yerr=100 * g["se"], marker="o",
+        ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o",
                     ms=4, color=f"C{k}", label=f"AATPS, B = {B}")
         t = m[(m["B"] == B) & (m["metric"] == "token_gap_exact")]
-        ax.plot(t["entropy_achieved"], 100 * t["mean"], ls="--", color=f"C{k}", lw=1.0)
+        ax.plot(t["entropy_achieved"], t["mean"], ls="--", color=f"C{k}", lw=1.0)
         d = dflt[(dflt["section"] == "multidraft") & (dflt["B"] == B)
                  & (dflt["metric"] == "aatps_gap")]
-        ax.errorbar(d["entropy_achieved"], 100 * d["mean"], yerr=100 * d["se"], marker="x",
+        ax.errorbar(d["entropy_achieved"], d["mean"], yerr=d["se"], marker="x",
                     ms=7, ls="none", color=f"C{k}")
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("mean next-token entropy of the target (nats)")
@@ -262,14 +262,14 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     Lmax = s1["L"].max()
     for k, other in enumerate(("vsps", "mws", "mse")):
         g = s1[(s1["decoder"] == f"pfr/{other}") & (s1["L"] == Lmax)]
-        ax.errorbar(g["entropy_achieved"], 100 * g["mean"], yerr=100 * g["se"], marker="o",
+        ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o",
                     ms=4, color=f"C{k}", label=f"PFR / {other.upper()} − 1, L = {Lmax}")
         d = dflt[(dflt["section"] == "single") & (dflt["decoder"] == f"pfr/{other}")
                  & (dflt["L"] == Lmax)]
-        ax.errorbar(d["entropy_achieved"], 100 * d["mean"], yerr=100 * d["se"], marker="x",
+        ax.errorbar(d["entropy_achieved"], d["mean"], yerr=d["se"], marker="x",
                     ms=7, ls="none", color=f"C{k}")
     t = cal[(cal["section"] == "single") & (cal["metric"] == "token_gap_exact")]
-    ax.plot(t["entropy_achieved"], 100 * t["mean"], ls="--", color="black", lw=1.0,
+    ax.plot(t["entropy_achieved"], t["mean"], ls="--", color="black", lw=1.0,
             label="token level exp_race / sd − 1 (exact)")
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("mean next-token entropy of the target (nats)")

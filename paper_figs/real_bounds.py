@@ -185,6 +185,20 @@ SERIES = (("mpfr", "exact MPFR (= PML)", "-", "o"), ("gls", "exact GLS", "-", "s
 GAPS = ("pml_weak", "lml", "lml_relaxed", "limit")
 
 
+def gap_quantiles(df: pd.DataFrame) -> pd.DataFrame:
+    """Median and 10%/90% quantiles across contexts of exact - bound for each bound of
+    :data:`GAPS` (the limit at B = 1 against the exponential race), per draft and B."""
+    rows = []
+    for (d, B), sub in df.groupby(["draft", "B"]):
+        b1 = df[(df["draft"] == d) & (df["B"] == 1)]
+        for pos, b in enumerate(GAPS, start=1):
+            gap = (sub[BOUND_OF[b]] - sub[b]) if b != "limit" else (b1["exp_race"] - b1["limit"])
+            q = np.quantile(gap.to_numpy(), [0.1, 0.5, 0.9])
+            rows.append({"draft": d, "B": B, "gap": b, "position": pos,
+                         "q10": q[0], "median": q[1], "q90": q[2]})
+    return pd.DataFrame(rows)
+
+
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     drafts = list(dict.fromkeys(df["draft"]))
@@ -207,10 +221,11 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         ax.set_ylim(0, 1.02)
         ax = axes[1, j]
         Bmid = 4 if 4 in Bs else int(Bs.max())
-        sb = sub[sub["B"] == Bmid]
-        data = [(sb[BOUND_OF[b]] - sb[b]).to_numpy() if b != "limit"
-                else (b1["exp_race"] - b1["limit"]).to_numpy() for b in GAPS]
-        ax.boxplot(data, showfliers=True, flierprops={"markersize": 2})
+        gaps = gap_quantiles(sub)
+        gaps = gaps[gaps["B"] == Bmid]
+        ax.errorbar(gaps["position"], gaps["median"],
+                    yerr=[gaps["median"] - gaps["q10"], gaps["q90"] - gaps["median"]],
+                    fmt="o", color="black", capsize=3)
         ax.set_xticks(range(1, len(GAPS) + 1),
                       ["PML-weak", "LML", "LML-rel.", "limit\n(B = 1)"], fontsize=8)
         ax.set_title(f"gap exact − bound across contexts, B = {Bmid}", fontsize=9)
@@ -219,7 +234,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     handles, names = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=6, bbox_to_anchor=(0.5, -0.04))
     fig.suptitle("Bounds vs exact acceptance on real next-token distributions "
-                 "(bands: 10–90 % of contexts)")
+                 "(bands and bars: 10–90 % of contexts)")
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)
@@ -228,7 +243,17 @@ def plot(df: pd.DataFrame, png: Path) -> None:
 def main(out_dir, quick: bool = False, log=None, executor=None) -> list[Path]:
     """Run (or resume) the sweep; write ``real_bounds.csv``, ``.md`` and ``.png``."""
     df = compute(out_dir, quick=quick, log=log, executor=executor)
-    return wc.write_outputs(out_dir, NAME, df, plot, table)
+    paths = wc.write_outputs(out_dir, NAME, df, plot, table)
+    # the plotted summaries across contexts (means and 10%/90% quantiles per draft and B)
+    num = df.select_dtypes("number").columns.drop("B", errors="ignore")
+    g = df.groupby(["draft", "B"])[list(num)]
+    summary = pd.concat({"mean": g.mean(), "q10": g.quantile(0.1), "q90": g.quantile(0.9)},
+                        names=["stat"]).reset_index()
+    path = Path(out_dir) / f"{NAME}_summary.csv"
+    summary.to_csv(path, index=False, float_format="%.17g")
+    gaps = Path(out_dir) / f"{NAME}_gaps.csv"
+    gap_quantiles(df).to_csv(gaps, index=False, float_format="%.17g")
+    return [*paths, path, gaps]
 
 
 if __name__ == "__main__":
