@@ -253,7 +253,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                     ms=7, ls="none", color=f"C{k}")
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("mean next-token entropy of the target (nats)")
-    ax.set_ylabel("INVARIANT / MPFR − 1 (%)")
+    ax.set_ylabel("INVARIANT / MPFR − 1")
     ax.set_title("1. multi-draft (L = 4): AATPS (—), exact token level (- -),\n"
                  "× the package's default model", fontsize=9)
     ax.legend(fontsize=7.5)
@@ -273,7 +273,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
             label="token level exp_race / sd − 1 (exact)")
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("mean next-token entropy of the target (nats)")
-    ax.set_ylabel("AATPS gap (%)")
+    ax.set_ylabel("AATPS gap (relative)")
     ax.set_title("2. single draft: PFR against the baselines", fontsize=9)
     ax.legend(fontsize=7.5)
     ax = axes[2]
