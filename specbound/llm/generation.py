@@ -439,6 +439,19 @@ def _encode(pair, prompt, chat, template):
     return arr.astype(np.int64), None
 
 
+
+def _generation_result(pair, res, backend, prompt_text, total) -> GenerationResult:
+    """A decoder's result with the text up to the first stop token and the backend's timings."""
+    gen = res.tokens[res.prompt_length:]
+    stops = set(_stop_tokens(pair, True))
+    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
+    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
+    base = {f.name: getattr(res, f.name) for f in fields(res)}
+    return GenerationResult(**base, text=text, prompt_text=prompt_text,
+                            stopped_at_eos=bool(backend.finished),
+                            target_seconds=backend.target_seconds,
+                            draft_seconds=backend.draft_seconds, total_seconds=total)
+
 def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
              max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
              stop_at_eos=True, batch_verify=True, tree=False, progress=False, log=None, prompt_id=0,
@@ -548,16 +561,7 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     finally:
         if bar is not None:
             bar.close()
-    total = time.perf_counter() - t0
-    gen = res.tokens[res.prompt_length:]
-    stops = set(_stop_tokens(pair, True))
-    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
-    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
-    base = {f.name: getattr(res, f.name) for f in fields(res)}
-    return GenerationResult(**base, text=text, prompt_text=prompt_text,
-                            stopped_at_eos=bool(backend.finished),
-                            target_seconds=backend.target_seconds,
-                            draft_seconds=backend.draft_seconds, total_seconds=total)
+    return _generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- lossy rules
@@ -705,13 +709,4 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
     finally:
         if bar is not None:
             bar.close()
-    total = time.perf_counter() - t0
-    gen = res.tokens[res.prompt_length:]
-    stops = set(_stop_tokens(pair, True))
-    cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
-    text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
-    base = {f.name: getattr(res, f.name) for f in fields(res)}
-    return GenerationResult(**base, text=text, prompt_text=prompt_text,
-                            stopped_at_eos=bool(backend.finished),
-                            target_seconds=backend.target_seconds,
-                            draft_seconds=backend.draft_seconds, total_seconds=total)
+    return _generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
