@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, setup_matplotlib
+from paper_figs._common import cli, out_path, setup_matplotlib, write_table_and_figure
 from paper_figs.efficiency_frontier import _draft
 from specbound.sim import calibrated_lm
 from specbound.sim.distributions import temperature_draft, zipf
@@ -290,13 +290,9 @@ def plot(df: pd.DataFrame, png: Path) -> None:
 def main(out_dir, quick: bool = False) -> list[Path]:
     """Write ``fidelity_lossy.csv``, ``.png`` and ``.md`` into ``out_dir``; return the paths."""
     df = compute(quick=quick)
-    csv = out_path(out_dir, f"{NAME}.csv")
-    png = out_path(out_dir, f"{NAME}.png")
     md = out_path(out_dir, f"{NAME}.md")
-    df.to_csv(csv, index=False, float_format="%.10g")
-    plot(df, png)
     md.write_text(markdown(df), encoding="utf-8")
-    return [png, csv, md]
+    return [*write_table_and_figure(out_dir, NAME, df, plot), md]
 
 
 if __name__ == "__main__":
