@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import special, stats
 
 from specbound._deprecation import warn_deprecated
-from specbound._validation import as_choice, as_real
+from specbound._validation import INT64_MAX, as_choice, as_int, as_real, as_real_array
 
 __all__ = ["ConfidenceInterval", "Estimate", "EstimateBatch", "ResultBatch", "proportion_ci"]
 
@@ -142,13 +142,25 @@ class Estimate:
 
     @classmethod
     def from_successes(cls, successes: int, n: int) -> Estimate:
+        """The proportion ``successes / n`` (``n >= 1``, ``0 <= successes <= n`` integers)."""
+        n = as_int(n, "n", min_value=1, max_value=INT64_MAX)
+        successes = as_int(successes, "successes", min_value=0, max_value=n)
         m = successes / n
         return cls(mean=m, stderr=float(np.sqrt(max(m * (1 - m), 0.0) / n)), n=int(n),
                    successes=int(successes))
 
     @classmethod
     def from_samples(cls, x) -> Estimate:
-        x = np.asarray(x, dtype=np.float64)
+        """Mean and standard error of a non-empty sample of finite real numbers."""
+        x, _ = as_real_array(x, "x")
+        x = x.reshape(-1)
+        if x.size == 0:
+            raise ValueError("x: must contain at least one value")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("x: contains NaN or infinite values")
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not (np.isfinite(x.mean()) and np.isfinite(x.std(ddof=1) if x.size > 1 else 0)):
+                raise ValueError("x: values too large: their mean or spread overflows a float")
         n = x.size
         sd = float(x.std(ddof=1)) if n > 1 else 0.0
         return cls(mean=float(x.mean()), stderr=float(sd / np.sqrt(n)), n=int(n))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_seedseq
+from specbound._validation import as_bool, as_rng, as_seedseq
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
@@ -184,7 +184,9 @@ def _seeds(seed, prompts, n):
         seed, bool | np.bool_
     ):
         return as_seedseq(seed).spawn(n)
-    if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray):
+    if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray) or (
+        isinstance(seed, np.ndarray) and seed.ndim != 1
+    ):
         raise ValueError(f"seed: must be an int, a SeedSequence or one seed per prompt, got "
                          f"{type(seed).__name__}")
     seeds = list(seed)
@@ -243,7 +245,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     target, draft, _, decoder, L, B, N, w = _validate(
         target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
     arrs = [_validate(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
-    rngs = [np.random.default_rng(s) for s in seeds]
+    rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
     p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True)
     if p is None or any(s is None for s in states):

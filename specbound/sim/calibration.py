@@ -56,6 +56,8 @@ __all__ = ["CalibratedLM", "calibrated_lm", "entropy_bounds"]
 
 #: bracket of the sharpness ``beta0`` searched by :func:`calibrated_lm`
 BETA_RANGE = (1e-3, 1e3)
+#: largest number of generated tokens one :meth:`CalibratedLM.lppl` call scores
+MAX_LPPL_TOKENS = 3 * 10**4
 
 
 def _entropy_rows(p: np.ndarray) -> np.ndarray:
@@ -186,6 +188,12 @@ class CalibratedLM:
         sequences and its standard error (sequences are independent).  Its expectation is
         the mean entropy along generated contexts (Liu et al. 2026, §6: LPPL of the target's
         samples).
+
+        Raises
+        ------
+        ValueError
+            ``n_sequences * max_new_tokens`` above :data:`MAX_LPPL_TOKENS` (``3 * 10**4``; a few
+            seconds at a vocabulary of 1000), refused up front rather than run for minutes.
         """
         from specbound.sim.decode import speculative_decode
         from specbound.sim.metrics import mean_se
@@ -193,6 +201,13 @@ class CalibratedLM:
         n_sequences = as_int(n_sequences, "n_sequences", min_value=2, max_value=10**5)
         max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=1,
                                 max_value=10**5)
+        if n_sequences * max_new_tokens > MAX_LPPL_TOKENS:
+            raise ValueError(
+                f"n_sequences: {n_sequences} sequences of {max_new_tokens} tokens "
+                f"({n_sequences * max_new_tokens:,} tokens) exceed the limit "
+                f"MAX_LPPL_TOKENS = {MAX_LPPL_TOKENS:,} tokens per call (each token is one "
+                "model evaluation in a Python loop); average several calls with other seeds"
+            )
         prompts = random_prompts(n_sequences, as_int(prompt_length, "prompt_length",
                                                      min_value=0, max_value=10**4),
                                  self.vocab_size, seed=seed)

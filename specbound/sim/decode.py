@@ -168,15 +168,16 @@ while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/1
 
 from __future__ import annotations
 
+import numbers
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
-from specbound._validation import as_bool, as_choice, as_int, as_rng
+from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
 from specbound.sim.detect import acceptance_digest
@@ -413,7 +414,7 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
     max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
                             max_value=MAX_NEW_TOKENS)
     window = as_window(window)
-    arr = np.asarray(prompt if prompt is not None else [])
+    arr = asarray_named(prompt if prompt is not None else [], "prompt")
     if arr.ndim > 1:
         raise ValueError(f"prompt: must be a 1-D sequence of token ids, got shape {arr.shape}")
     if arr.size and (arr.dtype == np.bool_ or arr.dtype.kind not in "iu"):
@@ -504,31 +505,60 @@ class SyntheticBackend:
     """
 
     def __init__(self, target, draft=None):
-        self.target = target
-        self.draft = draft
+        self.target = as_language_model(target, "target")
+        self.draft = draft if draft is None else as_language_model(draft, "draft")
+        if draft is not None and draft.vocab_size != target.vocab_size:
+            raise ValueError(f"draft: vocabulary size {draft.vocab_size} differs from the "
+                             f"target's {target.vocab_size}")
         self._p = _batched(target)
         self._q = _batched(draft) if draft is not None else None
         self._committed: list[int] = []
 
     def reset(self, prompt) -> None:
         """Start a sequence whose committed tokens are ``prompt``."""
-        self._committed = [int(t) for t in prompt]
+        self._committed = [int(t) for t in self._ids(prompt, "prompt")]
+
+    def _ids(self, seq, name):
+        """``seq`` if it is a 1-D sequence of token ids in ``[0, vocab_size)``."""
+        if isinstance(seq, str | bytes) or not isinstance(seq, Sequence | np.ndarray) or (
+            isinstance(seq, np.ndarray) and seq.ndim != 1
+        ):
+            raise ValueError(f"{name}: must be a 1-D sequence of token ids, got "
+                             f"{type(seq).__name__}")
+        n = self.target.vocab_size
+        for t in seq:
+            if (type(t) is not int and (isinstance(t, bool | np.bool_)
+                                        or not isinstance(t, numbers.Integral))) or not (
+                0 <= t < n
+            ):
+                raise ValueError(f"{name}: token ids must be integers in [0, {n}), got {t!r}")
+        return seq
+
+    def _paths(self, paths):
+        if isinstance(paths, str | bytes) or not isinstance(paths, Sequence | np.ndarray) or (
+            isinstance(paths, np.ndarray) and paths.ndim == 0
+        ):
+            raise ValueError(f"paths: must be a sequence of token-id paths, got "
+                             f"{type(paths).__name__}")
+        return [self._ids(path, "paths") for path in paths]
 
     def _contexts(self, paths) -> list:
         h = self._committed
-        return [np.array(h + list(path), dtype=np.int64) for path in paths]
+        return [np.array(h + list(path), dtype=np.int64) for path in self._paths(paths)]
 
     def draft_step(self, paths) -> np.ndarray:
         """Draft distributions after every path (one row per path)."""
+        if self._q is None:
+            raise ValueError("draft: this backend has no draft model (draft=None)")
         return self._q(self._contexts(paths))
 
     def verify(self, paths) -> Sequence:
         """Target distributions after every path (rows computed on first access)."""
-        return _LazyRows(self._p, list(self._committed), paths)
+        return _LazyRows(self._p, list(self._committed), self._paths(paths))
 
     def commit(self, tokens) -> None:
         """Append the tokens emitted by a block to the committed sequence."""
-        self._committed.extend(int(t) for t in tokens)
+        self._committed.extend(int(t) for t in self._ids(tokens, "tokens"))
 
 
 # ------------------------------------------------------------------------- the runner
@@ -1140,7 +1170,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     if unkeyed != "position" and decoder != "pfr_nowm":
         raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
     if max_blocks is not None:
-        max_blocks = as_int(max_blocks, "max_blocks", min_value=1)
+        max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     rng = as_rng(seed)
     if backend is None and (repeats, reweight, unkeyed, residual) == (
             "reuse", "delta", "position", "plain"):  # the compiled loop (same results)
@@ -1203,6 +1233,23 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
 
     return float(_theory_block_tokens(p_fn, q_fn, prompt, DECODER_SCHEME[dec], L=L, B=B,
                                       context_length=window))
+
+
+def _as_blocks(blocks):
+    """``None`` or a set of ``(prompt, block)`` pairs of non-negative integers."""
+    if blocks is None:
+        return None
+    if isinstance(blocks, str | bytes | np.ndarray) or not isinstance(blocks, Iterable):
+        raise ValueError(f"blocks: must be None or a set of (prompt, block) pairs, got "
+                         f"{type(blocks).__name__}")
+    out = set()
+    for pair in blocks:
+        if isinstance(pair, str | bytes) or not isinstance(pair, Sequence | np.ndarray) or (
+            len(pair) != 2
+        ):
+            raise ValueError(f"blocks: every entry must be a (prompt, block) pair, got {pair!r}")
+        out.add((as_int(pair[0], "blocks", min_value=0), as_int(pair[1], "blocks", min_value=0)))
+    return out
 
 
 def acceptance_compensator(results, target, draft, *, blocks=None):
@@ -1277,6 +1324,7 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
         )
     target = as_language_model(target, "target")
     draft = as_language_model(draft, "draft")
+    blocks = _as_blocks(blocks)
     scheme = DECODER_SCHEME[decoder]
     rows = []
     ctx_rows: list[tuple[int, np.ndarray, int]] = []  # (row index, context, nu)

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specbound._deprecation import renamed_kwargs, warn_deprecated
-from specbound._validation import as_bool, as_choice, as_int, as_real
+from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_real, asarray_named
 from specbound.results import ResultBatch
 from specbound.sim import _compiled_detect
 from specbound.sim.prf import PrefixLabels, as_window, digest_label, key_digest, prf_uniform_numpy
@@ -189,14 +189,18 @@ class Pivots(ResultBatch):
 
 
 def _as_tokens(tokens, name: str = "tokens") -> np.ndarray:
-    arr = np.asarray(tokens)
+    arr = asarray_named(tokens, name)
     if arr.ndim != 1:
         raise ValueError(f"{name}: must be a 1-D sequence of token ids, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
         if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            if np.any(np.abs(arr) >= 2.0**63):
+                raise ValueError(f"{name}: token ids must be below 2**63 (int64)")
             arr = arr.astype(np.int64)
         else:
             raise ValueError(f"{name}: must contain integer token ids, got dtype {arr.dtype}")
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > INT64_MAX:
+        raise ValueError(f"{name}: token ids must be below 2**63 (int64)")
     arr = arr.astype(np.int64)
     if np.any(arr < 0):
         raise ValueError(f"{name}: token ids must be non-negative")
@@ -507,7 +511,7 @@ def detect_many(
         toks = [_as_tokens(r, "sequences") for r in rows]
         if prompt_length is None:
             raise ValueError("prompt_length: required for token sequences")
-        pl = np.asarray(prompt_length)
+        pl = asarray_named(prompt_length, "prompt_length")
         if pl.ndim == 0:
             pls = [pl.item()] * len(toks)
         elif pl.ndim == 1 and pl.size == len(toks):

@@ -57,6 +57,8 @@ from specbound._validation import as_choice, as_int, as_rng
 from specbound.sim.decode import (
     DECODERS,
     KEYED_DECODERS,
+    MAX_DRAFTS,
+    MAX_NEW_TOKENS,
     MULTI_DRAFT_DECODERS,
     speculative_decode,
 )
@@ -66,6 +68,10 @@ from specbound.sim.prf import as_window
 __all__ = ["Counterexample", "DefinitionCheck", "InvarianceResult", "check_drafter_invariance"]
 
 DEFINITIONS = ("strong", "conditional", "stopping_time")
+#: largest ``n_trials * (L + 1) * B`` of one :func:`check_drafter_invariance` call
+MAX_INVARIANCE_WORK = 2 * 10**5
+#: largest ``prompt_length`` of :func:`check_drafter_invariance`
+MAX_PROMPT_LENGTH = 10**6
 
 
 @dataclass(frozen=True)
@@ -155,12 +161,14 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
         At least two draft models with the target's vocabulary.  Small vocabularies make
         equal draft sequences (the condition of Def. C.5) frequent.
     n_trials : int, 1 <= n_trials <= 10**6
-        Number of (key, prompt, drafter pair) trials.
+        Number of (key, prompt, drafter pair) trials; ``n_trials * (L + 1) * B`` is at most
+        :data:`MAX_INVARIANCE_WORK` (``2 * 10**5``, about 5 s on a small vocabulary):
+        larger searches are refused up front (split them over seeds).
     seed : int, SeedSequence or Generator
         Seed of the search.
     L, B : int
         Lookahead and number of drafts of the decoder (B > 1 only for multi-draft decoders).
-    prompt_length : int >= 0
+    prompt_length : int, 0 <= prompt_length <= MAX_PROMPT_LENGTH (10**6)
     window : int >= 0 or None
         Window of the keyed labels (None: whole prefix; ``context_length=`` is its deprecated
         name).
@@ -184,11 +192,20 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
                 f"{target.vocab_size}"
             )
     n_trials = as_int(n_trials, "n_trials", min_value=1, max_value=10**6)
-    L = as_int(L, "L", min_value=1)
-    B = as_int(B, "B", min_value=1)
+    L = as_int(L, "L", min_value=1, max_value=MAX_NEW_TOKENS - 1)
+    B = as_int(B, "B", min_value=1, max_value=MAX_DRAFTS)
     if B > 1 and decoder not in MULTI_DRAFT_DECODERS:
         raise ValueError(f"B: decoder {decoder!r} is single-draft (B must be 1)")
-    prompt_length = as_int(prompt_length, "prompt_length", min_value=0)
+    work = n_trials * (L + 1) * B
+    if work > MAX_INVARIANCE_WORK:
+        raise ValueError(
+            f"n_trials: {n_trials} trials of a block of L + 1 = {L + 1} positions with B = {B} "
+            f"drafts ({work:,} draft positions per drafter) exceed the limit "
+            f"MAX_INVARIANCE_WORK = {MAX_INVARIANCE_WORK:,} per call (the trials run in a "
+            "Python loop); split the search over several seeds"
+        )
+    prompt_length = as_int(prompt_length, "prompt_length", min_value=0,
+                           max_value=MAX_PROMPT_LENGTH)
     window = as_window(window)
     rng = as_rng(seed)
     keyed = decoder in KEYED_DECODERS

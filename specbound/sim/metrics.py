@@ -18,16 +18,34 @@ import math
 
 import numpy as np
 
+from specbound._validation import as_real_array, asarray_named
 from specbound.results import Estimate
 
 __all__ = ["cluster_ratio_se", "lcs_length", "mean_se", "rouge_l"]
 
 
+#: largest ``len(a) * len(b)`` of :func:`lcs_length` (the dynamic programme's cells)
+MAX_LCS_CELLS = 10**9
+
+
 def _as_seq(x, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.ndim > 1:
+    if x is None or isinstance(x, str | bytes):
+        raise ValueError(f"{name}: must be a 1-D sequence of integer token ids, got {x!r}")
+    arr = asarray_named(x, name)
+    if arr.ndim != 1:
         raise ValueError(f"{name}: must be a 1-D sequence of tokens, got shape {arr.shape}")
-    return arr.reshape(-1)
+    if arr.size and (arr.dtype == np.bool_ or arr.dtype.kind not in "iu"):
+        raise ValueError(f"{name}: must be a sequence of integer token ids, got dtype "
+                         f"{arr.dtype}")
+    return arr
+
+
+def _as_values(x, name: str) -> np.ndarray:
+    arr, _ = as_real_array(x, name)
+    arr = arr.reshape(-1)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    return arr
 
 
 def lcs_length(a, b) -> int:
@@ -42,6 +60,9 @@ def lcs_length(a, b) -> int:
     b = _as_seq(b, "b")
     if a.size == 0 or b.size == 0:
         return 0
+    if a.size * b.size > MAX_LCS_CELLS:
+        raise ValueError(f"b: len(a) * len(b) = {a.size * b.size:,} exceeds the limit "
+                         f"MAX_LCS_CELLS = {MAX_LCS_CELLS:,} of the O(len(a) len(b)) programme")
     prev = np.zeros(b.size + 1, dtype=np.int64)
     for x in a:
         t = np.where(b == x, prev[:-1] + 1, prev[1:])
@@ -66,14 +87,6 @@ def rouge_l(a, b) -> float:
     return 2.0 * lcs_length(a, b) / (a.size + b.size)
 
 
-def _as_values(x, name: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: must be an array of real numbers") from None
-    return arr
-
-
 def mean_se(x) -> Estimate:
     """Mean and standard error ``sd / sqrt(n)`` of a sample, as an ``Estimate``.
 
@@ -83,9 +96,14 @@ def mean_se(x) -> Estimate:
     x = _as_values(x, "x")
     if x.size == 0:
         return Estimate(float("nan"), float("nan"), 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(x.mean())
+        sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    if not (math.isfinite(mean) and math.isfinite(sd)):
+        raise ValueError("x: values too large: their mean or spread overflows a float")
     if x.size < 2:
-        return Estimate(float(x.mean()), float("nan"), 1)
-    return Estimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)), int(x.size))
+        return Estimate(mean, float("nan"), 1)
+    return Estimate(mean, float(sd / math.sqrt(x.size)), int(x.size))
 
 
 def cluster_ratio_se(num, den) -> Estimate:
@@ -102,9 +120,12 @@ def cluster_ratio_se(num, den) -> Estimate:
         raise ValueError(f"den: shape mismatch with num: {den.shape} and {num.shape}")
     if num.size == 0 or den.sum() == 0:
         raise ValueError("den: the clusters' denominators must have a non-zero sum")
-    r = float(num.sum() / den.sum())
-    m = num.size
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        r = float(num.sum() / den.sum())
+        m = num.size
+        var = (m / (m - 1) * np.sum((num - r * den) ** 2) / den.sum() ** 2) if m > 1 else 0.0
+    if not (math.isfinite(r) and math.isfinite(var)):
+        raise ValueError("num: values too large: the ratio or its variance overflows a float")
     if m < 2:
         return Estimate(r, float("nan"), int(m))
-    var = m / (m - 1) * np.sum((num - r * den) ** 2) / den.sum() ** 2
     return Estimate(r, float(math.sqrt(var)), int(m))

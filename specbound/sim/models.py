@@ -81,7 +81,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from specbound._deprecation import legacy_positional
-from specbound._validation import as_bool, as_choice, as_int, as_prob, as_real, as_seedseq
+from specbound._validation import (
+    INT64_MAX,
+    as_bool,
+    as_choice,
+    as_int,
+    as_prob,
+    as_real,
+    as_seedseq,
+    asarray_named,
+    check_alloc,
+)
 from specbound.sim import _model_kernels as _mk
 
 __all__ = ["CachedLM", "MarkovLM", "PromptSet", "SyntheticLM", "as_language_model",
@@ -96,10 +106,10 @@ MAX_LAW_ENTRIES = 10**7
 
 
 def _as_context(context, vocab_size, name="context") -> np.ndarray:
-    arr = np.asarray(context if context is not None else [], dtype=object)
+    arr = asarray_named(context if context is not None else [], name, dtype=object)
     if arr.ndim > 1:
         raise ValueError(f"{name}: must be a 1-D sequence of token ids, got shape {arr.shape}")
-    arr = np.asarray(context if context is not None else [])
+    arr = asarray_named(context if context is not None else [], name)
     if arr.size and (arr.dtype == np.bool_ or arr.dtype.kind not in "iu"):
         raise ValueError(f"{name}: must be a sequence of integer token ids")
     arr = arr.astype(np.int64).reshape(-1)
@@ -171,7 +181,7 @@ class SyntheticLM:
                                      max_value=MAX_CONTEXT_LENGTH)
         self.temperature = as_real(temperature, "temperature", low=0.0, low_open=True)
         if top_k is not None:
-            top_k = as_int(top_k, "top_k", min_value=1)
+            top_k = as_int(top_k, "top_k", min_value=1, max_value=INT64_MAX)
         self.top_k = top_k
         self.kind = as_choice(kind, "kind", ("gaussian", "zipf"))
         if scale is None:
@@ -276,11 +286,15 @@ class SyntheticLM:
             ``self`` when nothing changes (``mismatch == 0``), else a new model.
         """
         mismatch = as_real(mismatch, "mismatch", low=0.0)
-        temp = self.temperature if temperature is None else temperature
-        m = self.context_length if context_length is None else context_length
+        temp = self.temperature if temperature is None else as_real(
+            temperature, "temperature", low=0.0, low_open=True)
+        m = self.context_length if context_length is None else as_int(
+            context_length, "context_length", min_value=0, max_value=MAX_CONTEXT_LENGTH)
         tk = self.top_k if isinstance(top_k, str) and top_k == "same" else top_k
         if isinstance(top_k, str) and top_k != "same":
             raise ValueError(f"top_k: must be an int, None or 'same', got {top_k!r}")
+        if tk is not None:
+            tk = as_int(tk, "top_k", min_value=1, max_value=INT64_MAX)
         if mismatch == 0.0 and temp == self.temperature and m == self.context_length and (
             tk == self.top_k
         ):
@@ -343,6 +357,7 @@ class MarkovLM:
     def random(cls, vocab_size, *, seed=0, concentration=1.0, initial=None) -> MarkovLM:
         """Rows drawn i.i.d. from a symmetric Dirichlet(``concentration``)."""
         n = as_int(vocab_size, "vocab_size", min_value=1)
+        check_alloc("vocab_size", n * n, what="the n x n transition matrix")
         a = as_real(concentration, "concentration", low=0.0, low_open=True)
         rng = np.random.default_rng(as_seedseq(seed))
         mat = rng.dirichlet(np.full(n, a), size=n)
@@ -384,11 +399,16 @@ class MarkovLM:
         ctx = _as_context(prompt, self.vocab_size, "prompt")
         length = as_int(length, "length", min_value=1)
         n = self.vocab_size
-        if length * np.log(n) > np.log(MAX_LAW_ENTRIES) + 1e-12:
+        # min(): a length of 10**6 is already far above the limit for n >= 2 (and a huge
+        # Python int would overflow the float product)
+        if min(length, 10**6) * np.log(n) > np.log(MAX_LAW_ENTRIES) + 1e-12:
+            try:
+                size = f"about 10^{length * np.log10(n):.1f}"
+            except OverflowError:
+                size = "more than 10^308"
             raise ValueError(
                 f"length: the law of {length} tokens over a vocabulary of {n} has {n}^{length} "
-                f"(about 10^{length * np.log10(n):.1f}) entries, 8 bytes each; the limit is "
-                f"{MAX_LAW_ENTRIES:.0e} entries"
+                f"({size}) entries, 8 bytes each; the limit is {MAX_LAW_ENTRIES:.0e} entries"
             )
         if length > 32:
             raise ValueError(f"length: must be <= 32 (NumPy's dimension limit), got {length}")
@@ -596,7 +616,7 @@ def random_prompts(n, length, vocab_size, *, seed=0) -> PromptSet:
     length = as_int(length, "length", min_value=0, max_value=10**6)
     if n * length > 10**8:
         raise ValueError(f"n: {n} prompts of {length} tokens exceed the limit of 1e8 token ids")
-    vocab_size = as_int(vocab_size, "vocab_size", min_value=1)
+    vocab_size = as_int(vocab_size, "vocab_size", min_value=1, max_value=INT64_MAX)
     if isinstance(seed, np.random.Generator):
         raise ValueError("seed: must be an int or SeedSequence (prompts are reproducible)")
     ss = as_seedseq(seed)

@@ -73,19 +73,26 @@ def _work_units(prep: PreparedPairs) -> float:
     return float(n) * B  # mpfr_direct, gls
 
 
+def _gib(nbytes: int) -> str:
+    """``nbytes`` in GiB for a message (also for integers too large for a float)."""
+    if nbytes.bit_length() > 1000:
+        return f"2^{nbytes.bit_length() - 1} bytes or more"
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
 def _check_size(m, n, B, store_y, store_x):
     total = m * n
     need = 8 * total * ((1 if store_y else 0) + (B if store_x else 0))
     if need > MAX_OUTPUT_BYTES:
         raise ValueError(
-            f"n: storing {m} x {n:,} trials would need {need / 2**30:.3g} GiB, above the limit "
+            f"n: storing {m} x {n:,} trials would need {_gib(need)}, above the limit "
             f"MAX_OUTPUT_BYTES = {MAX_OUTPUT_BYTES / 2**30:.3g} GiB; draw fewer samples per "
             "call (or use estimate_acceptance, which stores nothing)"
         )
     if total > MAX_TRIALS:
         raise ValueError(
             f"n: {m} pair(s) x n = {n:,} trials exceeds the limit MAX_TRIALS = {MAX_TRIALS:,} "
-            f"per call ({total // CHUNK * 8 / 2**30:.3g} GiB of chunk labels); split the work "
+            f"per call ({_gib(total // CHUNK * 8)} of chunk labels); split the work "
             "over several seeds"
         )
 

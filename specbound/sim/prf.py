@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from specbound._deprecation import renamed_kwargs
+from specbound._validation import INT64_MAX, as_choice, asarray_named, check_alloc
 from specbound.sim._config import JIT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -99,14 +100,14 @@ def as_window(window, name: str = "window"):
     if window is None:
         return None
     if isinstance(window, bool | np.bool_) or not isinstance(window, numbers.Integral) or (
-        window < 0
+        window < 0 or window > INT64_MAX
     ):
-        raise ValueError(f"{name}: must be None or a non-negative integer, got {window!r}")
+        raise ValueError(f"{name}: must be None or an integer in [0, 2**63 - 1], got {window!r}")
     return int(window)
 
 
 def _window(context, window):
-    raw = np.asarray(context if context is not None else [])
+    raw = asarray_named(context if context is not None else [], "context")
     if raw.size and raw.dtype.kind not in "iu":
         raise ValueError(f"context: must be a sequence of integer token ids, got dtype {raw.dtype}")
     ctx = raw.astype(np.int64).reshape(-1)
@@ -248,15 +249,15 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None,
     """
     if isinstance(arrivals, bool) or not isinstance(arrivals, numbers.Integral) or arrivals < 1:
         raise ValueError(f"arrivals: must be an integer >= 1, got {arrivals!r}")
-    if backend not in ("numba", "numpy"):
-        raise ValueError(f"backend: must be 'numba' or 'numpy', got {backend!r}")
-    tok = np.asarray(tokens)
+    as_choice(backend, "backend", ("numba", "numpy"))
+    tok = asarray_named(tokens, "tokens")
     if tok.ndim > 1 or (tok.size and tok.dtype.kind not in "iu"):
         raise ValueError("tokens: must be a 1-D sequence of integer token ids")
     tok = tok.astype(np.int64).reshape(-1)
     if np.any(tok < 0):
         raise ValueError("tokens: token ids must be non-negative")
-    ctx = np.asarray(context if context is not None else [])
+    check_alloc("arrivals", tok.shape[0] * int(arrivals), what="len(tokens) x arrivals uniforms")
+    ctx = asarray_named(context if context is not None else [], "context")
     if ctx.size and ctx.dtype.kind not in "iu":
         raise ValueError("context: must be a sequence of integer token ids")
     label = digest_label(key_digest(key), _window(ctx, window))

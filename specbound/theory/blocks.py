@@ -49,6 +49,16 @@ MAX_MULTIPLICITY = 64
 MAX_LOOKAHEAD = 256
 #: most distinct (context state, depth) pairs :func:`expected_block_tokens` enumerates
 MAX_STATES = 1e6
+#: most work of the exact MPFR laws of :func:`expected_block_tokens` with ``B > 1``, in units
+#: of ``n^3 B (B - 1) / 2`` per context state (one unit is a few milliseconds: each of the
+#: ``n (B - 1)`` nested quadratures of a law integrates a sum over ``n`` tokens on up to ``n``
+#: pieces, and laws are needed for every multiplicity ``nu <= B``)
+MAX_MPFR_WORK = 4e3
+
+
+def _mpfr_work(n: int, L: int, window: int | None, B: int) -> float:
+    """Work units of the MPFR laws an enumeration may need (see :data:`MAX_MPFR_WORK`)."""
+    return _n_states(n, L, window) * float(n) ** 3 * B * (B - 1) / 2.0
 
 
 def _race_joint(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -146,12 +156,21 @@ def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
     ------
     ValueError
         ``p``/``q`` not distributions of equal length (named), ``nu`` not an integer in
-        ``[1, 64]``.
+        ``[1, 64]``, or ``n^3 (nu - 1)`` above :data:`MAX_MPFR_WORK` (``4e3``: e.g. ``n = 15``
+        for two drafts), refused up front instead of integrating for minutes.
     """
     p2, q2, batched = as_pair(p, q, normalize=normalize)
     if batched:
         raise ValueError(f"p: must be 1-D (one context), got shape {np.shape(p)}")
     nu = as_int(nu, "nu", min_value=1, max_value=MAX_MULTIPLICITY)
+    n = p2.shape[1]
+    work = float(n) ** 3 * (nu - 1)
+    if work > MAX_MPFR_WORK:
+        raise ValueError(
+            f"nu: the law for nu = {nu} drafts over {n} tokens needs about {work:.3g} units of "
+            f"nested numerical integration (n^3 (nu - 1)), above the limit MAX_MPFR_WORK = "
+            f"{MAX_MPFR_WORK:.0e} (about 10 s); use a smaller nu or vocabulary, or simulate"
+        )
     return _multiplicity_law(p2[0], q2[0], nu)
 
 
@@ -207,8 +226,11 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
     ------
     ValueError
         Unknown ``scheme``; ``B > 1`` for a single-draft scheme; ``L`` out of range or so
-        large that more than 1e6 context states would be enumerated; a callable returning
-        something that is not a distribution, or distributions of different lengths.
+        large that more than 1e6 context states would be enumerated; for ``scheme="mpfr"``
+        with ``B > 1``, an enumeration whose exact laws would need more than
+        :data:`MAX_MPFR_WORK` units of numerical integration (named ``B``; refused up front
+        instead of running for minutes); a callable returning something that is not a
+        distribution, or distributions of different lengths.
 
     Notes
     -----
@@ -263,6 +285,15 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
                         f"L: enumerating the draft paths of depth {L} over {p.shape[0]} tokens "
                         f"visits more than {MAX_STATES:.0e} context states (pass the models' "
                         f"context_length, or use a smaller L or vocabulary)"
+                    )
+                work = _mpfr_work(p.shape[0], L, w, B) if scheme == "mpfr" else 0.0
+                if work > MAX_MPFR_WORK:
+                    raise ValueError(
+                        f"B: the exact MPFR law with B = {B} drafts over {p.shape[0]} tokens "
+                        f"at depth L = {L} needs about {work:.3g} units of nested numerical "
+                        f"integration (n^3 B (B - 1) / 2 per context state), above the limit "
+                        f"MAX_MPFR_WORK = {MAX_MPFR_WORK:.0e} (about 10 s); use a smaller B, "
+                        "L or vocabulary (or pass the models' context_length), or simulate"
                     )
             elif p.shape[0] != n_vocab[0]:
                 raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to "
