@@ -31,7 +31,7 @@ from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim._config import JIT
 from specbound.sim._model_kernels import (
-    _add_gaussian_field,
+    add_field,
     finalize_probs,
     synthetic_probs,
     window_label,
@@ -134,6 +134,10 @@ def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
 def model_spec(model, unwrap_cached=False):
     """The compiled form of a model: ``(kind, ints, uints, floats, base, matrix, initial)``.
 
+    For a ``SyntheticLM``, ``matrix`` holds the quantile table of the ``"gaussian16"`` kind
+    as its one row (a placeholder for the other kinds); for a ``MarkovLM`` it is the
+    transition matrix.
+
     None when the model has no compiled evaluation (the reference loop then runs).  A
     :class:`~specbound.sim.models.CachedLM` is evaluated through its model only with
     ``unwrap_cached`` (its cache then sees no calls).
@@ -148,7 +152,8 @@ def model_spec(model, unwrap_cached=False):
     if type(model) is SyntheticLM:
         return (MODEL_SYNTHETIC, np.ascontiguousarray(model._ints),
                 np.ascontiguousarray(model._uints), np.ascontiguousarray(model._floats),
-                np.ascontiguousarray(model._base, dtype=np.float64), np.zeros((1, 1)),
+                np.ascontiguousarray(model._base, dtype=np.float64),
+                np.ascontiguousarray(model._table, dtype=np.float64).reshape(1, -1),
                 np.zeros(1))
     if type(model) is MarkovLM:
         return (MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
@@ -162,7 +167,7 @@ def model_probs(m, ctx, out):
     """Next-token distribution of the compiled model ``m`` after ``ctx`` into ``out``
     (bit for bit the model's ``next_distribution``)."""
     if m[0] == MODEL_SYNTHETIC:
-        synthetic_probs(m[1], m[2], m[3], m[4], ctx, out)
+        synthetic_probs(m[1], m[2], m[3], m[4], m[5][0], ctx, out)
     elif ctx.shape[0] == 0:
         out[:] = m[6]
     else:
@@ -171,14 +176,14 @@ def model_probs(m, ctx, out):
 
 @njit(**JIT)
 def model_partial(m, ctx, S):
-    """The context-dependent Gaussian back-off sum of a Gaussian ``SyntheticLM`` before its
-    own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
+    """The context-dependent back-off sum of a Gaussian (or ``"gaussian16"``) ``SyntheticLM``
+    before its own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
     :func:`specbound.sim._model_kernels.synthetic_logits`, the same operations in the same
     order).  A target and a draft with the same fields share it (:func:`shares_fields`)."""
     w = m[3][0] / np.sqrt(m[1][1] + 1.0)
     S[:] = m[4]
     for k in range(1, m[1][1] + 1):
-        _add_gaussian_field(window_label(m[2][0], k, ctx), w, S)
+        add_field(m[1][0], window_label(m[2][0], k, ctx), w, m[5][0], S)
 
 
 @njit(**JIT)
@@ -187,7 +192,7 @@ def model_finish(m, ctx, S, logits, out):
     noise field, temperature, top-k and softmax; bit for bit :func:`model_probs`."""
     logits[:] = S
     if m[3][2] > 0.0:
-        _add_gaussian_field(window_label(m[2][1], m[1][2], ctx), m[3][2], logits)
+        add_field(m[1][0], window_label(m[2][1], m[1][2], ctx), m[3][2], m[5][0], logits)
     finalize_probs(logits, m[3][3], m[1][3], out)
 
 
@@ -215,7 +220,8 @@ def shares_fields(tm, dm) -> bool:
     (same model seed, scale and window: a ``target.draft(...)`` with the target's window),
     so that a context's back-off sum is computed once for both."""
     return bool(tm[0] == MODEL_SYNTHETIC and dm[0] == MODEL_SYNTHETIC
-                and tm[1][0] == _mk.KIND_GAUSSIAN and dm[1][0] == _mk.KIND_GAUSSIAN
+                and tm[1][0] in (_mk.KIND_GAUSSIAN, _mk.KIND_GAUSSIAN16)
+                and dm[1][0] == tm[1][0]
                 and tm[2][0] == dm[2][0] and tm[3][0] == dm[3][0] and tm[1][1] == dm[1][1]
                 and np.array_equal(tm[4], dm[4]))
 
