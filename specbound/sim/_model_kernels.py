@@ -163,7 +163,7 @@ def synthetic_logits(kind, m, field_seed, scale, zipf_exponent, noise_seed, nois
     ``noise_order`` tokens (draft mismatch).
     """
     n = out.shape[0]
-    out[:] = 0.0
+    # every branch writes every entry of ``out`` before adding to it (no zero fill needed)
     if kind == KIND_GAUSSIAN16:
         w = scale / np.sqrt(m + 1.0)
         out[:] = base
@@ -191,7 +191,8 @@ def finalize_probs(logits, temperature, top_k, out):
     """Softmax of ``logits / temperature`` restricted to the ``top_k`` largest (0: no top-k).
 
     Ties at the k-th largest logit keep every tied token (measure zero for these models).
-    Tokens outside the top-k get probability exactly 0.
+    Tokens outside the top-k get probability exactly 0.  ``out`` may be ``logits`` itself
+    (every entry is read before it is written, at its own index).
     """
     n = logits.shape[0]
     thr = -np.inf
@@ -224,10 +225,11 @@ def synthetic_probs(ints, uints, floats, base, table, ctx, out):
     ``"gaussian16"`` kind (:func:`normal_table`; any array for the other kinds); writes into
     ``out``.
     """
-    logits = np.empty(out.shape[0])
+    # the logits are built in ``out`` and finalised in place (finalize_probs reads and writes
+    # each entry at the same index): no vocabulary-sized allocation per evaluation
     synthetic_logits(ints[0], ints[1], uints[0], floats[0], floats[1], uints[1], ints[2],
-                     floats[2], base, table, ctx, logits)
-    finalize_probs(logits, floats[3], ints[3], out)
+                     floats[2], base, table, ctx, out)
+    finalize_probs(out, floats[3], ints[3], out)
 
 
 @njit(**JIT)
