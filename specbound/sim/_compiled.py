@@ -290,13 +290,79 @@ def _less_row(a, b, n):
     return False
 
 
+# ------------------------------------------------------------------ decoder options
+
+#: positions of the option flags in ``opts`` (:func:`decode_one`)
+OPT_MASK, OPT_GAMMA, OPT_FRESH, OPT_KEYED_RESIDUAL = range(4)
+
+JIT_IEEE = dict(JIT, fastmath=False)
+
+
+@njit(**JIT_IEEE)
+def gamma_reweight(label, w, u, out):
+    """Gamma reweighting of ``w`` under the keyed permutation of ``label`` into ``out``
+    (``u``: scratch of the vocabulary's size); bit for bit the reference loop's
+    ``_gamma_reweight`` (Hu et al. 2023, arXiv:2310.10669, §4.2): the tokens ordered by
+    ``prf_uniform(label, v, 0)`` (stable sort), ``b`` the running sum of ``w`` along that
+    order divided by its total, ``a`` the previous ``b``, and token weight
+    ``max(max(2b - 1, 0) - max(2a - 1, 0), 0)``.  Compiled without fastmath: the NumPy
+    reference's roundings (running sum in order, true division, no fused multiply-add)."""
+    n = w.shape[0]
+    for v in range(n):
+        u[v] = prf_uniform(label, v, 0)
+    order = np.argsort(u, kind="mergesort")
+    run = 0.0
+    for i in range(n):
+        run += w[order[i]]
+        u[i] = run  # u now holds the running sums along the order
+    total = u[n - 1]
+    prev = 0.0
+    for i in range(n):
+        b = u[i] / total
+        hi = 2.0 * b - 1.0
+        lo = 2.0 * prev - 1.0
+        x = (hi if hi > 0.0 else 0.0) - (lo if lo > 0.0 else 0.0)
+        out[order[i]] = x if x > 0.0 else 0.0
+        prev = b
+
+
+@njit(**JIT)
+def _is_repeat(tokens, n0, cur, w):
+    """Whether the window (last ``w`` tokens) of ``tokens[:cur]`` is the window of
+    ``tokens[:t]`` for a generated position ``n0 <= t < cur`` (the reference loop's repeat
+    rule: earlier generated positions and, within a block, the earlier contexts of the same
+    draft path, which the caller has written into ``tokens``)."""
+    lw = w if w < cur else cur
+    for t in range(n0, cur):
+        lt = w if w < t else t
+        if lt != lw:
+            continue
+        same = True
+        for i in range(lw):
+            if tokens[t - lw + i] != tokens[cur - lw + i]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(**JIT)
+def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_label):
+    """The clock label of ``tokens[:cur]`` for a keyed decoder: the unkeyed position label
+    of a masked repeat (``repeats="mask"``), else the keyed label."""
+    if mask and _is_repeat(tokens, n0, cur, window):
+        return _K.trial_label(run_label, cur)
+    return _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+
+
 # ------------------------------------------------------------------ one prompt
 
 
 @njit(**JIT)
 def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share):
+               store_drafts, share, opts):
     """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
     ``(generated, n_blocks, n_decisions)``.
 
@@ -307,12 +373,22 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     when ``store_drafts``; ``counts = (target evals, draft evals, target contexts, draft
     contexts)``.  ``share``: target and draft share their back-off fields
     (:func:`shares_fields`): a target evaluation in a drafted context reuses the draft's sum.
+    ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
+    ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``.
     """
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
     keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
              or code == MSE_PSEUDO)
-    tree = code == PFR or code == PFR_NOWM or code == MPFR or code == MWS
-    single = code == VSPS or code == MSE or code == MSE_PSEUDO
+    gamma = opts[OPT_GAMMA] != 0
+    mask = opts[OPT_MASK] != 0 and keyed and window >= 0
+    fresh = opts[OPT_FRESH] != 0 and code == PFR_NOWM
+    kres = opts[OPT_KEYED_RESIDUAL] != 0 and code == MSE_PSEUDO
+    tree = (code == PFR or code == PFR_NOWM or code == MPFR
+            or (code == MWS and not gamma))
+    single = code == VSPS or code == MSE or code == MSE_PSEUDO or (code == MWS and gamma)
+    GU = np.empty(n if gamma else 1)
+    GP = np.empty(n if gamma else 1)
+    GQ = np.empty(n if gamma else 1)
     maxn = 1 + B * L
     P = np.empty(n)
     LG = np.empty(n)
@@ -367,9 +443,17 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 y = _K.categorical(P, pcg_double(st))
                 pivots[gen] = np.nan
             else:
-                lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
-                y = _K.race_argmin(lab, P, 0)
-                pivots[gen] = prf_uniform(lab, y, 0)
+                klab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
+                lab = klab
+                if mask and _is_repeat(tokens, n0, hlen, window):
+                    lab = _K.trial_label(run_label, hlen)
+                if gamma:  # one unkeyed uniform per token
+                    ug = pcg_double(st)
+                    gamma_reweight(lab, P, GU, GP)
+                    y = _K.categorical(GP, ug)
+                else:
+                    y = _K.race_argmin(lab, P, 0)
+                pivots[gen] = prf_uniform(klab, y, 0)
             tokens[hlen] = y
             gen += 1
             k = 1
@@ -383,6 +467,9 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             has_s[0] = False
             lev0 = 0
             lev1 = 1
+            if fresh:
+                for i in range(ell + 1):
+                    ulabels[i] = pcg_next(st)
             for d in range(ell):
                 counts[1] += 1
                 counts[3] += lev1 - lev0
@@ -391,10 +478,13 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     _draft_eval(dm, tokens[:hlen + d], SN[node if share else 0], LG, Q[0],
                                 share)
                     has_s[node] = share
-                    if code == PFR_NOWM:
+                    if fresh:
+                        lab = ulabels[d]
+                    elif code == PFR_NOWM:
                         lab = _K.trial_label(run_label, hlen + d)
                     else:
-                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen + d, scr)
+                        lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, hlen + d,
+                                     scr, mask, run_label)
                     nlab[node] = lab
                     labset[node] = True
                     kk = mult[node]
@@ -447,6 +537,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                              has_s[node])
                 lab = nlab[node]
                 y = _K.race_argmin(lab, P, 0)
+                if mask:  # the pivot is the keyed one (what the detector recomputes)
+                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
                 tokens[cur] = y
                 gen += 1
@@ -464,14 +556,18 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
                 if not labset[node]:
-                    if code == PFR_NOWM:
+                    if fresh:
+                        nlab[node] = ulabels[ell]
+                    elif code == PFR_NOWM:
                         nlab[node] = _K.trial_label(run_label, cur)
                     else:
-                        nlab[node] = _label(window, kdw, person, pre, pst, tokens, hlen, cur,
-                                            scr)
+                        nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
+                                            cur, scr, mask, run_label)
                     labset[node] = True
                 lab = nlab[node]
                 y = _K.race_argmin(lab, P, 0)
+                if mask:
+                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
                 tokens[cur] = y
                 gen += 1
@@ -486,8 +582,13 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 if code == VSPS:
                     x = _K.categorical(Q[s], us[3 * s])
                 else:
-                    labs[s] = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    x = _K.race_argmin(labs[s], Q[s], 0)
+                    labs[s] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
+                                     mask, run_label)
+                    if gamma:
+                        gamma_reweight(labs[s], Q[s], GU, GQ)
+                        x = _K.categorical(GQ, us[3 * s])
+                    else:
+                        x = _K.race_argmin(labs[s], Q[s], 0)
                 tokens[cur] = x
                 paths[0, s] = x
             if store_drafts:
@@ -500,19 +601,42 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + s
                 _target_eval(tm, tokens[:cur], SN[s if share else 0], LG, P, share)
                 x = paths[0, s]
+                pv = P
+                qv = Q[s]
+                if code == MWS:  # gamma: between the reweighted distributions
+                    gamma_reweight(labs[s], P, GU, GP)
+                    gamma_reweight(labs[s], Q[s], GU, GQ)
+                    pv = GP
+                    qv = GQ
+                alab = np.uint64(0)
                 if code == MSE_PSEUDO:
-                    coin = prf_uniform(_label(window, adw, person, apre, apst, tokens, hlen, cur,
-                                              scr), 0, 0)
+                    alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
+                    coin = prf_uniform(alab, 0, 0)
                 else:
                     coin = us[3 * s + 1]
                 k += 1
-                if coin * Q[s, x] <= P[x]:
+                if coin * qv[x] <= pv[x]:
                     y = x
                     ok = True
-                else:
-                    y = _K.residual_sample(P, Q[s], us[3 * s + 2])
+                elif kres:  # the second key's race on (p - q)_+ (p if it is empty)
+                    pos = False
+                    for v in range(n):
+                        d_ = P[v] - Q[s, v]
+                        LG[v] = d_ if d_ > 0.0 else 0.0
+                        if LG[v] > 0.0:
+                            pos = True
+                    y = _K.race_argmin(alab, LG if pos else P, 1)
                     ok = False
-                pivots[gen] = prf_uniform(labs[s], y, 0) if keyed else np.nan
+                else:
+                    y = _K.residual_sample(pv, qv, us[3 * s + 2])
+                    ok = False
+                if keyed:
+                    klab = labs[s]
+                    if mask:
+                        klab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                    pivots[gen] = prf_uniform(klab, y, 0)
+                else:
+                    pivots[gen] = np.nan
                 tokens[cur] = y
                 gen += 1
                 nu[ndec] = 1
@@ -529,8 +653,15 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     y = _K.categorical(P, us[3 * ell + 2])
                     pivots[gen] = np.nan
                 else:
-                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    y = _K.race_argmin(lab, P, 0)
+                    lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
+                                 mask, run_label)
+                    if gamma:
+                        gamma_reweight(lab, P, GU, GP)
+                        y = _K.categorical(GP, us[3 * ell + 2])
+                    else:
+                        y = _K.race_argmin(lab, P, 0)
+                    if mask:
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                     pivots[gen] = prf_uniform(lab, y, 0)
                 tokens[cur] = y
                 gen += 1
@@ -658,7 +789,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
 @njit(**JIT_PAR)
 def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes):
+                 counts, store_drafts, share, sizes, opts):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
@@ -666,7 +797,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share)
+                               counts[i], store_drafts, share, opts)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -675,7 +806,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
 @njit(**JIT)
 def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes):
+                 counts, store_drafts, share, sizes, opts):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
@@ -683,7 +814,7 @@ def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share)
+                               counts[i], store_drafts, share, opts)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -745,7 +876,21 @@ def outputs(n_prompts, N, L, B, store_drafts):
     )
 
 
-def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks):
+def option_flags(repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
+    """The ``opts`` array of :func:`decode_one`, or None for options the compiled path does
+    not cover (``repeats="skip"``)."""
+    if repeats == "skip":
+        return None
+    opts = np.zeros(4, np.int64)
+    opts[OPT_MASK] = repeats == "mask"
+    opts[OPT_GAMMA] = reweight == "gamma"
+    opts[OPT_FRESH] = unkeyed == "fresh"
+    opts[OPT_KEYED_RESIDUAL] = residual == "keyed"
+    return opts
+
+
+def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks,
+                  repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
     """The compiled :func:`specbound.sim.decode.speculative_decode` of one validated run.
 
     Returns the :class:`~specbound.sim.decode.DecodeResult` of the reference loop bit for
@@ -755,6 +900,9 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     from specbound.sim.decode import DecodeResult, WatermarkConfig
     from specbound.sim.prf import key_id
 
+    opts = option_flags(repeats, reweight, unkeyed, residual)
+    if opts is None:
+        return None
     st = pcg_state(rng)
     if st is None:
         return None
@@ -774,18 +922,21 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
                  out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes)
+                 sizes, opts)
     set_pcg_state(rng, states[0])
     return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
-                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True)
+                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True,
+                        (repeats, reweight, unkeyed, residual))
 
 
 def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, out, size, i,
-                 L, B, with_drafts):
-    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch."""
+                 L, B, with_drafts, options=("reuse", "delta", "position", "plain")):
+    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch
+    (``options``: ``(repeats, reweight, unkeyed, residual)`` of the run)."""
+    repeats, reweight, unkeyed, residual = options
     g, nb, nd = (int(x) for x in size)
     ells = out["block_ell"][i, :nb]
-    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) else B
+    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) or (code == MWS and reweight == "gamma") else B
     if code in (AR, BASIC_UWM) or not with_drafts:
         drafts = ()
     else:
@@ -808,5 +959,8 @@ def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, o
         decoder=CODE_NAMES[code],
         L=L,
         B=B,
-        watermark=WatermarkConfig(kid, window, False),
+        watermark=WatermarkConfig(kid, window, repeats == "mask", repeats, reweight, residual),
+        skipped=np.zeros(g, dtype=bool),
+        decision_skipped=np.zeros(nd, dtype=bool),
+        unkeyed=unkeyed,
     )
