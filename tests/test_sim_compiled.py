@@ -100,14 +100,25 @@ OPTION_CASES = [
     ("mse_pseudo", dict(residual="keyed", reweight="gamma", repeats="mask")),
     ("pfr_nowm", dict(unkeyed="fresh")),
     ("pfr_nowm", dict(unkeyed="fresh", repeats="mask")),
+    ("basic_uwm", dict(repeats="skip")),
+    ("basic_uwm", dict(repeats="skip", reweight="gamma")),
+    ("pfr", dict(repeats="skip")),
+    ("mpfr", dict(repeats="skip")),
+    ("mws", dict(repeats="skip")),
+    ("mws", dict(repeats="skip", reweight="gamma")),
+    ("mse", dict(repeats="skip")),
+    ("mse_pseudo", dict(repeats="skip")),
+    ("mse_pseudo", dict(repeats="skip", residual="keyed", reweight="gamma")),
+    ("vsps", dict(repeats="skip")),
+    ("specinfer", dict(repeats="skip")),
 ]
 
 
 @pytest.mark.parametrize("n", [3, 50, 5000])
 @pytest.mark.parametrize(("decoder", "opts"), OPTION_CASES)
 def test_decoder_options_run_compiled_token_for_token(decoder, opts, n, monkeypatch):
-    """Non-default options (masked repeats, gamma reweight, fresh unkeyed clocks, keyed
-    residual) on the compiled path: the batch (1 and 2 threads) and ``speculative_decode``
+    """Non-default options (masked and skipped repeats, gamma reweight, fresh unkeyed clocks,
+    keyed residual) on the compiled path: the batch (1 and 2 threads) and ``speculative_decode``
     equal the reference loop (tokens, blocks, decisions, nu, pivots, counts, drafts, the
     recorded options).  Windows 1 (vocabularies 3, 50) and 0 (5,000) make repeats common."""
     target, draft = _pair(n)
@@ -193,6 +204,21 @@ def test_unsupported_runs_fall_back_to_the_reference_loop():
         dec = kw.pop("decoder")
         assert_same(_reference(target, draft, [1, 1], dec, **kw),
                     speculative_decode(target, draft, [1, 1], dec, **kw))
+
+
+@pytest.mark.parametrize("decoder", ["basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"])
+def test_skip_mode_without_window_draws_the_same_stream(decoder):
+    """``repeats="skip"`` with ``window=None``: nothing repeats, yet the mode's unkeyed
+    uniforms are drawn per block; compiled = reference, generator states included."""
+    target, draft = _pair(50)
+    B = 2 if decoder == "mpfr" else 1
+    g_ref, g_new = np.random.default_rng(3), np.random.default_rng(3)
+    kw = dict(L=3, B=B, key=5, max_new_tokens=10, repeats="skip")
+    ref = _reference(target, draft, [4], decoder, seed=g_ref, **kw)
+    got = speculative_decode(target, draft, [4], decoder, seed=g_new, **kw)
+    assert_same(ref, got)
+    assert g_ref.bit_generator.state == g_new.bit_generator.state
+    assert not got.skipped.any() and got.watermark.repeats == "skip"
 
 
 @pytest.mark.kernel

@@ -16,9 +16,15 @@ in :mod:`specbound.sim.decode` (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858,
 :func:`decode_batch` runs many prompts under ``prange``: every prompt has its own random
 stream and writes only its own rows, so the result does not depend on the number of threads.
 
+Decoder options (``opts``, :func:`option_flags`): ``repeats="mask"`` (:func:`_is_repeat`
+scans the earlier generated windows), ``reweight="gamma"`` (:func:`gamma_reweight`),
+``unkeyed="fresh"``, ``residual="keyed"`` and ``repeats="skip"`` (vanilla speculative
+sampling with the block's unkeyed uniforms in a repeated window; SpecInfer's recursive
+rejection for an MPFR context of multiplicity > 1), each bit for bit the reference loop.
+
 Not covered (the reference loop runs them): custom backends, models other than
 ``SyntheticLM`` / ``MarkovLM`` (a ``CachedLM`` of one only in the batched path),
-``mask_repeats=True``, and seeds whose generator is not ``PCG64``.
+and seeds whose generator is not ``PCG64``.
 """
 
 from __future__ import annotations
@@ -293,7 +299,7 @@ def _less_row(a, b, n):
 # ------------------------------------------------------------------ decoder options
 
 #: positions of the option flags in ``opts`` (:func:`decode_one`)
-OPT_MASK, OPT_GAMMA, OPT_FRESH, OPT_KEYED_RESIDUAL = range(4)
+OPT_MASK, OPT_GAMMA, OPT_FRESH, OPT_KEYED_RESIDUAL, OPT_SKIP = range(5)
 
 JIT_IEEE = dict(JIT, fastmath=False)
 
@@ -362,7 +368,7 @@ def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_
 @njit(**JIT)
 def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share, opts):
+               store_drafts, share, opts, skp, dskp):
     """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
     ``(generated, n_blocks, n_decisions)``.
 
@@ -374,7 +380,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     contexts)``.  ``share``: target and draft share their back-off fields
     (:func:`shares_fields`): a target evaluation in a drafted context reuses the draft's sum.
     ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
-    ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``.
+    ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``repeats="skip"``;
+    ``skp`` / ``dskp``: the skipped flags per generated token / per decision.
     """
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
     keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
@@ -383,6 +390,10 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     mask = opts[OPT_MASK] != 0 and keyed and window >= 0
     fresh = opts[OPT_FRESH] != 0 and code == PFR_NOWM
     kres = opts[OPT_KEYED_RESIDUAL] != 0 and code == MSE_PSEUDO
+    # repeats="skip": the unkeyed uniforms are drawn whenever the mode is on (as in the
+    # reference loop), repeats are looked for only with a finite window
+    skipmode = opts[OPT_SKIP] != 0 and keyed
+    track_skip = skipmode and window >= 0
     tree = (code == PFR or code == PFR_NOWM or code == MPFR
             or (code == MWS and not gamma))
     single = code == VSPS or code == MSE or code == MSE_PSEUDO or (code == MWS and gamma)
@@ -390,6 +401,12 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     GP = np.empty(n if gamma else 1)
     GQ = np.empty(n if gamma else 1)
     maxn = 1 + B * L
+    QS = np.empty((maxn if skipmode and tree else 1, n))
+    ncands = np.empty((maxn if skipmode and tree else 1, B), np.int64)
+    nslot = np.zeros(maxn, np.int64)
+    nskip = np.zeros(maxn, np.bool_)
+    nskset = np.zeros(maxn, np.bool_)
+    sks = np.zeros(L, np.bool_)
     P = np.empty(n)
     LG = np.empty(n)
     SN = np.empty((maxn if share else 1, n))
@@ -447,12 +464,18 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 lab = klab
                 if mask and _is_repeat(tokens, n0, hlen, window):
                     lab = _K.trial_label(run_label, hlen)
-                if gamma:  # one unkeyed uniform per token
+                ug = 0.0
+                if gamma or skipmode:  # one unkeyed uniform per token
                     ug = pcg_double(st)
+                sk = track_skip and _is_repeat(tokens, n0, hlen, window)
+                if sk:
+                    y = _K.categorical(P, ug)
+                elif gamma:
                     gamma_reweight(lab, P, GU, GP)
                     y = _K.categorical(GP, ug)
                 else:
                     y = _K.race_argmin(lab, P, 0)
+                skp[gen] = sk
                 pivots[gen] = prf_uniform(klab, y, 0)
             tokens[hlen] = y
             gen += 1
@@ -467,28 +490,43 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             has_s[0] = False
             lev0 = 0
             lev1 = 1
+            if skipmode:
+                pcg_doubles(st, us[:3 * B * (ell + 1)])
             if fresh:
                 for i in range(ell + 1):
                     ulabels[i] = pcg_next(st)
+            nskset[0] = False
             for d in range(ell):
                 counts[1] += 1
                 counts[3] += lev1 - lev0
+                slot = 0
                 for node in range(lev0, lev1):
                     _write_path(parent, ntok, depth, node, tokens, hlen)
                     _draft_eval(dm, tokens[:hlen + d], SN[node if share else 0], LG, Q[0],
                                 share)
                     has_s[node] = share
-                    if fresh:
-                        lab = ulabels[d]
-                    elif code == PFR_NOWM:
-                        lab = _K.trial_label(run_label, hlen + d)
-                    else:
-                        lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, hlen + d,
-                                     scr, mask, run_label)
-                    nlab[node] = lab
-                    labset[node] = True
                     kk = mult[node]
-                    _K.mpfr_topk(lab, Q[0], kk, buf)
+                    sk = track_skip and _is_repeat(tokens, n0, hlen + d, window)
+                    nskip[node] = sk
+                    nskset[node] = True
+                    if sk:  # kk i.i.d. drafts from q with the slots' uniforms
+                        QS[node] = Q[0]
+                        nslot[node] = slot
+                        for j in range(kk):
+                            buf[j] = _K.categorical(Q[0], us[(d * B + slot + j) * 3])
+                            ncands[node, j] = buf[j]
+                    else:
+                        if fresh:
+                            lab = ulabels[d]
+                        elif code == PFR_NOWM:
+                            lab = _K.trial_label(run_label, hlen + d)
+                        else:
+                            lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
+                                         hlen + d, scr, mask, run_label)
+                        nlab[node] = lab
+                        labset[node] = True
+                        _K.mpfr_topk(lab, Q[0], kk, buf)
+                    slot += kk
                     nfirst[node] = nn
                     for i in range(kk):
                         c = _child(parent, ntok, nfirst[node], nn, node, buf[i])
@@ -500,6 +538,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                             depth[nn] = d + 1
                             mult[nn] = 1
                             labset[nn] = False
+                            nskset[nn] = False
                             has_s[nn] = False
                             nfirst[nn] = nn
                             nn += 1
@@ -535,39 +574,68 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + s
                 _target_eval(tm, tokens[:cur], SN[node if has_s[node] else 0], LG, P,
                              has_s[node])
-                lab = nlab[node]
-                y = _K.race_argmin(lab, P, 0)
-                if mask:  # the pivot is the keyed one (what the detector recomputes)
+                sk = nskip[node]
+                if sk:  # vanilla speculative sampling / recursive rejection, unkeyed coins
+                    j = nslot[node]
+                    if mult[node] == 1:
+                        x = ntok[nfirst[node]]
+                        ok = us[(s * B + j) * 3 + 1] * QS[node, x] <= P[x]
+                        y = x if ok else _K.residual_sample(P, QS[node],
+                                                            us[(s * B + j) * 3 + 2])
+                    else:
+                        kk = mult[node]
+                        for i in range(kk):
+                            u_acc[i] = us[(s * B + j + i) * 3 + 1]
+                        y, ok = _K.specinfer_verify(P, QS[node], ncands[node, :kk],
+                                                    u_acc[:kk], us[(s * B + j) * 3 + 2])
                     lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                else:
+                    lab = nlab[node]
+                    y = _K.race_argmin(lab, P, 0)
+                    if mask:  # the pivot is the keyed one (what the detector recomputes)
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
+                skp[gen] = sk
                 tokens[cur] = y
                 gen += 1
                 k += 1
                 c = _child(parent, ntok, nfirst[node], nn, node, y)
+                if not sk:
+                    ok = c >= 0
                 nu[ndec] = mult[node]
-                dec_ok[ndec] = c >= 0
+                dec_ok[ndec] = ok
+                dskp[ndec] = sk
                 dec_pos[ndec] = gen - 1
                 ndec += 1
-                if c < 0:
+                if not ok:
                     done = True
                     break
                 node = c
             if not done and gen < N:
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
-                if not labset[node]:
-                    if fresh:
-                        nlab[node] = ulabels[ell]
-                    elif code == PFR_NOWM:
-                        nlab[node] = _K.trial_label(run_label, cur)
-                    else:
-                        nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
-                                            cur, scr, mask, run_label)
-                    labset[node] = True
-                lab = nlab[node]
-                y = _K.race_argmin(lab, P, 0)
-                if mask:
+                if not nskset[node]:
+                    nskip[node] = track_skip and _is_repeat(tokens, n0, cur, window)
+                    nskset[node] = True
+                sk = nskip[node]
+                if sk:
+                    y = _K.categorical(P, us[(ell * B) * 3 + 2])
                     lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                else:
+                    if not labset[node]:
+                        if fresh:
+                            nlab[node] = ulabels[ell]
+                        elif code == PFR_NOWM:
+                            nlab[node] = _K.trial_label(run_label, cur)
+                        else:
+                            nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0,
+                                                hlen, cur, scr, mask, run_label)
+                        labset[node] = True
+                    lab = nlab[node]
+                    y = _K.race_argmin(lab, P, 0)
+                    if mask:
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                skp[gen] = sk
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
                 tokens[cur] = y
                 gen += 1
@@ -579,7 +647,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 counts[1] += 1
                 counts[3] += 1
                 _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
-                if code == VSPS:
+                sks[s] = track_skip and _is_repeat(tokens, n0, cur, window)
+                if code == VSPS or sks[s]:
                     x = _K.categorical(Q[s], us[3 * s])
                 else:
                     labs[s] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
@@ -603,13 +672,14 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 x = paths[0, s]
                 pv = P
                 qv = Q[s]
-                if code == MWS:  # gamma: between the reweighted distributions
+                sk = sks[s]
+                if code == MWS and not sk:  # gamma: between the reweighted distributions
                     gamma_reweight(labs[s], P, GU, GP)
                     gamma_reweight(labs[s], Q[s], GU, GQ)
                     pv = GP
                     qv = GQ
                 alab = np.uint64(0)
-                if code == MSE_PSEUDO:
+                if code == MSE_PSEUDO and not sk:
                     alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
                     coin = prf_uniform(alab, 0, 0)
                 else:
@@ -618,7 +688,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 if coin * qv[x] <= pv[x]:
                     y = x
                     ok = True
-                elif kres:  # the second key's race on (p - q)_+ (p if it is empty)
+                elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
                     pos = False
                     for v in range(n):
                         d_ = P[v] - Q[s, v]
@@ -632,11 +702,13 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     ok = False
                 if keyed:
                     klab = labs[s]
-                    if mask:
+                    if mask or sk:
                         klab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                     pivots[gen] = prf_uniform(klab, y, 0)
                 else:
                     pivots[gen] = np.nan
+                skp[gen] = sk
+                dskp[ndec] = sk
                 tokens[cur] = y
                 gen += 1
                 nu[ndec] = 1
@@ -649,9 +721,14 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             if not done and gen < N:
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
+                sk = track_skip and _is_repeat(tokens, n0, cur, window)
                 if code == VSPS:
                     y = _K.categorical(P, us[3 * ell + 2])
                     pivots[gen] = np.nan
+                elif sk:
+                    y = _K.categorical(P, us[3 * ell + 2])
+                    pivots[gen] = prf_uniform(_label(window, kdw, person, pre, pst, tokens,
+                                                     hlen, cur, scr), y, 0)
                 else:
                     lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
                                  mask, run_label)
@@ -663,6 +740,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     if mask:
                         lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                     pivots[gen] = prf_uniform(lab, y, 0)
+                skp[gen] = sk
                 tokens[cur] = y
                 gen += 1
                 k += 1
@@ -789,7 +867,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
 @njit(**JIT_PAR)
 def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts):
+                 counts, store_drafts, share, sizes, opts, skp, dskp):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
@@ -797,7 +875,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts)
+                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -806,7 +884,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
 @njit(**JIT)
 def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts):
+                 counts, store_drafts, share, sizes, opts, skp, dskp):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
@@ -814,7 +892,7 @@ def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts)
+                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -873,16 +951,16 @@ def outputs(n_prompts, N, L, B, store_drafts):
         drafts=np.zeros((n_prompts, cap if store_drafts else 1, B, L), np.int64),
         block_ell=np.zeros((n_prompts, cap), np.int64),
         counts=np.zeros((n_prompts, 4), np.int64),
+        skipped=np.zeros((n_prompts, cap), np.bool_),
+        decision_skipped=np.zeros((n_prompts, cap), np.bool_),
     )
 
 
 def option_flags(repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
-    """The ``opts`` array of :func:`decode_one`, or None for options the compiled path does
-    not cover (``repeats="skip"``)."""
-    if repeats == "skip":
-        return None
-    opts = np.zeros(4, np.int64)
+    """The ``opts`` array of :func:`decode_one` (every option of the reference loop)."""
+    opts = np.zeros(5, np.int64)
     opts[OPT_MASK] = repeats == "mask"
+    opts[OPT_SKIP] = repeats == "skip"
     opts[OPT_GAMMA] = reweight == "gamma"
     opts[OPT_FRESH] = unkeyed == "fresh"
     opts[OPT_KEYED_RESIDUAL] = residual == "keyed"
@@ -901,8 +979,6 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     from specbound.sim.prf import key_id
 
     opts = option_flags(repeats, reweight, unkeyed, residual)
-    if opts is None:
-        return None
     st = pcg_state(rng)
     if st is None:
         return None
@@ -922,7 +998,7 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
                  out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes, opts)
+                 sizes, opts, out["skipped"], out["decision_skipped"])
     set_pcg_state(rng, states[0])
     return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
                         code, window, tokens[0], n0, out, sizes[0], 0, L, B, True,
@@ -960,7 +1036,7 @@ def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, o
         L=L,
         B=B,
         watermark=WatermarkConfig(kid, window, repeats == "mask", repeats, reweight, residual),
-        skipped=np.zeros(g, dtype=bool),
-        decision_skipped=np.zeros(nd, dtype=bool),
+        skipped=out["skipped"][i, :g].copy(),
+        decision_skipped=out["decision_skipped"][i, :nd].copy(),
         unkeyed=unkeyed,
     )

@@ -230,8 +230,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
         Keep the realised drafts of every block (memory ``max_new_tokens * B * L`` per
         prompt).
     repeats, reweight, unkeyed, residual
-        The decoder options of :func:`specbound.sim.speculative_decode`; all run compiled
-        except ``repeats="skip"`` (prompt by prompt through the reference loop).
+        The decoder options of :func:`specbound.sim.speculative_decode` (all run compiled).
     parallel : bool
         Prompts under ``prange`` on Numba's threads (``numba.set_num_threads``); False runs
         them on the calling thread without starting the thread pool.  Under Numba's OpenMP
@@ -268,7 +267,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     rngs = [np.random.default_rng(s) for s in seeds]
     states = [_C.pcg_state(g) for g in rngs]
     p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True)
-    if p is None or opts is None or any(s is None for s in states):
+    if p is None or any(s is None for s in states):
         return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
                                                  window=w, max_new_tokens=N, seed=g,
                                                  repeats=repeats, reweight=reweight,
@@ -286,7 +285,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     kernel(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
-                    out["block_ell"], out["counts"], store, share, sizes, opts)
+                    out["block_ell"], out["counts"], store, share, sizes, opts,
+                    out["skipped"], out["decision_skipped"])
     kid = key_id(key) if decoder in KEYED_DECODERS else None
     results = [_C.build_result(DecodeResult, WatermarkConfig, kid, code, w, tokens[i],
                                int(n0s[i]), out, sizes[i], i, L, B, store, options)
