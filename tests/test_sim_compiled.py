@@ -83,6 +83,78 @@ def test_batch_equals_reference_token_for_token(decoder, n):
             assert_same(ref, batch[i], label=f"{decoder} n={n} prompt {i} threads {threads}")
 
 
+OPTION_CASES = [
+    ("basic_uwm", dict(repeats="mask")),
+    ("basic_uwm", dict(reweight="gamma")),
+    ("basic_uwm", dict(reweight="gamma", repeats="mask")),
+    ("pfr", dict(repeats="mask")),
+    ("mpfr", dict(repeats="mask")),
+    ("mws", dict(repeats="mask")),
+    ("mws", dict(reweight="gamma")),
+    ("mws", dict(reweight="gamma", repeats="mask")),
+    ("mse", dict(repeats="mask")),
+    ("mse", dict(reweight="gamma")),
+    ("mse_pseudo", dict(repeats="mask")),
+    ("mse_pseudo", dict(reweight="gamma")),
+    ("mse_pseudo", dict(residual="keyed")),
+    ("mse_pseudo", dict(residual="keyed", reweight="gamma", repeats="mask")),
+    ("pfr_nowm", dict(unkeyed="fresh")),
+    ("pfr_nowm", dict(unkeyed="fresh", repeats="mask")),
+    ("basic_uwm", dict(repeats="skip")),
+    ("basic_uwm", dict(repeats="skip", reweight="gamma")),
+    ("pfr", dict(repeats="skip")),
+    ("mpfr", dict(repeats="skip")),
+    ("mws", dict(repeats="skip")),
+    ("mws", dict(repeats="skip", reweight="gamma")),
+    ("mse", dict(repeats="skip")),
+    ("mse_pseudo", dict(repeats="skip")),
+    ("mse_pseudo", dict(repeats="skip", residual="keyed", reweight="gamma")),
+    ("vsps", dict(repeats="skip")),
+    ("specinfer", dict(repeats="skip")),
+]
+
+
+@pytest.mark.parametrize("n", [3, 50, 5000])
+@pytest.mark.parametrize(("decoder", "opts"), OPTION_CASES)
+def test_decoder_options_run_compiled_token_for_token(decoder, opts, n, monkeypatch):
+    """Non-default options (masked and skipped repeats, gamma reweight, fresh unkeyed clocks,
+    keyed residual) on the compiled path: the batch (1 and 2 threads) and ``speculative_decode``
+    equal the reference loop (tokens, blocks, decisions, nu, pivots, counts, drafts, the
+    recorded options).  Windows 1 (vocabularies 3, 50) and 0 (5,000) make repeats common."""
+    target, draft = _pair(n)
+    B = 3 if decoder in MULTI_DRAFT_DECODERS else 1
+    n_prompts = 3 if n < 5000 else 2
+    ps = random_prompts(n_prompts, 3, n, seed=n + 1)
+    kw = dict(L=3, B=B, key="options", max_new_tokens=12, window=1 if n < 5000 else 0, **opts)
+    refs = [_reference(target, draft, ps.tokens[i], decoder, seed=ps.seeds[i], **kw)
+            for i in range(n_prompts)]
+    for threads in THREADS:
+        numba.set_num_threads(threads)
+        try:
+            batch = speculative_decode_batch(target, draft, ps, decoder, store_drafts=True, **kw)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        for i, ref in enumerate(refs):
+            got = batch[i]
+            assert_same(ref, got, label=f"{decoder} {opts} n={n} prompt {i} threads {threads}")
+            assert got.watermark == ref.watermark and got.unkeyed == ref.unkeyed
+            np.testing.assert_array_equal(got.skipped, ref.skipped)
+            np.testing.assert_array_equal(got.decision_skipped, ref.decision_skipped)
+    calls = []
+    real = C.decode_single
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(C, "decode_single", spy)
+    one = speculative_decode(target, draft, ps.tokens[0], decoder, seed=ps.seeds[0], **kw)
+    assert calls == [True]
+    assert_same(refs[0], one)
+    assert one.watermark == refs[0].watermark
+
+
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_speculative_decode_dispatches_to_the_compiled_loop(decoder, monkeypatch):
     """``speculative_decode`` = the reference loop, also for the state of a Generator seed,
@@ -132,6 +204,21 @@ def test_unsupported_runs_fall_back_to_the_reference_loop():
         dec = kw.pop("decoder")
         assert_same(_reference(target, draft, [1, 1], dec, **kw),
                     speculative_decode(target, draft, [1, 1], dec, **kw))
+
+
+@pytest.mark.parametrize("decoder", ["basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"])
+def test_skip_mode_without_window_draws_the_same_stream(decoder):
+    """``repeats="skip"`` with ``window=None``: nothing repeats, yet the mode's unkeyed
+    uniforms are drawn per block; compiled = reference, generator states included."""
+    target, draft = _pair(50)
+    B = 2 if decoder == "mpfr" else 1
+    g_ref, g_new = np.random.default_rng(3), np.random.default_rng(3)
+    kw = dict(L=3, B=B, key=5, max_new_tokens=10, repeats="skip")
+    ref = _reference(target, draft, [4], decoder, seed=g_ref, **kw)
+    got = speculative_decode(target, draft, [4], decoder, seed=g_new, **kw)
+    assert_same(ref, got)
+    assert g_ref.bit_generator.state == g_new.bit_generator.state
+    assert not got.skipped.any() and got.watermark.repeats == "skip"
 
 
 @pytest.mark.kernel

@@ -16,9 +16,15 @@ in :mod:`specbound.sim.decode` (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858,
 :func:`decode_batch` runs many prompts under ``prange``: every prompt has its own random
 stream and writes only its own rows, so the result does not depend on the number of threads.
 
+Decoder options (``opts``, :func:`option_flags`): ``repeats="mask"`` (:func:`_is_repeat`
+scans the earlier generated windows), ``reweight="gamma"`` (:func:`gamma_reweight`),
+``unkeyed="fresh"``, ``residual="keyed"`` and ``repeats="skip"`` (vanilla speculative
+sampling with the block's unkeyed uniforms in a repeated window; SpecInfer's recursive
+rejection for an MPFR context of multiplicity > 1), each bit for bit the reference loop.
+
 Not covered (the reference loop runs them): custom backends, models other than
 ``SyntheticLM`` / ``MarkovLM`` (a ``CachedLM`` of one only in the batched path),
-``mask_repeats=True``, and seeds whose generator is not ``PCG64``.
+and seeds whose generator is not ``PCG64``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim._config import JIT
 from specbound.sim._model_kernels import (
-    _add_gaussian_field,
+    add_field,
     finalize_probs,
     synthetic_probs,
     window_label,
@@ -134,6 +140,10 @@ def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
 def model_spec(model, unwrap_cached=False):
     """The compiled form of a model: ``(kind, ints, uints, floats, base, matrix, initial)``.
 
+    For a ``SyntheticLM``, ``matrix`` holds the quantile table of the ``"gaussian16"`` kind
+    as its one row (a placeholder for the other kinds); for a ``MarkovLM`` it is the
+    transition matrix.
+
     None when the model has no compiled evaluation (the reference loop then runs).  A
     :class:`~specbound.sim.models.CachedLM` is evaluated through its model only with
     ``unwrap_cached`` (its cache then sees no calls).
@@ -148,7 +158,8 @@ def model_spec(model, unwrap_cached=False):
     if type(model) is SyntheticLM:
         return (MODEL_SYNTHETIC, np.ascontiguousarray(model._ints),
                 np.ascontiguousarray(model._uints), np.ascontiguousarray(model._floats),
-                np.ascontiguousarray(model._base, dtype=np.float64), np.zeros((1, 1)),
+                np.ascontiguousarray(model._base, dtype=np.float64),
+                np.ascontiguousarray(model._table, dtype=np.float64).reshape(1, -1),
                 np.zeros(1))
     if type(model) is MarkovLM:
         return (MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
@@ -162,7 +173,7 @@ def model_probs(m, ctx, out):
     """Next-token distribution of the compiled model ``m`` after ``ctx`` into ``out``
     (bit for bit the model's ``next_distribution``)."""
     if m[0] == MODEL_SYNTHETIC:
-        synthetic_probs(m[1], m[2], m[3], m[4], ctx, out)
+        synthetic_probs(m[1], m[2], m[3], m[4], m[5][0], ctx, out)
     elif ctx.shape[0] == 0:
         out[:] = m[6]
     else:
@@ -171,14 +182,14 @@ def model_probs(m, ctx, out):
 
 @njit(**JIT)
 def model_partial(m, ctx, S):
-    """The context-dependent Gaussian back-off sum of a Gaussian ``SyntheticLM`` before its
-    own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
+    """The context-dependent back-off sum of a Gaussian (or ``"gaussian16"``) ``SyntheticLM``
+    before its own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
     :func:`specbound.sim._model_kernels.synthetic_logits`, the same operations in the same
     order).  A target and a draft with the same fields share it (:func:`shares_fields`)."""
     w = m[3][0] / np.sqrt(m[1][1] + 1.0)
     S[:] = m[4]
     for k in range(1, m[1][1] + 1):
-        _add_gaussian_field(window_label(m[2][0], k, ctx), w, S)
+        add_field(m[1][0], window_label(m[2][0], k, ctx), w, m[5][0], S)
 
 
 @njit(**JIT)
@@ -187,7 +198,7 @@ def model_finish(m, ctx, S, logits, out):
     noise field, temperature, top-k and softmax; bit for bit :func:`model_probs`."""
     logits[:] = S
     if m[3][2] > 0.0:
-        _add_gaussian_field(window_label(m[2][1], m[1][2], ctx), m[3][2], logits)
+        add_field(m[1][0], window_label(m[2][1], m[1][2], ctx), m[3][2], m[5][0], logits)
     finalize_probs(logits, m[3][3], m[1][3], out)
 
 
@@ -215,7 +226,8 @@ def shares_fields(tm, dm) -> bool:
     (same model seed, scale and window: a ``target.draft(...)`` with the target's window),
     so that a context's back-off sum is computed once for both."""
     return bool(tm[0] == MODEL_SYNTHETIC and dm[0] == MODEL_SYNTHETIC
-                and tm[1][0] == _mk.KIND_GAUSSIAN and dm[1][0] == _mk.KIND_GAUSSIAN
+                and tm[1][0] in (_mk.KIND_GAUSSIAN, _mk.KIND_GAUSSIAN16)
+                and dm[1][0] == tm[1][0]
                 and tm[2][0] == dm[2][0] and tm[3][0] == dm[3][0] and tm[1][1] == dm[1][1]
                 and np.array_equal(tm[4], dm[4]))
 
@@ -284,13 +296,79 @@ def _less_row(a, b, n):
     return False
 
 
+# ------------------------------------------------------------------ decoder options
+
+#: positions of the option flags in ``opts`` (:func:`decode_one`)
+OPT_MASK, OPT_GAMMA, OPT_FRESH, OPT_KEYED_RESIDUAL, OPT_SKIP = range(5)
+
+JIT_IEEE = dict(JIT, fastmath=False)
+
+
+@njit(**JIT_IEEE)
+def gamma_reweight(label, w, u, out):
+    """Gamma reweighting of ``w`` under the keyed permutation of ``label`` into ``out``
+    (``u``: scratch of the vocabulary's size); bit for bit the reference loop's
+    ``_gamma_reweight`` (Hu et al. 2023, arXiv:2310.10669, §4.2): the tokens ordered by
+    ``prf_uniform(label, v, 0)`` (stable sort), ``b`` the running sum of ``w`` along that
+    order divided by its total, ``a`` the previous ``b``, and token weight
+    ``max(max(2b - 1, 0) - max(2a - 1, 0), 0)``.  Compiled without fastmath: the NumPy
+    reference's roundings (running sum in order, true division, no fused multiply-add)."""
+    n = w.shape[0]
+    for v in range(n):
+        u[v] = prf_uniform(label, v, 0)
+    order = np.argsort(u, kind="mergesort")
+    run = 0.0
+    for i in range(n):
+        run += w[order[i]]
+        u[i] = run  # u now holds the running sums along the order
+    total = u[n - 1]
+    prev = 0.0
+    for i in range(n):
+        b = u[i] / total
+        hi = 2.0 * b - 1.0
+        lo = 2.0 * prev - 1.0
+        x = (hi if hi > 0.0 else 0.0) - (lo if lo > 0.0 else 0.0)
+        out[order[i]] = x if x > 0.0 else 0.0
+        prev = b
+
+
+@njit(**JIT)
+def _is_repeat(tokens, n0, cur, w):
+    """Whether the window (last ``w`` tokens) of ``tokens[:cur]`` is the window of
+    ``tokens[:t]`` for a generated position ``n0 <= t < cur`` (the reference loop's repeat
+    rule: earlier generated positions and, within a block, the earlier contexts of the same
+    draft path, which the caller has written into ``tokens``)."""
+    lw = w if w < cur else cur
+    for t in range(n0, cur):
+        lt = w if w < t else t
+        if lt != lw:
+            continue
+        same = True
+        for i in range(lw):
+            if tokens[t - lw + i] != tokens[cur - lw + i]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(**JIT)
+def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_label):
+    """The clock label of ``tokens[:cur]`` for a keyed decoder: the unkeyed position label
+    of a masked repeat (``repeats="mask"``), else the keyed label."""
+    if mask and _is_repeat(tokens, n0, cur, window):
+        return _K.trial_label(run_label, cur)
+    return _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+
+
 # ------------------------------------------------------------------ one prompt
 
 
 @njit(**JIT)
 def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share):
+               store_drafts, share, opts, skp, dskp):
     """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
     ``(generated, n_blocks, n_decisions)``.
 
@@ -301,13 +379,34 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     when ``store_drafts``; ``counts = (target evals, draft evals, target contexts, draft
     contexts)``.  ``share``: target and draft share their back-off fields
     (:func:`shares_fields`): a target evaluation in a drafted context reuses the draft's sum.
+    ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
+    ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``repeats="skip"``;
+    ``skp`` / ``dskp``: the skipped flags per generated token / per decision.
     """
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
     keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
              or code == MSE_PSEUDO)
-    tree = code == PFR or code == PFR_NOWM or code == MPFR or code == MWS
-    single = code == VSPS or code == MSE or code == MSE_PSEUDO
+    gamma = opts[OPT_GAMMA] != 0
+    mask = opts[OPT_MASK] != 0 and keyed and window >= 0
+    fresh = opts[OPT_FRESH] != 0 and code == PFR_NOWM
+    kres = opts[OPT_KEYED_RESIDUAL] != 0 and code == MSE_PSEUDO
+    # repeats="skip": the unkeyed uniforms are drawn whenever the mode is on (as in the
+    # reference loop), repeats are looked for only with a finite window
+    skipmode = opts[OPT_SKIP] != 0 and keyed
+    track_skip = skipmode and window >= 0
+    tree = (code == PFR or code == PFR_NOWM or code == MPFR
+            or (code == MWS and not gamma))
+    single = code == VSPS or code == MSE or code == MSE_PSEUDO or (code == MWS and gamma)
+    GU = np.empty(n if gamma else 1)
+    GP = np.empty(n if gamma else 1)
+    GQ = np.empty(n if gamma else 1)
     maxn = 1 + B * L
+    QS = np.empty((maxn if skipmode and tree else 1, n))
+    ncands = np.empty((maxn if skipmode and tree else 1, B), np.int64)
+    nslot = np.zeros(maxn, np.int64)
+    nskip = np.zeros(maxn, np.bool_)
+    nskset = np.zeros(maxn, np.bool_)
+    sks = np.zeros(L, np.bool_)
     P = np.empty(n)
     LG = np.empty(n)
     SN = np.empty((maxn if share else 1, n))
@@ -361,9 +460,23 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 y = _K.categorical(P, pcg_double(st))
                 pivots[gen] = np.nan
             else:
-                lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
-                y = _K.race_argmin(lab, P, 0)
-                pivots[gen] = prf_uniform(lab, y, 0)
+                klab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
+                lab = klab
+                if mask and _is_repeat(tokens, n0, hlen, window):
+                    lab = _K.trial_label(run_label, hlen)
+                ug = 0.0
+                if gamma or skipmode:  # one unkeyed uniform per token
+                    ug = pcg_double(st)
+                sk = track_skip and _is_repeat(tokens, n0, hlen, window)
+                if sk:
+                    y = _K.categorical(P, ug)
+                elif gamma:
+                    gamma_reweight(lab, P, GU, GP)
+                    y = _K.categorical(GP, ug)
+                else:
+                    y = _K.race_argmin(lab, P, 0)
+                skp[gen] = sk
+                pivots[gen] = prf_uniform(klab, y, 0)
             tokens[hlen] = y
             gen += 1
             k = 1
@@ -377,22 +490,43 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             has_s[0] = False
             lev0 = 0
             lev1 = 1
+            if skipmode:
+                pcg_doubles(st, us[:3 * B * (ell + 1)])
+            if fresh:
+                for i in range(ell + 1):
+                    ulabels[i] = pcg_next(st)
+            nskset[0] = False
             for d in range(ell):
                 counts[1] += 1
                 counts[3] += lev1 - lev0
+                slot = 0
                 for node in range(lev0, lev1):
                     _write_path(parent, ntok, depth, node, tokens, hlen)
                     _draft_eval(dm, tokens[:hlen + d], SN[node if share else 0], LG, Q[0],
                                 share)
                     has_s[node] = share
-                    if code == PFR_NOWM:
-                        lab = _K.trial_label(run_label, hlen + d)
-                    else:
-                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen + d, scr)
-                    nlab[node] = lab
-                    labset[node] = True
                     kk = mult[node]
-                    _K.mpfr_topk(lab, Q[0], kk, buf)
+                    sk = track_skip and _is_repeat(tokens, n0, hlen + d, window)
+                    nskip[node] = sk
+                    nskset[node] = True
+                    if sk:  # kk i.i.d. drafts from q with the slots' uniforms
+                        QS[node] = Q[0]
+                        nslot[node] = slot
+                        for j in range(kk):
+                            buf[j] = _K.categorical(Q[0], us[(d * B + slot + j) * 3])
+                            ncands[node, j] = buf[j]
+                    else:
+                        if fresh:
+                            lab = ulabels[d]
+                        elif code == PFR_NOWM:
+                            lab = _K.trial_label(run_label, hlen + d)
+                        else:
+                            lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
+                                         hlen + d, scr, mask, run_label)
+                        nlab[node] = lab
+                        labset[node] = True
+                        _K.mpfr_topk(lab, Q[0], kk, buf)
+                    slot += kk
                     nfirst[node] = nn
                     for i in range(kk):
                         c = _child(parent, ntok, nfirst[node], nn, node, buf[i])
@@ -404,6 +538,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                             depth[nn] = d + 1
                             mult[nn] = 1
                             labset[nn] = False
+                            nskset[nn] = False
                             has_s[nn] = False
                             nfirst[nn] = nn
                             nn += 1
@@ -439,33 +574,68 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + s
                 _target_eval(tm, tokens[:cur], SN[node if has_s[node] else 0], LG, P,
                              has_s[node])
-                lab = nlab[node]
-                y = _K.race_argmin(lab, P, 0)
+                sk = nskip[node]
+                if sk:  # vanilla speculative sampling / recursive rejection, unkeyed coins
+                    j = nslot[node]
+                    if mult[node] == 1:
+                        x = ntok[nfirst[node]]
+                        ok = us[(s * B + j) * 3 + 1] * QS[node, x] <= P[x]
+                        y = x if ok else _K.residual_sample(P, QS[node],
+                                                            us[(s * B + j) * 3 + 2])
+                    else:
+                        kk = mult[node]
+                        for i in range(kk):
+                            u_acc[i] = us[(s * B + j + i) * 3 + 1]
+                        y, ok = _K.specinfer_verify(P, QS[node], ncands[node, :kk],
+                                                    u_acc[:kk], us[(s * B + j) * 3 + 2])
+                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                else:
+                    lab = nlab[node]
+                    y = _K.race_argmin(lab, P, 0)
+                    if mask:  # the pivot is the keyed one (what the detector recomputes)
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
+                skp[gen] = sk
                 tokens[cur] = y
                 gen += 1
                 k += 1
                 c = _child(parent, ntok, nfirst[node], nn, node, y)
+                if not sk:
+                    ok = c >= 0
                 nu[ndec] = mult[node]
-                dec_ok[ndec] = c >= 0
+                dec_ok[ndec] = ok
+                dskp[ndec] = sk
                 dec_pos[ndec] = gen - 1
                 ndec += 1
-                if c < 0:
+                if not ok:
                     done = True
                     break
                 node = c
             if not done and gen < N:
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
-                if not labset[node]:
-                    if code == PFR_NOWM:
-                        nlab[node] = _K.trial_label(run_label, cur)
-                    else:
-                        nlab[node] = _label(window, kdw, person, pre, pst, tokens, hlen, cur,
-                                            scr)
-                    labset[node] = True
-                lab = nlab[node]
-                y = _K.race_argmin(lab, P, 0)
+                if not nskset[node]:
+                    nskip[node] = track_skip and _is_repeat(tokens, n0, cur, window)
+                    nskset[node] = True
+                sk = nskip[node]
+                if sk:
+                    y = _K.categorical(P, us[(ell * B) * 3 + 2])
+                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                else:
+                    if not labset[node]:
+                        if fresh:
+                            nlab[node] = ulabels[ell]
+                        elif code == PFR_NOWM:
+                            nlab[node] = _K.trial_label(run_label, cur)
+                        else:
+                            nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0,
+                                                hlen, cur, scr, mask, run_label)
+                        labset[node] = True
+                    lab = nlab[node]
+                    y = _K.race_argmin(lab, P, 0)
+                    if mask:
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                skp[gen] = sk
                 pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
                 tokens[cur] = y
                 gen += 1
@@ -477,11 +647,17 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 counts[1] += 1
                 counts[3] += 1
                 _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
-                if code == VSPS:
+                sks[s] = track_skip and _is_repeat(tokens, n0, cur, window)
+                if code == VSPS or sks[s]:
                     x = _K.categorical(Q[s], us[3 * s])
                 else:
-                    labs[s] = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    x = _K.race_argmin(labs[s], Q[s], 0)
+                    labs[s] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
+                                     mask, run_label)
+                    if gamma:
+                        gamma_reweight(labs[s], Q[s], GU, GQ)
+                        x = _K.categorical(GQ, us[3 * s])
+                    else:
+                        x = _K.race_argmin(labs[s], Q[s], 0)
                 tokens[cur] = x
                 paths[0, s] = x
             if store_drafts:
@@ -494,19 +670,45 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + s
                 _target_eval(tm, tokens[:cur], SN[s if share else 0], LG, P, share)
                 x = paths[0, s]
-                if code == MSE_PSEUDO:
-                    coin = prf_uniform(_label(window, adw, person, apre, apst, tokens, hlen, cur,
-                                              scr), 0, 0)
+                pv = P
+                qv = Q[s]
+                sk = sks[s]
+                if code == MWS and not sk:  # gamma: between the reweighted distributions
+                    gamma_reweight(labs[s], P, GU, GP)
+                    gamma_reweight(labs[s], Q[s], GU, GQ)
+                    pv = GP
+                    qv = GQ
+                alab = np.uint64(0)
+                if code == MSE_PSEUDO and not sk:
+                    alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
+                    coin = prf_uniform(alab, 0, 0)
                 else:
                     coin = us[3 * s + 1]
                 k += 1
-                if coin * Q[s, x] <= P[x]:
+                if coin * qv[x] <= pv[x]:
                     y = x
                     ok = True
-                else:
-                    y = _K.residual_sample(P, Q[s], us[3 * s + 2])
+                elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
+                    pos = False
+                    for v in range(n):
+                        d_ = P[v] - Q[s, v]
+                        LG[v] = d_ if d_ > 0.0 else 0.0
+                        if LG[v] > 0.0:
+                            pos = True
+                    y = _K.race_argmin(alab, LG if pos else P, 1)
                     ok = False
-                pivots[gen] = prf_uniform(labs[s], y, 0) if keyed else np.nan
+                else:
+                    y = _K.residual_sample(pv, qv, us[3 * s + 2])
+                    ok = False
+                if keyed:
+                    klab = labs[s]
+                    if mask or sk:
+                        klab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
+                    pivots[gen] = prf_uniform(klab, y, 0)
+                else:
+                    pivots[gen] = np.nan
+                skp[gen] = sk
+                dskp[ndec] = sk
                 tokens[cur] = y
                 gen += 1
                 nu[ndec] = 1
@@ -519,13 +721,26 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
             if not done and gen < N:
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
+                sk = track_skip and _is_repeat(tokens, n0, cur, window)
                 if code == VSPS:
                     y = _K.categorical(P, us[3 * ell + 2])
                     pivots[gen] = np.nan
+                elif sk:
+                    y = _K.categorical(P, us[3 * ell + 2])
+                    pivots[gen] = prf_uniform(_label(window, kdw, person, pre, pst, tokens,
+                                                     hlen, cur, scr), y, 0)
                 else:
-                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    y = _K.race_argmin(lab, P, 0)
+                    lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
+                                 mask, run_label)
+                    if gamma:
+                        gamma_reweight(lab, P, GU, GP)
+                        y = _K.categorical(GP, us[3 * ell + 2])
+                    else:
+                        y = _K.race_argmin(lab, P, 0)
+                    if mask:
+                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
                     pivots[gen] = prf_uniform(lab, y, 0)
+                skp[gen] = sk
                 tokens[cur] = y
                 gen += 1
                 k += 1
@@ -652,7 +867,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
 @njit(**JIT_PAR)
 def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes):
+                 counts, store_drafts, share, sizes, opts, skp, dskp):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
@@ -660,7 +875,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share)
+                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -669,7 +884,7 @@ def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window,
 @njit(**JIT)
 def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes):
+                 counts, store_drafts, share, sizes, opts, skp, dskp):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
@@ -677,7 +892,7 @@ def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window
         g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
                                window, kdw, adw, person, emitted[i], accepted[i], nu[i],
                                dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share)
+                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
@@ -736,10 +951,24 @@ def outputs(n_prompts, N, L, B, store_drafts):
         drafts=np.zeros((n_prompts, cap if store_drafts else 1, B, L), np.int64),
         block_ell=np.zeros((n_prompts, cap), np.int64),
         counts=np.zeros((n_prompts, 4), np.int64),
+        skipped=np.zeros((n_prompts, cap), np.bool_),
+        decision_skipped=np.zeros((n_prompts, cap), np.bool_),
     )
 
 
-def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks):
+def option_flags(repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
+    """The ``opts`` array of :func:`decode_one` (every option of the reference loop)."""
+    opts = np.zeros(5, np.int64)
+    opts[OPT_MASK] = repeats == "mask"
+    opts[OPT_SKIP] = repeats == "skip"
+    opts[OPT_GAMMA] = reweight == "gamma"
+    opts[OPT_FRESH] = unkeyed == "fresh"
+    opts[OPT_KEYED_RESIDUAL] = residual == "keyed"
+    return opts
+
+
+def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks,
+                  repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
     """The compiled :func:`specbound.sim.decode.speculative_decode` of one validated run.
 
     Returns the :class:`~specbound.sim.decode.DecodeResult` of the reference loop bit for
@@ -749,6 +978,7 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     from specbound.sim.decode import DecodeResult, WatermarkConfig
     from specbound.sim.prf import key_id
 
+    opts = option_flags(repeats, reweight, unkeyed, residual)
     st = pcg_state(rng)
     if st is None:
         return None
@@ -768,18 +998,21 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
                  out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes)
+                 sizes, opts, out["skipped"], out["decision_skipped"])
     set_pcg_state(rng, states[0])
     return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
-                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True)
+                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True,
+                        (repeats, reweight, unkeyed, residual))
 
 
 def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, out, size, i,
-                 L, B, with_drafts):
-    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch."""
+                 L, B, with_drafts, options=("reuse", "delta", "position", "plain")):
+    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch
+    (``options``: ``(repeats, reweight, unkeyed, residual)`` of the run)."""
+    repeats, reweight, unkeyed, residual = options
     g, nb, nd = (int(x) for x in size)
     ells = out["block_ell"][i, :nb]
-    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) else B
+    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) or (code == MWS and reweight == "gamma") else B
     if code in (AR, BASIC_UWM) or not with_drafts:
         drafts = ()
     else:
@@ -802,5 +1035,8 @@ def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, o
         decoder=CODE_NAMES[code],
         L=L,
         B=B,
-        watermark=WatermarkConfig(kid, window, False),
+        watermark=WatermarkConfig(kid, window, repeats == "mask", repeats, reweight, residual),
+        skipped=out["skipped"][i, :g].copy(),
+        decision_skipped=out["decision_skipped"][i, :nd].copy(),
+        unkeyed=unkeyed,
     )

@@ -21,7 +21,34 @@ _INV32 = 1.0 / 4294967296.0  # 2**-32
 
 KIND_GAUSSIAN = 0
 KIND_ZIPF = 1
+KIND_GAUSSIAN16 = 2
 _TWO_PI = 2.0 * np.pi
+_M16 = np.uint64(0xFFFF)
+_S16 = np.uint64(16)
+_S48 = np.uint64(48)
+#: number of entries of the quantile table of the ``"gaussian16"`` kind
+TABLE_SIZE = 1 << 16
+_TABLE = None
+
+
+def normal_table() -> np.ndarray:
+    """The quantile table of the ``"gaussian16"`` kind (built once and shared; do not write).
+
+    ``Q[j] = c * Phi^{-1}((j + 1/2) / 2^16)`` for ``j = 0..2^16 - 1``: the midpoint quantiles
+    of the standard normal, made exactly antisymmetric (``Q[2^16 - 1 - j] = -Q[j]``) and
+    rescaled by ``c`` to mean 0 and variance 1 (``c - 1`` is about 1.6e-4: the midpoint
+    rule truncates the tails at +-4.33).  A uniform 16-bit index ``j`` makes ``Q[j]`` a
+    discretised N(0, 1) variate.
+    """
+    global _TABLE
+    if _TABLE is None:
+        from scipy.special import ndtri
+
+        q = ndtri((np.arange(TABLE_SIZE, dtype=np.float64) + 0.5) / TABLE_SIZE)
+        q = 0.5 * (q - q[::-1])
+        q = q / np.sqrt(np.mean(q * q))
+        _TABLE = q
+    return _TABLE
 
 
 @njit(**JIT)
@@ -60,6 +87,40 @@ def _add_gaussian_field(label, weight, out):
 
 
 @njit(**JIT)
+def _add_table_field(label, weight, table, out):
+    """``out[v] += weight * Q[j_v]`` with ``j_v`` i.i.d. uniform 16-bit indices from
+    (label, v) and ``Q`` the quantile table (:func:`normal_table`).
+
+    Tokens ``4i .. 4i+3`` take the four 16-bit quarters (low to high) of
+    ``mix(label + G (i+1))``, one SplitMix64 output per four tokens: no logarithm or
+    trigonometric function, a table lookup per token.
+    """
+    n = out.shape[0]
+    lab = np.uint64(label)
+    nq = n >> 2
+    for i in range(nq):
+        h = _mix(lab + _GOLDEN * (np.uint64(i) + _ONE))
+        out[4 * i] += weight * table[h & _M16]
+        out[4 * i + 1] += weight * table[(h >> _S16) & _M16]
+        out[4 * i + 2] += weight * table[(h >> _S32) & _M16]
+        out[4 * i + 3] += weight * table[h >> _S48]
+    if 4 * nq < n:
+        h = _mix(lab + _GOLDEN * (np.uint64(nq) + _ONE))
+        for j in range(n - 4 * nq):
+            out[4 * nq + j] += weight * table[(h >> np.uint64(16 * j)) & _M16]
+
+
+@njit(**JIT)
+def add_field(kind, label, weight, table, out):
+    """The Gaussian field of ``kind``: Box-Muller (``"gaussian"``, ``"zipf"``'s draft noise)
+    or the quantile table (``"gaussian16"``)."""
+    if kind == KIND_GAUSSIAN16:
+        _add_table_field(label, weight, table, out)
+    else:
+        _add_gaussian_field(label, weight, out)
+
+
+@njit(**JIT)
 def _gcd(a, b):
     while b:
         a, b = b, a % b
@@ -89,18 +150,28 @@ def zipf_affine(label, n):
 
 @njit(**JIT)
 def synthetic_logits(kind, m, field_seed, scale, zipf_exponent, noise_seed, noise_order,
-                     noise_std, base, ctx, out):
+                     noise_std, base, table, ctx, out):
     """Raw logits of a :class:`~specbound.sim.models.SyntheticLM` in context ``ctx``.
 
     Gaussian kind: ``scale / sqrt(m + 1) * sum_{k=0}^{m} g^(k)`` where ``g^(k)`` is the
     Gaussian field of the last ``k`` tokens (an n-gram back-off sum; the k = 0 term is the
     context-free unigram field, passed precomputed as ``base``).  Zipf kind:
     ``-zipf_exponent * log(1 + rank_c(v))`` with the affine permutation ``rank_c`` of the
-    window of ``m`` tokens.  Both: plus ``noise_std`` times an
-    independent Gaussian field of the window of ``noise_order`` tokens (draft mismatch).
+    window of ``m`` tokens.  ``"gaussian16"``: as the Gaussian kind with every field drawn
+    from the quantile ``table`` (:func:`_add_table_field`).  All: plus ``noise_std`` times an
+    independent field (of the same kind; Box-Muller for Zipf) of the window of
+    ``noise_order`` tokens (draft mismatch).
     """
     n = out.shape[0]
-    out[:] = 0.0
+    # every branch writes every entry of ``out`` before adding to it (no zero fill needed)
+    if kind == KIND_GAUSSIAN16:
+        w = scale / np.sqrt(m + 1.0)
+        out[:] = base
+        for k in range(1, m + 1):
+            _add_table_field(window_label(field_seed, k, ctx), w, table, out)
+        if noise_std > 0.0:
+            _add_table_field(window_label(noise_seed, noise_order, ctx), noise_std, table, out)
+        return
     if kind == KIND_GAUSSIAN:
         w = scale / np.sqrt(m + 1.0)
         out[:] = base
@@ -120,7 +191,8 @@ def finalize_probs(logits, temperature, top_k, out):
     """Softmax of ``logits / temperature`` restricted to the ``top_k`` largest (0: no top-k).
 
     Ties at the k-th largest logit keep every tied token (measure zero for these models).
-    Tokens outside the top-k get probability exactly 0.
+    Tokens outside the top-k get probability exactly 0.  ``out`` may be ``logits`` itself
+    (every entry is read before it is written, at its own index).
     """
     n = logits.shape[0]
     thr = -np.inf
@@ -144,17 +216,20 @@ def finalize_probs(logits, temperature, top_k, out):
 
 
 @njit(**JIT)
-def synthetic_probs(ints, uints, floats, base, ctx, out):
+def synthetic_probs(ints, uints, floats, base, table, ctx, out):
     """Next-token distribution of a synthetic LM (the Numba-callable model evaluation).
 
     ``ints = (kind, m, noise_order, top_k)``, ``uints = (field_seed, noise_seed)``,
     ``floats = (scale, zipf_exponent, noise_std, temperature)``, ``base`` the weighted
-    context-free field (:func:`unigram_field`); writes into ``out``.
+    context-free field (:func:`unigram_field`), ``table`` the quantile table of the
+    ``"gaussian16"`` kind (:func:`normal_table`; any array for the other kinds); writes into
+    ``out``.
     """
-    logits = np.empty(out.shape[0])
+    # the logits are built in ``out`` and finalised in place (finalize_probs reads and writes
+    # each entry at the same index): no vocabulary-sized allocation per evaluation
     synthetic_logits(ints[0], ints[1], uints[0], floats[0], floats[1], uints[1], ints[2],
-                     floats[2], base, ctx, logits)
-    finalize_probs(logits, floats[3], ints[3], out)
+                     floats[2], base, table, ctx, out)
+    finalize_probs(out, floats[3], ints[3], out)
 
 
 @njit(**JIT)
@@ -163,4 +238,13 @@ def unigram_field(field_seed, scale, m, n):
     out = np.zeros(n)
     _add_gaussian_field(window_label(field_seed, 0, np.empty(0, dtype=np.int64)),
                         scale / np.sqrt(m + 1.0), out)
+    return out
+
+
+@njit(**JIT)
+def unigram_table_field(field_seed, scale, m, table, n):
+    """The k = 0 term of the ``"gaussian16"`` logits (the quantile-table field)."""
+    out = np.zeros(n)
+    _add_table_field(window_label(field_seed, 0, np.empty(0, dtype=np.int64)),
+                     scale / np.sqrt(m + 1.0), table, out)
     return out

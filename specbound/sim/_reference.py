@@ -18,14 +18,14 @@ Algorithm numbers are those of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858.
   token, the last positive-mass token when rounding reaches the total; "mass" is that of the
   running sum, in which a weight below its rounding has none);
 - synthetic language models (:mod:`specbound.sim._model_kernels`): :func:`window_label`,
-  :func:`gaussian_field`, :func:`synthetic_probs`.
+  :func:`gaussian_field`, :func:`table_field`, :func:`synthetic_probs`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from specbound.sim._model_kernels import KIND_GAUSSIAN, zipf_affine
+from specbound.sim._model_kernels import KIND_GAUSSIAN, KIND_GAUSSIAN16, zipf_affine
 from specbound.sim.prf import _GOLDEN, _ONE, _mix_np, prf_uniform_numpy
 
 
@@ -276,13 +276,33 @@ def gaussian_field(label, n) -> np.ndarray:
     return g[:n]
 
 
-def synthetic_probs(ints, uints, floats, ctx, n) -> np.ndarray:
+def table_field(label, n, table) -> np.ndarray:
+    """Reference of the quantile-table field of ``_model_kernels`` (``"gaussian16"``): token
+    ``4i + j`` reads ``table`` at the ``j``-th 16-bit quarter of ``mix(label + G (i+1))``."""
+    i = np.arange((n + 3) // 4).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = _mix_np(np.uint64(label) + _GOLDEN * (i + _ONE))
+    j = (h[:, None] >> (np.uint64(16) * np.arange(4, dtype=np.uint64))[None, :]) & np.uint64(
+        0xFFFF)
+    return np.asarray(table)[j.reshape(-1).astype(np.int64)][:n]
+
+
+def synthetic_probs(ints, uints, floats, ctx, n, table=None) -> np.ndarray:
     """Reference of ``_model_kernels.synthetic_probs`` (computes every field itself, the
-    context-free one included; the Zipf permutation reuses the scalar helper)."""
+    context-free one included; the Zipf permutation reuses the scalar helper; ``table``: the
+    quantile table of the ``"gaussian16"`` kind)."""
     kind, m, noise_order, top_k = (int(x) for x in ints)
     scale, zipf_exponent, noise_std, temperature = (float(x) for x in floats)
     ctx = np.asarray(ctx, dtype=np.int64)
-    if kind == KIND_GAUSSIAN:
+    noise = gaussian_field
+    if kind == KIND_GAUSSIAN16:
+        logits = np.zeros(n)
+        for k in range(m + 1):
+            logits += scale / np.sqrt(m + 1.0) * table_field(
+                window_label(uints[0], k, ctx), n, table
+            )
+        noise = lambda label, n: table_field(label, n, table)  # noqa: E731
+    elif kind == KIND_GAUSSIAN:
         logits = np.zeros(n)
         for k in range(m + 1):
             logits += scale / np.sqrt(m + 1.0) * gaussian_field(
@@ -292,7 +312,7 @@ def synthetic_probs(ints, uints, floats, ctx, n) -> np.ndarray:
         a, b = zipf_affine(window_label(uints[0], m, ctx), n)
         logits = -zipf_exponent * np.log1p((a * np.arange(n) + b) % n)
     if noise_std > 0.0:
-        logits = logits + noise_std * gaussian_field(window_label(uints[1], noise_order, ctx), n)
+        logits = logits + noise_std * noise(window_label(uints[1], noise_order, ctx), n)
     keep = np.ones(n, dtype=bool)
     if 0 < top_k < n:
         thr = np.sort(logits)[::-1][top_k - 1]

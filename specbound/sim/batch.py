@@ -18,15 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_rng, as_seedseq
+from specbound._validation import as_bool, as_choice, as_rng, as_seedseq
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim.decode import (
     KEYED_DECODERS,
+    REPEATS,
     DecodeResult,
     WatermarkConfig,
     _validate,
+    _validate_options,
     speculative_decode,
 )
 from specbound.sim.models import PromptSet
@@ -67,6 +69,10 @@ class DecodeBatch(ResultBatch):
     L, B : int
     watermark : WatermarkConfig
         Shared by every prompt.
+    skipped, decision_skipped : tuple of ndarray of bool
+        Per prompt, as in :class:`~specbound.sim.decode.DecodeResult` (empty: all False).
+    unkeyed : str
+        The unkeyed clocks of ``pfr_nowm`` (``DecodeResult.unkeyed``).
     """
 
     tokens: tuple
@@ -86,6 +92,9 @@ class DecodeBatch(ResultBatch):
     L: int = 1
     B: int = 1
     watermark: WatermarkConfig = WatermarkConfig(None, None, False)
+    skipped: tuple = ()
+    decision_skipped: tuple = ()
+    unkeyed: str = "position"
 
     _item_fields = _RAGGED + _SCALAR
     _item_type = DecodeResult
@@ -131,7 +140,10 @@ class DecodeBatch(ResultBatch):
     def _item_kwargs(self, i: int) -> dict:
         out = {f: getattr(self, f)[i] for f in _RAGGED}
         out.update({f: int(getattr(self, f)[i]) for f in _SCALAR})
-        out.update(decoder=self.decoder, L=self.L, B=self.B, watermark=self.watermark)
+        out.update(decoder=self.decoder, L=self.L, B=self.B, watermark=self.watermark,
+                   unkeyed=self.unkeyed)
+        if self.skipped:
+            out.update(skipped=self.skipped[i], decision_skipped=self.decision_skipped[i])
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -197,7 +209,9 @@ def _seeds(seed, prompts, n):
 
 def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=None,
                              window=None, max_new_tokens=64, seed=None,
-                             store_drafts=False, parallel=True) -> DecodeBatch:
+                             store_drafts=False, parallel=True, repeats="reuse",
+                             reweight="delta", unkeyed="position",
+                             residual="plain") -> DecodeBatch:
     """Decode many prompts in one compiled call (prompts in parallel with ``prange``).
 
     Parameters
@@ -217,6 +231,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     store_drafts : bool
         Keep the realised drafts of every block (memory ``max_new_tokens * B * L`` per
         prompt).
+    repeats, reweight, unkeyed, residual
+        The decoder options of :func:`specbound.sim.speculative_decode` (all run compiled).
     parallel : bool
         Prompts under ``prange`` on Numba's threads (``numba.set_num_threads``); False runs
         them on the calling thread without starting the thread pool.  Under Numba's OpenMP
@@ -228,8 +244,9 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     -------
     DecodeBatch
         ``batch[i]`` equals ``speculative_decode(target, draft, prompts[i], decoder, L=L,
-        B=B, key=key, window=window, max_new_tokens=max_new_tokens, seed=seeds[i])`` field
-        by field (the drafts when ``store_drafts``), for any number of threads.
+        B=B, key=key, window=window, max_new_tokens=max_new_tokens, seed=seeds[i])`` (with
+        the same options) field by field (the drafts when ``store_drafts``), for any number
+        of threads.
 
     Raises
     ------
@@ -245,12 +262,18 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     target, draft, _, decoder, L, B, N, w = _validate(
         target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
     arrs = [_validate(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
+    repeats = as_choice(repeats, "repeats", REPEATS)
+    reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
+    options = (repeats, reweight, unkeyed, residual)
+    opts = _C.option_flags(*options)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
     p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True)
     if p is None or any(s is None for s in states):
         return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
-                                                 window=w, max_new_tokens=N, seed=g)
+                                                 window=w, max_new_tokens=N, seed=g,
+                                                 repeats=repeats, reweight=reweight,
+                                                 unkeyed=unkeyed, residual=residual)
                               for a, g in zip(arrs, rngs, strict=True)], store)
     code, tm, dm, kdw, adw, share = p
     n0s = np.array([a.size for a in arrs], dtype=np.int64)
@@ -264,10 +287,12 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     kernel(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
-                    out["block_ell"], out["counts"], store, share, sizes)
+                    out["block_ell"], out["counts"], store, share, sizes, opts,
+                    out["skipped"], out["decision_skipped"])
     kid = key_id(key) if decoder in KEYED_DECODERS else None
     results = [_C.build_result(DecodeResult, WatermarkConfig, kid, code, w, tokens[i],
-                               int(n0s[i]), out, sizes[i], i, L, B, store) for i in range(n)]
+                               int(n0s[i]), out, sizes[i], i, L, B, store, options)
+               for i in range(n)]
     return _from_results(results, store)
 
 
@@ -278,5 +303,8 @@ def _from_results(results, store) -> DecodeBatch:
         fields["drafts"] = tuple(() for _ in results)
     fields.update({f: np.array([getattr(r, f) for r in results], dtype=np.int64)
                    for f in _SCALAR})
-    return DecodeBatch(**fields, decoder=r0.decoder, L=r0.L, B=r0.B, watermark=r0.watermark)
+    return DecodeBatch(**fields, decoder=r0.decoder, L=r0.L, B=r0.B, watermark=r0.watermark,
+                       skipped=tuple(r.skipped for r in results),
+                       decision_skipped=tuple(r.decision_skipped for r in results),
+                       unkeyed=r0.unkeyed)
 

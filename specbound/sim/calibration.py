@@ -262,7 +262,7 @@ def _calibration_contexts(vocab_size, m, n, seed) -> list:
 
 
 def _base_model(vocab_size, context_length, kind, top_k, seed) -> SyntheticLM:
-    kind = as_choice(kind, "kind", ("zipf", "gaussian"))
+    kind = as_choice(kind, "kind", ("zipf", "gaussian", "gaussian16"))
     # the Zipf base is (1 + rank)^(-1); the Gaussian base keeps its default scale
     return SyntheticLM(vocab_size, context_length, seed=seed, kind=kind, top_k=top_k,
                        zipf_exponent=1.0)
@@ -301,9 +301,10 @@ def calibrated_lm(target_entropy, vocab_size=1000, *, context_length=2, kind="zi
     vocab_size : int, 2 <= vocab_size <= 50,000
     context_length : int
         Window of the base model and of the sharpness field.
-    kind : {"zipf", "gaussian"}
-        Base family: ``"zipf"`` (power-law tail, default) or ``"gaussian"`` (the default
-        :class:`~specbound.sim.models.SyntheticLM` field).
+    kind : {"zipf", "gaussian", "gaussian16"}
+        Base family: ``"zipf"`` (power-law tail, default), ``"gaussian"`` (the default
+        :class:`~specbound.sim.models.SyntheticLM` field) or ``"gaussian16"`` (its cheap
+        quantile-table form).
     spread : float >= 0
         Standard deviation of ``log beta(c)`` across contexts (0: one power everywhere).
     top_k : int or None

@@ -1051,6 +1051,22 @@ class _Run:
         )
 
 
+def _validate_options(decoder, reweight, unkeyed, residual):
+    """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder``."""
+    reweight = as_choice(reweight, "reweight", REWEIGHTS)
+    if reweight != "delta" and decoder not in _GAMMA_DECODERS:
+        raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
+                         f"not to {decoder!r}")
+    residual = as_choice(residual, "residual", RESIDUALS)
+    if residual != "plain" and decoder != "mse_pseudo":
+        raise ValueError(f"residual: {residual!r} applies to mse_pseudo only, not to "
+                         f"{decoder!r}")
+    unkeyed = as_choice(unkeyed, "unkeyed", UNKEYED)
+    if unkeyed != "position" and decoder != "pfr_nowm":
+        raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
+    return reweight, unkeyed, residual
+
+
 # ------------------------------------------------------------------------- public API
 
 
@@ -1158,24 +1174,13 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         warn_deprecated("speculative_decode(mask_repeats=...)",
                         "speculative_decode(repeats='mask' or 'reuse')")
         repeats = "mask" if mask else "reuse"
-    reweight = as_choice(reweight, "reweight", REWEIGHTS)
-    if reweight != "delta" and decoder not in _GAMMA_DECODERS:
-        raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
-                         f"not to {decoder!r}")
-    residual = as_choice(residual, "residual", RESIDUALS)
-    if residual != "plain" and decoder != "mse_pseudo":
-        raise ValueError(f"residual: {residual!r} applies to mse_pseudo only, not to "
-                         f"{decoder!r}")
-    unkeyed = as_choice(unkeyed, "unkeyed", UNKEYED)
-    if unkeyed != "position" and decoder != "pfr_nowm":
-        raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
+    reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     rng = as_rng(seed)
-    if backend is None and (repeats, reweight, unkeyed, residual) == (
-            "reuse", "delta", "position", "plain"):  # the compiled loop (same results)
+    if backend is None:  # the compiled loop (same results) where it covers the run
         res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
-                                      max_blocks)
+                                      max_blocks, repeats, reweight, unkeyed, residual)
         if res is not None:
             return res
     if backend is None:
