@@ -30,7 +30,22 @@ Keys, prompts and seeds
     (``window=None`` in decoder and detector, §4.1 of the paper: ``c_t = w_{:t-1}``), so no
     context repeats and the H0 pivots are exactly i.i.d. U(0, 1).  Prompts and their unkeyed
     decoding seeds are :meth:`Settings.prompt_set` (``random_prompts`` with the study seed),
-    identical for every decoder, L, B and drafter.
+    identical for every decoder, L, B and drafter.  The paper's scale is 1,000 prompts x 128
+    new tokens x 3 seeds (:data:`FULL`); seed ``k`` (:meth:`Settings.runs`) decodes the same
+    prompts with its own key and unkeyed seeds (seed 0: ``Settings.key`` and
+    ``prompt_set().seeds``).
+
+Standard errors (:func:`ratio_stats`, :func:`paired_ratio_diff`, :func:`paired_mean_diff`)
+    The prompt is the unit of replication: a prompt's seeds are pooled first (tokens and
+    blocks summed, per-sequence scores averaged), then the estimate and its delta-method
+    standard error are taken over prompts.  Blocks and tokens of one sequence are never
+    treated as independent.  Every decoder of a study sees the same prompts, keys and
+    unkeyed seeds, so a difference between two decoders is paired by prompt (the difference
+    of their per-prompt influence values), which is the honest error of that difference.
+    Per-prompt values are kept beside the study's CSV (:func:`save_prompt_stats`,
+    ``.NAME.prompts/``) so that differences between configurations computed by different
+    sweep tasks stay paired; ``NAME_comparisons.csv`` holds every difference with its standard
+    error and ``z = diff / se`` (:func:`comparison_row`).
 
 Sweeps
     :class:`ResumableCSV` and :func:`run_sweep` are re-exported from :mod:`specbound.sweep`
@@ -51,6 +66,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
 import pandas as pd
 
 from paper_figs._common import out_path
@@ -69,15 +85,23 @@ __all__ = [
     "QUICK",
     "ResumableCSV",
     "Settings",
+    "comparison_row",
+    "decode",
     "default_executor",
+    "load_prompt_stats",
     "make_models",
+    "paired_mean_diff",
+    "paired_ratio_diff",
+    "ratio_stats",
     "run_sweep",
+    "save_prompt_stats",
     "study_sweep",
     "with_extra",
+    "write_comparisons",
 ]
 
 #: bump when a change in the code changes the numbers (invalidates resumed rows)
-STUDY_VERSION = 1
+STUDY_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,7 @@ class Settings:
     n_prompts: int = 100
     max_new_tokens: int = 64
     run_seed: int = 20260
+    n_seeds: int = 1
     quick: bool = False
     extra: tuple = field(default=())  # study-specific (name, value) pairs, part of signature
 
@@ -115,9 +140,22 @@ class Settings:
         n = self.n_prompts if n is None else n
         return random_prompts(n, self.prompt_length, self.vocab_size, seed=self.run_seed)
 
+    def runs(self, n_seeds: int | None = None) -> list[tuple[int, str, list]]:
+        """``(k, key_k, seeds_k)`` for seeds ``k = 0..n_seeds-1`` (default ``n_seeds``): the
+        same prompts, seed ``k``'s watermark key and one unkeyed seed per prompt.  Seed 0 is
+        ``(Settings.key, prompt_set().seeds)``; seed ``k > 0`` uses the key
+        ``f"{key}#seed{k}"`` and ``SeedSequence([run_seed, 1, k]).spawn(n_prompts)``."""
+        n_seeds = self.n_seeds if n_seeds is None else n_seeds
+        out = [(0, self.key, list(self.prompt_set().seeds))]
+        for k in range(1, n_seeds):
+            seeds = np.random.SeedSequence([self.run_seed, 1, k]).spawn(self.n_prompts)
+            out.append((k, f"{self.key}#seed{k}", seeds))
+        return out
 
-FULL = Settings()
-QUICK = Settings(vocab_size=200, n_prompts=3, max_new_tokens=12, quick=True)
+
+#: the multi-draft paper's scale: 1,000 prompts x 128 new tokens x 3 seeds
+FULL = Settings(n_prompts=1000, max_new_tokens=128, n_seeds=3)
+QUICK = Settings(vocab_size=200, n_prompts=4, max_new_tokens=12, n_seeds=2, quick=True)
 
 #: drafter name -> keyword arguments of ``SyntheticLM.draft`` (None: the Settings default)
 DRAFTERS = {
@@ -205,3 +243,149 @@ def write_outputs(out_dir, name: str, df, plot, table=None) -> list:
         paths.append(md)
     plot(df, png)
     return paths
+
+
+# ------------------------------------------------------------------------------ decoding
+
+
+def decode(target, draft, prompts, seeds, decoder, *, L, B=1, key, max_new_tokens,
+           **options) -> list:
+    """Decode every prompt (prompt ``i`` with ``seeds[i]``); a list of ``DecodeResult``.
+
+    Default decoder options run through the compiled batch decoder
+    :func:`specbound.sim.speculative_decode_batch` (on the calling thread: the studies'
+    parallelism is the sweep's process pool).  Non-default options (``window``, ``repeats``,
+    ``unkeyed``, ``residual``, ``reweight``) go to the batch decoder where it accepts them,
+    else prompt by prompt through :func:`specbound.sim.speculative_decode` (the Python
+    block loop); both give the same tokens.
+    """
+    import inspect
+
+    from specbound.sim import speculative_decode, speculative_decode_batch
+
+    defaults = {"window": None, "repeats": "reuse", "unkeyed": "position",
+                "residual": "plain", "reweight": "delta"}
+    extra = {k: v for k, v in options.items() if defaults.get(k, object()) != v}
+    params = inspect.signature(speculative_decode_batch).parameters
+    if all(k in params for k in extra):
+        batch = speculative_decode_batch(target, draft, prompts, decoder, L=L, B=B, key=key,
+                                         max_new_tokens=max_new_tokens, seed=list(seeds),
+                                         parallel=False,
+                                         **{k: v for k, v in options.items() if k in params})
+        return list(batch)
+    return [speculative_decode(target, draft, p, decoder, L=L, B=B, key=key,
+                               max_new_tokens=max_new_tokens, seed=sd, **options)
+            for p, sd in zip(prompts, seeds, strict=True)]
+
+
+# ----------------------------------------------------------- per-prompt statistics, SEs
+
+
+def ratio_stats(num, den) -> tuple[float, float, np.ndarray]:
+    """Pooled ratio ``sum num / sum den`` over prompts, its delta-method standard error and
+    the per-prompt influence values ``psi_i = (num_i - r den_i) / mean(den)`` (so that
+    ``se = sd(psi) / sqrt(m)``).  ``num``, ``den``: one value per prompt (seeds pooled)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    r = float(num.sum() / den.sum())
+    psi = (num - r * den) / den.mean()
+    m = psi.size
+    se = float(np.sqrt(np.sum(psi**2) / (m - 1) / m)) if m > 1 else float("nan")
+    return r, se, psi
+
+
+def _mean_se(x) -> tuple[float, float, int]:
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    m = x.size
+    if m == 0:
+        return float("nan"), float("nan"), 0
+    return float(x.mean()), (float(x.std(ddof=1) / np.sqrt(m)) if m > 1 else float("nan")), m
+
+
+def prompt_mean_se(x) -> tuple[float, float]:
+    """Mean and standard error over prompts of a per-prompt value (NaN entries dropped)."""
+    m, se, _ = _mean_se(x)
+    return m, se
+
+
+def paired_ratio_diff(a: dict, b: dict, num: str = "tokens", den: str = "blocks") -> dict:
+    """Difference of two pooled ratios on the same prompts (``a[num] / a[den]`` minus
+    ``b[num] / b[den]``, per-prompt arrays) with the paired delta-method standard error
+    (the per-prompt difference of the influence values)."""
+    ra, _, pa = ratio_stats(a[num], a[den])
+    rb, _, pb = ratio_stats(b[num], b[den])
+    d = pa - pb
+    m = d.size
+    se = float(np.sqrt(np.sum((d - d.mean()) ** 2) / (m - 1) / m)) if m > 1 else float("nan")
+    return {"value_a": ra, "value_b": rb, "diff": ra - rb, "diff_se": se, "n_prompts": m}
+
+
+def paired_mean_diff(xa, xb) -> dict:
+    """Difference of the means over prompts of two per-prompt values, paired by prompt
+    (prompts where either is NaN dropped)."""
+    xa = np.asarray(xa, dtype=np.float64)
+    xb = np.asarray(xb, dtype=np.float64)
+    ok = np.isfinite(xa) & np.isfinite(xb)
+    d, se, m = _mean_se(xa[ok] - xb[ok])
+    return {"value_a": float(xa[ok].mean()) if m else float("nan"),
+            "value_b": float(xb[ok].mean()) if m else float("nan"),
+            "diff": d, "diff_se": se, "n_prompts": m}
+
+
+def z_score(diff: float, se: float) -> float:
+    """``diff / se``: 0 for a zero difference with zero error, ``±inf`` for a non-zero
+    difference with zero error, NaN where either is unknown."""
+    if not (np.isfinite(diff) and np.isfinite(se)):
+        return float("nan")
+    if se == 0.0:
+        return 0.0 if diff == 0.0 else float(np.copysign(np.inf, diff))
+    return float(diff / se)
+
+
+def comparison_row(comparison: str, metric: str, a: str, b: str, est: dict, **where) -> dict:
+    """One row of ``NAME_comparisons.csv``: what is compared (``a`` minus ``b`` on
+    ``metric``), where (``L``, ``B``, ``T_eval``, ...), both values, the difference, its
+    standard error and ``z``."""
+    return {"comparison": comparison, "metric": metric, "a": a, "b": b, **where, **est,
+            "z": z_score(est["diff"], est["diff_se"])}
+
+
+def _stats_dir(out_dir, name: str, signature: str):
+    from pathlib import Path
+
+    return Path(out_dir) / f".{name}.prompts" / signature
+
+
+def save_prompt_stats(out_dir, name: str, signature: str, config: str, stats: dict) -> None:
+    """Keep one sweep task's per-prompt arrays (``{label: {field: array}}``) beside the
+    study's CSV, atomically (written before the task's rows are stored, so a stored task
+    always has them)."""
+    d = _stats_dir(out_dir, name, signature)
+    d.mkdir(parents=True, exist_ok=True)
+    flat = {f"{label}|{field}": np.asarray(v) for label, fields in stats.items()
+            for field, v in fields.items()}
+    safe = hashlib.blake2b(config.encode(), digest_size=8).hexdigest()
+    tmp = d / f".{safe}.tmp.npz"
+    np.savez(tmp, **flat)
+    os.replace(tmp, d / f"{safe}.npz")
+
+
+def load_prompt_stats(out_dir, name: str, signature: str) -> dict:
+    """Every per-prompt array saved by :func:`save_prompt_stats` under ``signature``:
+    ``{label: {field: array}}``."""
+    out: dict = {}
+    d = _stats_dir(out_dir, name, signature)
+    for f in sorted(d.glob("*.npz")) if d.is_dir() else ():
+        with np.load(f) as z:
+            for k in z.files:
+                label, field_ = k.rsplit("|", 1)
+                out.setdefault(label, {})[field_] = z[k]
+    return out
+
+
+def write_comparisons(out_dir, name: str, rows: list) -> pd.DataFrame:
+    """Write ``NAME_comparisons.csv`` (the rows of :func:`comparison_row`)."""
+    df = pd.DataFrame(rows)
+    df.to_csv(out_path(out_dir, f"{name}_comparisons.csv"), index=False, float_format="%.10g")
+    return df

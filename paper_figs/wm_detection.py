@@ -6,6 +6,15 @@ For every keyed decoder (``basic_uwm``, ``pfr``, ``mws``, ``mpfr`` with B = 4, `
 key (whole-prefix context labels) and declares a sequence watermarked from its first
 ``T_eval`` tokens.
 
+He et al. 2026 (arXiv:2602.01428)'s setting for MSE-PSEUDO (rows ``variant =
+"keyed_residual"``): ``mse_pseudo`` decoded with their dual-key correction
+(``residual="keyed"``, Python block loop) and scored twice, by the token pivots only
+(``detector = "tokens"``, the package's default) and with the pseudorandom acceptance coin as
+evidence (``detector = "coin"``: ``detect(..., coin_threshold=COIN_THRESHOLD)``; a position
+whose coin exceeds the threshold is scored by the second key's pivot).  Under H0 both
+detectors' pivots are i.i.d. U(0, 1) (``specbound.sim.detect``), so both use the same
+thresholds.
+
 Thresholds (FPR = 1%):
 
 ``aaronson`` / ``exact``
@@ -26,12 +35,21 @@ h0``), with its 99.9% Clopper-Pearson interval; it must contain 1%.
 
 Settings (``paper_figs._wm_common``): target ``SyntheticLM(1000, context_length=2,
 seed=2026, T=1)`` (mean entropy ~2.6 nats, ``mean_entropy_nats``), D0 =
-``target.draft(0.3, seed=1)``, 200 prompts x 64 tokens per decoder; T_eval in
-{1, 2, 4, 8, 16, 32, 64}.  ``--quick``: vocabulary 200, 12 prompts x 12 tokens.
+``target.draft(0.3, seed=1)``, 1,000 prompts x 128 tokens x ``n_seeds`` seeds per decoder
+(``Settings.runs``); T_eval in {1, 2, 4, 8, 16, 32, 64, 128} (the paper's budgets 64 and
+128 included).  ``--quick``: vocabulary 200, 12 prompts x 12 tokens x 2 seeds.
 
-Outputs: ``wm_detection.png`` and ``wm_detection.csv`` (one row per decoder, score, method and
-T_eval; columns ``tpr, tpr_se, threshold, n_sequences, n_null``; settings as columns).
-Incremental and resumable.
+Standard errors: a prompt's detections are averaged over its seeds and the TPR's standard
+error is taken over prompts (``tpr_se``); differences between decoders are paired by prompt
+(same prompts, keys and unkeyed seeds), in ``wm_detection_comparisons.csv``: at each T_eval
+and test, PFR and MPFR minus BASIC-UWM and MWS, PFR and MPFR minus MSE and MSE-PSEUDO,
+MSE-PSEUDO minus MSE (each MSE-PSEUDO variant and detector), and the coin detector minus the
+token detector on the same sequences, with ``diff_se`` and ``z``.
+
+Outputs: ``wm_detection.png``, ``wm_detection.csv`` (one row per decoder, variant, detector,
+score, method and T_eval; columns ``tpr, tpr_se, threshold, n_sequences, n_null``; settings as
+columns) and ``wm_detection_comparisons.csv``.  Incremental (one sweep task per decoder) and
+resumable.
 
 Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR]``.
 """
@@ -48,7 +66,7 @@ import pandas as pd
 from paper_figs import _wm_common as wc
 from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
 from specbound.results import proportion_ci
-from specbound.sim import CachedLM, keyed_pivots, speculative_decode
+from specbound.sim import keyed_pivots
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
 
 FIGURE = True
@@ -56,10 +74,15 @@ NAME = "wm_detection"
 L = 4
 B_MPFR = 4
 FPR = 0.01
-T_FULL = (1, 2, 4, 8, 16, 32, 64)
+#: He et al. 2026's coin threshold for the MSE-PSEUDO detector with the acceptance coin
+COIN_THRESHOLD = 0.5
+T_FULL = (1, 2, 4, 8, 16, 32, 64, 128)
 T_QUICK = (1, 2, 4, 8, 12)
-GROUPS = (("basic_uwm", "pfr", "mws", "mpfr"), ("mse", "mse_pseudo"))
 DECODERS = ("basic_uwm", "pfr", "mws", "mpfr", "mse", "mse_pseudo")
+#: sweep tasks: (label, decoder, decoder options, [(detector, coin_threshold)])
+RUNS = tuple((d, d, {}, [("tokens", None)]) for d in DECODERS) + (
+    ("mse_pseudo_keyed", "mse_pseudo", {"residual": "keyed"},
+     [("tokens", None), ("coin", COIN_THRESHOLD)]),)
 TESTS = (("aaronson", "exact"), ("aaronson", "empirical"), ("u", "empirical"))
 STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
@@ -67,9 +90,10 @@ STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 def settings(quick: bool) -> wc.Settings:
     if quick:
         s = replace(wc.QUICK, n_prompts=12)
-        return wc.with_extra(s, L=L, B_mpfr=B_MPFR, n_null_texts=20, n_null_keys=5)
-    s = replace(wc.FULL, n_prompts=200)
-    return wc.with_extra(s, L=L, B_mpfr=B_MPFR, n_null_texts=200, n_null_keys=50)
+        return wc.with_extra(s, L=L, B_mpfr=B_MPFR, n_null_texts=20, n_null_keys=5,
+                             coin_threshold=COIN_THRESHOLD)
+    return wc.with_extra(wc.FULL, L=L, B_mpfr=B_MPFR, n_null_texts=200, n_null_keys=50,
+                         coin_threshold=COIN_THRESHOLD)
 
 
 def t_values(s: wc.Settings) -> tuple[int, ...]:
@@ -96,12 +120,9 @@ def null_worker(s: wc.Settings) -> list[dict]:
     P = s.prompt_set(ex["n_null_texts"]).tokens
     seeds = np.random.SeedSequence([s.run_seed, 2]).spawn(ex["n_null_texts"])
     keys = [s.key] + [f"{s.key}#null{j}" for j in range(1, ex["n_null_keys"])]
-    U = []
-    for i in range(len(P)):
-        r = speculative_decode(target, None, P[i], "ar", max_new_tokens=s.max_new_tokens,
-                               seed=seeds[i])
-        U += [keyed_pivots(r, k).pivots for k in keys]
-    U = np.array(U)
+    texts = wc.decode(target, None, P, seeds, "ar", L=1, key=None,
+                      max_new_tokens=s.max_new_tokens)
+    U = np.array([keyed_pivots(r, k).pivots for r in texts for k in keys])
     n = U.shape[0]
     rows = []
     H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
@@ -116,7 +137,8 @@ def null_worker(s: wc.Settings) -> list[dict]:
                 k = int(np.sum(S[:, T - 1] > thr))
             ci = proportion_ci(k, n, 0.999, method="exact")
             lo, hi = ci.low, ci.high
-            rows.append({"decoder": "h0", "B": 0, "score": score, "method": method,
+            rows.append({"decoder": "h0", "variant": "default", "detector": "tokens", "B": 0,
+                         "score": score, "method": method,
                          "T_eval": T, "tpr": k / n, "tpr_se": math.sqrt(k / n * (1 - k / n) / n),
                          "ci999_low": lo, "ci999_high": hi, "threshold": thr,
                          "n_sequences": n, "n_null": n, "fpr": FPR,
@@ -125,37 +147,68 @@ def null_worker(s: wc.Settings) -> list[dict]:
 
 
 def wm_worker(arg) -> list[dict]:
-    """Watermarked sequences of one decoder group (arg = (settings, decoders, thresholds))."""
-    from specbound.sim import speculative_decode_batch
+    """Watermarked sequences of one task of :data:`RUNS`, every seed (arg = (settings, run,
+    thresholds, out_dir, config)); keeps the per-prompt detections beside the CSV."""
+    s, (label, decoder, options, detectors), thresholds, out_dir, config = arg
+    target, draft = wc.make_models(s)
+    P = s.prompt_set().tokens
+    n = len(P)
+    B = B_MPFR if decoder == "mpfr" else 1
+    Ts = t_values(s)
+    det = {(dt, sc, m, T): np.zeros(n) for dt, _ in detectors for sc, m in TESTS for T in Ts}
+    for _, key, seeds in s.runs():
+        res = wc.decode(target, draft, P, seeds, decoder, L=L, B=B, key=key,
+                        max_new_tokens=s.max_new_tokens, **options)
+        for dt, tau in detectors:
+            U = np.array([keyed_pivots(r, key, coin_threshold=tau).pivots for r in res])
+            for score, method in TESTS:
+                S = cumulative_scores(U, score)
+                for T in Ts:
+                    thr, _ = thresholds[(score, method, T)]
+                    hit = S[:, T - 1] >= thr if method == "exact" else S[:, T - 1] > thr
+                    det[(dt, score, method, T)] += hit
+    H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
+    variant = "default" if not options else "keyed_residual"
+    rows, stats = [], {}
+    for (dt, score, method, T), hits in det.items():
+        x = hits / s.n_seeds
+        tpr, tpr_se = wc.prompt_mean_se(x)
+        thr, n_null = thresholds[(score, method, T)]
+        rows.append({"decoder": decoder, "variant": variant, "detector": dt, "B": B,
+                     "score": score, "method": method, "T_eval": T, "tpr": tpr,
+                     "tpr_se": tpr_se, "ci999_low": float("nan"),
+                     "ci999_high": float("nan"), "threshold": thr,
+                     "n_sequences": n * s.n_seeds, "n_null": n_null, "fpr": FPR,
+                     "mean_entropy_nats": H, **s.columns()})
+        stats.setdefault(f"{label}:{dt}", {})[f"{score}:{method}:{T}"] = x
+    wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
+    return rows
 
-    s, decoders, thresholds = arg
-    target0, draft0 = wc.make_models(s)
-    target, draft = CachedLM(target0), CachedLM(draft0)
-    ps = s.prompt_set()
-    U = {d: [] for d in decoders}
-    for d in decoders:  # all prompts in one compiled call (prompt i with ps.seeds[i])
-        batch = speculative_decode_batch(target, draft, ps, d, L=L,
-                                         B=B_MPFR if d == "mpfr" else 1, key=s.key,
-                                         max_new_tokens=s.max_new_tokens, seed=ps.seeds,
-                                         parallel=False)
-        U[d] = [keyed_pivots(r, s.key).pivots for r in batch]
-    H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
+
+#: (a, b) pairs of ``label:detector`` compared at every test and T_eval
+PAIRS = tuple((f"{a}:tokens", f"{b}:tokens") for a in ("pfr", "mpfr")
+              for b in ("basic_uwm", "mws", "mse", "mse_pseudo")) + (
+    ("mse_pseudo:tokens", "mse:tokens"),
+    ("mse_pseudo_keyed:tokens", "mse:tokens"),
+    ("mse_pseudo_keyed:coin", "mse:tokens"),
+    ("mse_pseudo_keyed:coin", "mse_pseudo_keyed:tokens"),
+    ("mse_pseudo_keyed:coin", "mse_pseudo:tokens"),
+    ("pfr:tokens", "mse_pseudo_keyed:coin"),
+)
+
+
+def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
     rows = []
-    for d in decoders:
-        Ud = np.array(U[d])
-        n = Ud.shape[0]
+    for a, b in PAIRS:
+        if a not in stats or b not in stats:
+            continue
         for score, method in TESTS:
-            S = cumulative_scores(Ud, score)
             for T in t_values(s):
-                thr, n_null = thresholds[(score, method, T)]
-                det = S[:, T - 1] >= thr if method == "exact" else S[:, T - 1] > thr
-                tpr = float(det.mean())
-                rows.append({"decoder": d, "B": B_MPFR if d == "mpfr" else 1, "score": score,
-                             "method": method, "T_eval": T, "tpr": tpr,
-                             "tpr_se": math.sqrt(tpr * (1 - tpr) / n),
-                             "ci999_low": float("nan"), "ci999_high": float("nan"),
-                             "threshold": thr, "n_sequences": n, "n_null": n_null, "fpr": FPR,
-                             "mean_entropy_nats": H, **s.columns()})
+                f = f"{score}:{method}:{T}"
+                rows.append(wc.comparison_row(f"{a}-{b}", "tpr", a, b,
+                                              wc.paired_mean_diff(stats[a][f], stats[b][f]),
+                                              score=score, method=method, T_eval=T,
+                                              n_seeds=s.n_seeds))
     return rows
 
 
@@ -168,9 +221,13 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     thresholds = {(r["score"], r["method"], int(r["T_eval"])): (float(r["threshold"]),
                                                                  int(r["n_null"]))
                   for _, r in null.iterrows()}
-    configs = [("+".join(g), (s, g, thresholds)) for g in GROUPS]
+    # the slow tasks first (Python block loop, B = 4), so the pool balances the rest
+    order = sorted(RUNS, key=lambda r: (not r[2], r[1] != "mpfr"))
+    configs = [(r[0], (s, r, thresholds, str(out_dir), r[0])) for r in order]
     df = wc.study_sweep(configs, wm_worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)
+    stats = wc.load_prompt_stats(out_dir, NAME, s.signature())
+    wc.write_comparisons(out_dir, NAME, comparisons(stats, s))
     return df
 
 
@@ -181,8 +238,9 @@ def plot(df: pd.DataFrame, path: Path) -> None:
               (axes[1], "u", "empirical", "U-score, threshold from {n} null sequences"))
     for ax, score, method, title in panels:
         sel = df[(df["score"] == score) & (df["method"] == method)]
+        base = sel[(sel["variant"] == "default") & (sel["detector"] == "tokens")]
         for d in DECODERS:
-            sub = sel[sel["decoder"] == d].sort_values("T_eval")
+            sub = base[base["decoder"] == d].sort_values("T_eval")
             if sub.empty:
                 continue
             color, marker = STYLE[d]
@@ -190,6 +248,14 @@ def plot(df: pd.DataFrame, path: Path) -> None:
             ax.errorbar(sub["T_eval"], sub["tpr"], yerr=sub["tpr_se"], color=color,
                         marker=marker, ms=ms, mfc="none" if d == "mws" else color, mew=1.4,
                         capsize=2, label=d.upper().replace("_", "-"))
+        color, marker = STYLE["mse_pseudo"]
+        for dt, ls, lab in (("tokens", ":", "tokens only"), ("coin", "--", "with the coin")):
+            sub = sel[(sel["variant"] == "keyed_residual") & (sel["detector"] == dt)]
+            sub = sub.sort_values("T_eval")
+            if not sub.empty:
+                ax.errorbar(sub["T_eval"], sub["tpr"], yerr=sub["tpr_se"], color=color,
+                            marker=marker, ms=6, mfc="white", ls=ls, capsize=2,
+                            label=f"MSE-PSEUDO keyed residual, {lab}")
         h0 = sel[sel["decoder"] == "h0"].sort_values("T_eval")
         if not h0.empty:
             ax.plot(h0["T_eval"], h0["tpr"], color="tab:gray", ls="--", marker=".",
@@ -205,21 +271,23 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel("detection token budget $T_{eval}$")
         ax.set_title(title.format(n=f"{n:,}"), fontsize=10)
     axes[0].set_ylabel("TPR @ 1% FPR")
-    axes[0].legend(fontsize=7.5, loc="lower right", bbox_to_anchor=(1.0, 0.04))
+    axes[0].legend(fontsize=6.5, loc="lower right", bbox_to_anchor=(1.0, 0.04))
     axes[1].text(0.98, 0.08, "BASIC-UWM, PFR, MWS and MPFR\nemit the same keyed chain:\n"
                  "their curves coincide", transform=axes[1].transAxes, ha="right",
                  fontsize=8, color="0.3")
     H = df["mean_entropy_nats"].iloc[0]
     fig.suptitle(f"Detection, synthetic LM (vocab {int(df['vocab_size'].iloc[0])}, "
-                 f"H≈{H:.2f} nats, L={L}, MPFR B={B_MPFR})", fontsize=10)
+                 f"H≈{H:.2f} nats, L={L}, MPFR B={B_MPFR}, {int(df['n_prompts'].iloc[0])} "
+                 f"prompts x {int(df['n_seeds'].iloc[0])} seeds)", fontsize=10)
     fig.savefig(path)
     plt.close(fig)
 
 
 def main(out_dir, quick: bool = False) -> list[Path]:
-    """Run (or resume) the null calibration and the detection sweep; write CSV and PNG."""
+    """Run (or resume) the null calibration and the detection sweep; write CSVs and PNG."""
     df = compute(out_dir, quick=quick)
-    return wc.write_outputs(out_dir, NAME, df, plot)
+    paths = wc.write_outputs(out_dir, NAME, df, plot)
+    return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
 
 
 if __name__ == "__main__":

@@ -2,14 +2,16 @@
 & Gündüz 2026, arXiv:2609.21858).
 
 AATPS of ``mpfr`` (keyed multi-draft Poisson sampling, Alg. 4/10) and ``invariant`` (list
-coupling / GLS of Rowan et al. 2025, unkeyed) for B in {2, 4, 6, 8} (and B = 1 as a
-reference: MPFR with B = 1 is PFR), lookahead L = 4, with two theory predictions next to the
-simulated value, and ANLPPT-U across B.
+coupling / GLS of Rowan et al. 2025, unkeyed) for B in {2, 4, 6, 8} (the paper's grid; MPFR
+with B = 1 is PFR, see ``wm_single_draft_frontier``), lookahead L = 4, with two theory
+predictions next to the simulated value, and ANLPPT-U across B.
 
 Settings (``paper_figs._wm_common``): target ``SyntheticLM(1000, context_length=2,
 seed=2026, T=1)`` (mean entropy ~2.6 nats, measured: ``mean_entropy_nats``), drafter D0 =
-``target.draft(0.3, seed=1)``, 100 prompts x 64 new tokens, one key, whole-prefix labels.
-``--quick``: vocabulary 200, 3 prompts x 12 tokens, B in {1, 2, 4}.
+``target.draft(0.3, seed=1)``, the paper's scale 1,000 prompts x 128 new tokens x 3 seeds
+(``Settings.runs``), whole-prefix labels.  ``--quick``: vocabulary 200, 4 prompts x 12 tokens
+x 2 seeds, B in {2, 4}.  AATPS standard errors are taken over prompts (a prompt's seeds
+pooled; ``paper_figs._wm_common``).
 
 Theory predictions (columns):
 
@@ -23,10 +25,11 @@ Theory predictions (columns):
     past, a not-yet-decided context has fresh clocks (distinct labels), so the accepted count
     minus this compensator is a martingale difference
     (:func:`specbound.sim.acceptance_compensator`): the prediction is unbiased with no
-    independence assumption; ``theory_z`` is (simulated - theory) / its standard error over the
-    per-block differences.  The GLS quadrature is costly, so for ``invariant`` it is evaluated
-    on the first ``theory_blocks`` blocks of every prompt (a selection by index, hence still
-    unbiased); ``n_theory_blocks`` says how many.
+    independence assumption; ``theory_z`` is (simulated - theory) / its standard error over
+    prompts.  The compensator is evaluated on the first ``n_theory_prompts`` prompts of seed 0,
+    and, the GLS quadrature being costly, for ``invariant`` on the first ``theory_blocks``
+    blocks of each (a selection by index, hence still unbiased); ``n_theory_blocks`` says how
+    many.
 ``naive_aatps`` (i.i.d. depth approximation)
     ``block_efficiency(a_B, L) = (1 - a_B^{L+1}) / (1 - a_B)`` with ``a_B`` the mean over the
     visited block-start contexts of the acceptance with all B drafts.  It assumes B drafts stay
@@ -37,8 +40,13 @@ ANLPPT-U: U-score with the Chernoff p-value (paper's ANLPPT-U), mean over prompt
 emits the keyed target chain whatever B is (Prop. C.3), so its ANLPPT is identical across B;
 INVARIANT carries no watermark (null level).
 
+Comparisons (``wm_multidraft_scaling_comparisons.csv``, paired by prompt, with ``diff_se`` and
+``z``): MPFR minus INVARIANT at each B in AATPS (Table 1, Table 6), ANLPPT-U and LPPL; MPFR's
+ANLPPT-U at each B minus at the smallest B (App. D.4: stable across B).
+
 Outputs: ``wm_multidraft_scaling.png``, ``.csv`` (one row per decoder and B; settings as
-columns) and ``wm_multidraft_scaling.md`` (Table 1 layout).  Incremental and resumable.
+columns), ``_comparisons.csv`` and ``wm_multidraft_scaling.md`` (Table 1 layout).
+Incremental (one sweep task per B) and resumable.
 
 Run: ``python -m paper_figs.wm_multidraft_scaling [--quick] [--out DIR]``.
 """
@@ -52,91 +60,120 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
-from specbound.sim import (
-    CachedLM,
-    acceptance_compensator,
-    cluster_ratio_se,
-    keyed_pivots,
-    log_perplexity,
-    mean_se,
-    speculative_decode_batch,
-)
+from specbound.sim import CachedLM, acceptance_compensator, detect_many, log_perplexity
 from specbound.theory import block_efficiency
-from specbound.theory.watermark import anlppt
 
 FIGURE = True
 NAME = "wm_multidraft_scaling"
 L = 4
-B_FULL = (1, 2, 4, 6, 8)
-B_QUICK = (1, 2, 4)
+B_FULL = (8, 6, 4, 2)  # the costliest task first (the pool balances the rest)
+B_QUICK = (4, 2)
 DECODERS = ("mpfr", "invariant")
 THEORY_BLOCKS = {"mpfr": None, "invariant": 5}  # per prompt; None = every block
+#: prompts (of seed 0) on which the compensator is evaluated
+THEORY_PROMPTS = {False: 50, True: 4}
 STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
 
 def settings(quick: bool) -> wc.Settings:
     base = wc.QUICK if quick else wc.FULL
-    return wc.with_extra(base, L=L, theory_blocks_invariant=THEORY_BLOCKS["invariant"])
+    return wc.with_extra(base, L=L, theory_blocks_invariant=THEORY_BLOCKS["invariant"],
+                         n_theory_prompts=THEORY_PROMPTS[quick])
+
+
+def _decoder_at(s, target, draft, decoder, B, H):
+    """Every seed of one (decoder, B): the summary row and the per-prompt arrays."""
+    P = s.prompt_set().tokens
+    n = len(P)
+    st = {"tokens": np.zeros(n), "blocks": np.zeros(n), "anlppt_u": np.zeros(n),
+          "anlppt_aaronson": np.zeros(n)}
+    tc = dc = 0
+    first = None
+    for k, key, seeds in s.runs():
+        res = wc.decode(target, draft, P, seeds, decoder, L=L, B=B, key=key,
+                        max_new_tokens=s.max_new_tokens)
+        first = res if k == 0 else first
+        st["tokens"] += [r.emitted_per_block.sum() for r in res]
+        st["blocks"] += [r.emitted_per_block.size for r in res]
+        st["anlppt_u"] += detect_many(res, key, score="u", method="chernoff").anlppt
+        st["anlppt_aaronson"] += detect_many(res, key, score="aaronson").anlppt
+        tc += sum(r.n_target_contexts for r in res)
+        dc += sum(r.n_draft_contexts for r in res)
+    for f in ("anlppt_u", "anlppt_aaronson"):
+        st[f] /= s.n_seeds
+    st["lppl"] = np.array([log_perplexity(target, r) for r in first])
+    # compensator on the first prompts of seed 0 (first blocks only for GLS)
+    limit = THEORY_BLOCKS[decoder]
+    t, d = CachedLM(target), CachedLM(draft)
+    diff, nblk, a_first = [], [], []
+    for r in first[:dict(s.extra)["n_theory_prompts"]]:
+        nb = r.emitted_per_block.size
+        blocks = None if limit is None else {(0, b) for b in range(min(limit, nb))}
+        c = acceptance_compensator(r, t, d, blocks=blocks)
+        diff.append(float((c["accepted"] - c["predicted"]).sum()))
+        nblk.append(len(c))
+        a_first += list(c["a_first"])
+        t.clear()
+        d.clear()
+    aatps, aatps_se, _ = wc.ratio_stats(st["tokens"], st["blocks"])
+    dd, dd_se, _ = wc.ratio_stats(diff, nblk)
+    a_B = float(np.mean(a_first))
+    u, u_se = wc.prompt_mean_se(st["anlppt_u"])
+    aa, aa_se = wc.prompt_mean_se(st["anlppt_aaronson"])
+    lp, lp_se = wc.prompt_mean_se(st["lppl"])
+    nblocks = int(st["blocks"].sum())
+    row = {
+        "decoder": decoder, "L": L, "B": B, "n_prompts": n,
+        "n_tokens": int(st["tokens"].sum()), "n_blocks": nblocks,
+        "aatps": aatps, "aatps_se": aatps_se,
+        "theory_aatps": aatps - dd, "theory_diff": dd, "theory_diff_se": dd_se,
+        "theory_z": wc.z_score(dd, dd_se), "n_theory_prompts": len(diff),
+        "n_theory_blocks": int(sum(nblk)),
+        "acceptance_first": a_B, "naive_aatps": block_efficiency(a_B, L),
+        "anlppt_u": u, "anlppt_u_se": u_se, "anlppt_aaronson": aa,
+        "anlppt_aaronson_se": aa_se, "lppl": lp, "lppl_se": lp_se,
+        "target_contexts_per_block": tc / nblocks,
+        "draft_contexts_per_block": dc / nblocks,
+        "mean_entropy_nats": H, **s.columns(),
+    }
+    return row, st
 
 
 def worker(arg) -> list[dict]:
-    """All B for one decoder (arg = (settings, decoder, Bs)); B share one model cache."""
-    s, decoder, Bs = arg
-    target0, draft0 = wc.make_models(s)
-    target, draft = CachedLM(target0), CachedLM(draft0)
-    ps = s.prompt_set()
-    limit = THEORY_BLOCKS[decoder]
-    acc = {B: {"res": [], "comp": [], "lppl": [], "tc": 0, "dc": 0} for B in Bs}
-    # every prompt of one B in one compiled call (prompt i with ps.seeds[i])
-    batches = {B: speculative_decode_batch(target, draft, ps, decoder, L=L, B=B, key=s.key,
-                                           max_new_tokens=s.max_new_tokens, seed=ps.seeds,
-                                           parallel=False)
-               for B in Bs}
-    for i in range(len(ps)):
-        for B in Bs:
-            r = batches[B][i]
-            nb = r.emitted_per_block.size
-            blocks = None if limit is None else {(0, b) for b in range(min(limit, nb))}
-            comp = acceptance_compensator(r, target, draft, blocks=blocks)
-            comp["prompt"] = i
-            full = pd.DataFrame({"prompt": i, "emitted": r.emitted_per_block})
-            a = acc[B]
-            a["res"].append(r)
-            a["comp"].append((full, comp))
-            a["lppl"].append(log_perplexity(target, r))
-            a["tc"] += r.n_target_contexts
-            a["dc"] += r.n_draft_contexts
-        target.clear()
-        draft.clear()
-    H = target0.mean_entropy(n_contexts=500, seed=s.run_seed)
+    """Both decoders at one B, every seed (arg = (settings, B, out_dir, config)); keeps the
+    per-prompt arrays beside the CSV."""
+    s, B, out_dir, config = arg
+    target, draft = wc.make_models(s)
+    H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
+    rows, stats = [], {}
+    for d in DECODERS:
+        row, st = _decoder_at(s, target, draft, d, B, H)
+        rows.append(row)
+        stats[f"{d}|{B}"] = st
+    wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
+    return rows
+
+
+def comparisons(stats: dict, s: wc.Settings, Bs) -> list[dict]:
+    """MPFR - INVARIANT per B (AATPS, ANLPPT-U, LPPL) and MPFR's ANLPPT-U across B, paired."""
     rows = []
+    Bs = sorted(B for B in Bs if f"mpfr|{B}" in stats and f"invariant|{B}" in stats)
     for B in Bs:
-        a = acc[B]
-        full = pd.concat([f for f, _ in a["comp"]], ignore_index=True)
-        comp = pd.concat([c for _, c in a["comp"]], ignore_index=True)
-        per = full.groupby("prompt")["emitted"].agg(["sum", "size"])
-        ratio = cluster_ratio_se(per["sum"], per["size"])
-        diff = mean_se(comp["accepted"] - comp["predicted"])
-        d, d_se = diff.mean, diff.stderr
-        a_B = float(comp["a_first"].mean())
-        U = np.array([keyed_pivots(r, s.key).pivots for r in a["res"]])
-        u = mean_se(np.atleast_1d(anlppt(U, "u", method="chernoff")))
-        aa = mean_se(np.atleast_1d(anlppt(U, "aaronson")))
-        lp = mean_se(a["lppl"])
-        rows.append({
-            "decoder": decoder, "L": L, "B": B, "n_prompts": len(ps),
-            "n_tokens": int(full["emitted"].sum()), "n_blocks": len(full),
-            "aatps": ratio.mean, "aatps_se": ratio.stderr,
-            "theory_aatps": ratio.mean - d, "theory_diff": d, "theory_diff_se": d_se,
-            "theory_z": d / d_se if d_se > 0 else float("nan"),
-            "n_theory_blocks": len(comp),
-            "acceptance_first": a_B, "naive_aatps": block_efficiency(a_B, L),
-            "anlppt_u": u.mean, "anlppt_u_se": u.stderr, "anlppt_aaronson": aa.mean,
-            "anlppt_aaronson_se": aa.stderr, "lppl": lp.mean, "lppl_se": lp.stderr,
-            "target_contexts_per_block": a["tc"] / len(full),
-            "draft_contexts_per_block": a["dc"] / len(full),
-            "mean_entropy_nats": H, **s.columns(),
-        })
+        m, g = stats[f"mpfr|{B}"], stats[f"invariant|{B}"]
+        rows.append(wc.comparison_row("mpfr-invariant", "aatps", "mpfr", "invariant",
+                                      wc.paired_ratio_diff(m, g), L=L, B=B,
+                                      n_seeds=s.n_seeds))
+        for metric in ("anlppt_u", "lppl"):
+            rows.append(wc.comparison_row("mpfr-invariant", metric, "mpfr", "invariant",
+                                          wc.paired_mean_diff(m[metric], g[metric]), L=L, B=B,
+                                          n_seeds=1 if metric == "lppl" else s.n_seeds))
+    if Bs:
+        ref = stats[f"mpfr|{Bs[0]}"]
+        for B in Bs[1:]:
+            rows.append(wc.comparison_row(f"mpfr[B={B}]-mpfr[B={Bs[0]}]", "anlppt_u", "mpfr",
+                                          "mpfr", wc.paired_mean_diff(
+                                              stats[f"mpfr|{B}"]["anlppt_u"], ref["anlppt_u"]),
+                                          L=L, B=B, n_seeds=s.n_seeds))
     return rows
 
 
@@ -144,9 +181,11 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     s = settings(quick)
     Bs = B_QUICK if quick else B_FULL
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
-    configs = [(d, (s, d, Bs)) for d in DECODERS]
+    configs = [(f"B{B}", (s, B, str(out_dir), f"B{B}")) for B in Bs]
     df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)
+    stats = wc.load_prompt_stats(out_dir, NAME, s.signature())
+    wc.write_comparisons(out_dir, NAME, comparisons(stats, s, Bs))
     return df.sort_values(["decoder", "B"], ascending=[False, True]).reset_index(drop=True)
 
 
@@ -155,7 +194,8 @@ def table(df: pd.DataFrame) -> str:
     lines = [
         f"Multi-draft scaling, L = {L}, synthetic LM (vocab {int(df['vocab_size'].iloc[0])}, "
         f"mean entropy {df['mean_entropy_nats'].iloc[0]:.2f} nats, "
-        f"{int(df['n_prompts'].iloc[0])} prompts x {int(df['max_new_tokens'].iloc[0])} tokens).",
+        f"{int(df['n_prompts'].iloc[0])} prompts x {int(df['max_new_tokens'].iloc[0])} tokens x "
+        f"{int(df['n_seeds'].iloc[0])} seeds).",
         "",
         "| decoder | B | AATPS (sim ± se) | theory | diff (z) | naive i.i.d. | ANLPPT-U |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -205,7 +245,8 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 def main(out_dir, quick: bool = False) -> list[Path]:
     """Run (or resume) the sweep; write the CSV, the markdown table and the PNG."""
     df = compute(out_dir, quick=quick)
-    return wc.write_outputs(out_dir, NAME, df, plot, table)
+    paths = wc.write_outputs(out_dir, NAME, df, plot, table)
+    return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
 
 
 if __name__ == "__main__":

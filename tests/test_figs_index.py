@@ -208,6 +208,121 @@ def test_h0_floor_binomial(tmp_path):
     assert verdict(tmp_path, "tpr_match").verdict == ix.NOT_RUN  # no decoder rows
 
 
+# ------------------------- paired comparisons and the papers' settings: fabricated data
+
+
+def _cmp_csv(tmp_path, study: str, rows: list[dict]) -> None:
+    pd.DataFrame(rows).to_csv(tmp_path / f"{study}_comparisons.csv", index=False)
+
+
+def _cmp(comparison, metric, a_val, b_val, diff_se, **where):
+    d = a_val - b_val
+    return {"comparison": comparison, "metric": metric, "value_a": a_val, "value_b": b_val,
+            "diff": d, "diff_se": diff_se, "z": d / diff_se if diff_se else 0.0, **where}
+
+
+def test_paired_comparisons_replace_independent_errors(tmp_path):
+    # independent errors: |z| = 2.9 (reproduced); the study's paired error is 10x smaller,
+    # so the same gap has |z| = 29 and the equality fails
+    _frontier(tmp_path, nowm_shift_in_se=2.9)
+    assert verdict(tmp_path, "pfr_vs_nowm").verdict == ix.REPRODUCED
+    gap = 2.9 * 0.01 * 2**0.5
+    _cmp_csv(tmp_path, "wm_single_draft_frontier",
+             [_cmp("pfr-pfr_nowm", "aatps", 2.0, 2.0 + gap, gap / 29, L=L, variant="default")
+              for L in (1, 2)])
+    out = verdict(tmp_path, "pfr_vs_nowm")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z == pytest.approx(-29)
+    assert "paired" in out.numbers
+
+
+def _hh(tmp_path, mse_aatps_gap_z: float):
+    rows = []
+    for b in ("mse", "mse_pseudo", "mws_gamma"):
+        z = mse_aatps_gap_z if b == "mse" else 5.0
+        rows += [_cmp(f"pfr-{b}", "aatps", 2.0 + 0.01 * z, 2.0, 0.01, L=4,
+                      variant="hh_window3_skip"),
+                 _cmp(f"pfr-{b}", "anlppt_u", 0.5, 0.1, 0.01, L=4, variant="hh_window3_skip")]
+    _cmp_csv(tmp_path, "wm_single_draft_frontier", rows)
+
+
+def test_hh_dominance_verdict_flips_with_the_data(tmp_path):
+    _frontier(tmp_path, 0.0)
+    _hh(tmp_path, 4.0)
+    assert verdict(tmp_path, "pfr_dominates_hh").verdict == ix.REPRODUCED
+    _hh(tmp_path, 1.0)
+    assert verdict(tmp_path, "pfr_dominates_hh").verdict == ix.NOT_DISTINGUISHABLE
+    _hh(tmp_path, -4.0)  # MSE accepts more than PFR in Hu & Huang's setting
+    out = verdict(tmp_path, "pfr_dominates_hh")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z == pytest.approx(-4.0)
+
+
+def _coin_detection(tmp_path, coin_gain_z: float, Ts=(8, 64)):
+    rows, cmps = [], []
+    for T in Ts:
+        for dec, var, det, tpr in (("mse", "default", "tokens", 0.5),
+                                   ("mse_pseudo", "keyed_residual", "coin",
+                                    0.5 + 0.01 * coin_gain_z)):
+            rows.append({"decoder": dec, "variant": var, "detector": det, "score": "aaronson",
+                         "method": "exact", "T_eval": T, "tpr": tpr, "n_sequences": 1000})
+        cmps.append(_cmp("mse_pseudo_keyed:coin-mse:tokens", "tpr", 0.5 + 0.01 * coin_gain_z,
+                         0.5, 0.01, score="aaronson", method="exact", T_eval=T))
+    pd.DataFrame(rows).to_csv(tmp_path / "wm_detection.csv", index=False)
+    _cmp_csv(tmp_path, "wm_detection", cmps)
+
+
+def test_coin_detector_verdict_flips_with_the_data(tmp_path):
+    _coin_detection(tmp_path, 3.5)
+    assert verdict(tmp_path, "tpr_pseudo_coin").verdict == ix.REPRODUCED
+    _coin_detection(tmp_path, 2.0)
+    assert verdict(tmp_path, "tpr_pseudo_coin").verdict == ix.NOT_DISTINGUISHABLE
+    _coin_detection(tmp_path, -3.5)
+    assert verdict(tmp_path, "tpr_pseudo_coin").verdict == ix.NOT_REPRODUCED
+
+
+def _subst_csv(tmp_path, drifts: dict, se: float = 0.01, rouge_fresh: float = 0.436,
+               Ts=(64, 128)):
+    rows = []
+    for (dec, var), d in drifts.items():
+        summ = {"row_type": "summary", "decoder": dec, "variant": var, "drafter": "all",
+                "rouge_l_minpair": 1.0, "rouge_l_minpair_se": 0.0}
+        dr = {"row_type": "drafter", "decoder": dec, "variant": var, "drafter": "D0"}
+        for T in Ts:
+            summ[f"tpr_drift_T{T}"], summ[f"tpr_drift_T{T}_se"] = d, se
+            dr[f"tpr_T{T}"], dr[f"tpr_T{T}_se"] = 0.5, se
+        rows += [summ, dr]
+    for var, r in (("default", 1.0), ("fresh", rouge_fresh)):
+        rows.append({"row_type": "summary", "decoder": "pfr_nowm", "variant": var,
+                     "drafter": "all", "rouge_l_minpair": r, "rouge_l_minpair_se": 0.005})
+        rows.append({"row_type": "drafter", "decoder": "pfr_nowm", "variant": var,
+                     "drafter": "D0"})
+    pd.DataFrame(rows).to_csv(tmp_path / "wm_drafter_substitution.csv", index=False)
+
+
+def test_drift_budget_verdict_flips_with_the_data(tmp_path):
+    ok = {("mse", "default"): 0.15, ("mse_pseudo", "keyed_residual_coin"): 0.08,
+          ("mse_pseudo", "default"): 0.3}
+    _subst_csv(tmp_path, ok)
+    out = verdict(tmp_path, "drift_budget")
+    assert out.verdict == ix.REPRODUCED and "token pivots only" in out.beyond
+    _subst_csv(tmp_path, {**ok, ("mse_pseudo", "keyed_residual_coin"): 0.13})  # 2 se above 11
+    assert verdict(tmp_path, "drift_budget").verdict == ix.NOT_DISTINGUISHABLE
+    _subst_csv(tmp_path, {**ok, ("mse", "default"): 0.50})  # 28 se above 22 points
+    out = verdict(tmp_path, "drift_budget")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z == pytest.approx(28)
+
+
+def test_rouge_nowm_fresh_verdict_flips_with_the_data(tmp_path):
+    drifts = {("mse", "default"): 0.15, ("mse_pseudo", "keyed_residual_coin"): 0.08}
+    _subst_csv(tmp_path, drifts, rouge_fresh=0.44)
+    out = verdict(tmp_path, "rouge_nowm_fresh")
+    assert out.verdict == ix.REPRODUCED and "seeded" in out.beyond
+    _subst_csv(tmp_path, drifts, rouge_fresh=0.30)  # the synthetic models' value: z = -27.2
+    out = verdict(tmp_path, "rouge_nowm_fresh")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z == pytest.approx(-27.2)
+    # the default (seeded) variant still answers the drafter-invariance claim
+    assert verdict(tmp_path, "rouge_invariant").verdict == ix.NOT_RUN  # no PFR rows here
+
+
 # -------------------------------------------------- real study, INDEX.md and run_all
 
 
