@@ -1346,6 +1346,11 @@ def _claims() -> list[Claim]:
         base = next(x for x in c if x.key == key)
         add(f"real_{key}", base.paper, base.where, base.statement, script, [csv],
             _real(check, csv), model="real")
+    # the real embedded model's decoding runs (real_crosscheck, real_watermarks): their
+    # checks live in paper_figs._index_real, apart from the synthetic ones above
+    from paper_figs import _index_real
+
+    _index_real.register(add, LIU)
     return c
 
 

@@ -99,3 +99,66 @@ def test_real_lossy_on_a_user_log(user_log, tmp_path):
     row = lem[(lem["draft"] == "sharp") & (lem["truncation"] == "min_p")
               & np.isclose(lem["param"], 0.5)]
     assert row["net"].item() == pytest.approx(direct.mean(), abs=1e-12)
+
+
+# ------------------------------------------------- runs of the embedded model (quick mode)
+
+
+def _needs_llm():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+
+
+def test_real_crosscheck_quick(tmp_path):
+    """One ShareGPT prompt x 6 tokens per decoder on the embedded model (seconds)."""
+    _needs_llm()
+    from paper_figs import real_crosscheck as xc
+
+    written = xc.main(tmp_path, quick=True)
+    assert {p.suffix for p in written} == {".png", ".csv", ".md"}
+    S = pd.read_csv(tmp_path / "real_crosscheck.csv")
+    assert list(S["decoder"]) == [xc.label(s) for s in xc.SPECS] + ["all"]
+    per = S[S["decoder"] != "all"]
+    allrow = S[S["decoder"] == "all"].iloc[0]
+    assert allrow["n_blocks"] == per["n_blocks"].sum()
+    assert allrow["n_decisions"] == per["n_decisions"].sum()
+    # predicted AATPS = realised - mean(accepted - predicted), within [1, L + 1]
+    np.testing.assert_allclose(S["predicted_aatps"], S["aatps"] - S["diff"], atol=1e-9)
+    assert ((S["predicted_aatps"] >= 1) & (S["predicted_aatps"] <= 5)).all()
+    assert ((S["predicted_rate"] > 0) & (S["predicted_rate"] < 1)).all()
+    C = pd.read_csv(tmp_path / "real_crosscheck_calibration.csv")
+    assert ((C["mean_predicted"] >= C["bin_lo"]) & (C["mean_predicted"] <= C["bin_hi"])).all()
+    assert ((C["ci_lo"] <= C["realised"]) & (C["realised"] <= C["ci_hi"])).all()
+    for dec, g in C.groupby("decoder"):  # every decision is in one bin
+        assert g["n"].sum() == S.set_index("decoder").at[dec, "n_decisions"], dec
+    # resuming recomputes nothing and rewrites the same numbers
+    runs = (tmp_path / "real_runs.csv").read_bytes()
+    before = (tmp_path / "real_crosscheck.csv").read_bytes()
+    xc.main(tmp_path, quick=True)
+    assert (tmp_path / "real_runs.csv").read_bytes() == runs
+    assert (tmp_path / "real_crosscheck.csv").read_bytes() == before
+    assert "| all |" in (tmp_path / "real_crosscheck.md").read_text()
+
+
+def test_real_watermarks_quick(tmp_path):
+    _needs_llm()
+    from paper_figs import real_watermarks as rw
+
+    written = rw.main(tmp_path, quick=True)
+    assert len([p for p in written if p.suffix == ".png"]) == 4
+    fr = pd.read_csv(tmp_path / "real_wm_frontier.csv")
+    assert set(fr["decoder"]) == set(rw.FRONTIER_DECODERS)
+    # unkeyed decoders: the detector's pivots are those of an unwatermarked text; PFR and
+    # MWS (DeltaGumbel reweight) emit the same keyed chain
+    pfr, mws = (fr[fr["decoder"] == d].iloc[0] for d in ("pfr", "mws"))
+    assert pfr["anlppt_u"] == mws["anlppt_u"] and pfr["aatps"] == mws["aatps"]
+    det = pd.read_csv(tmp_path / "real_wm_detection.csv")
+    h0 = det[det["decoder"] == "h0"]
+    assert (h0["n_sequences"] == rw.N_WRONG_KEYS * len(rw.DETECTION_DECODERS)).all()
+    assert ((h0["ci999_low"] <= h0["tpr"]) & (h0["tpr"] <= h0["ci999_high"])).all()
+    sub = pd.read_csv(tmp_path / "real_wm_substitution.csv")
+    summ = sub[sub["row_type"] == "summary"].set_index("decoder")
+    # PFR's output depends on the target and the key only (drafter invariance)
+    assert summ.at["pfr", "rouge_l_minpair"] == 1.0 and summ.at["pfr", "identical_fraction"] == 1
+    assert (summ.filter(like="tpr_drift").loc["pfr"] == 0).all()
+    assert "| pfr |" in (tmp_path / "real_wm_substitution.md").read_text()

@@ -12,6 +12,8 @@ and one sampled in a Numba kernel under the same key and context are the same to
 - :func:`prompts`: HumanEval and ShareGPT prompts read from their wheels.
 - :func:`generate` -> :class:`GenerationResult`: every decoder of the simulator on a model
   pair, through the simulator's own decision logic with a KV-cached :class:`PairBackend`.
+- :class:`ContextRecorder`, :func:`decision_acceptance`, :func:`block_crosscheck`: the
+  theory's exact acceptance of every decision of a real run (realised vs predicted).
 - :func:`detect`: watermark detection of text, token ids or a result (tokenizer and key only).
 
 Everything is imported on first use: ``import specbound.llm`` works without torch, and the
@@ -56,6 +58,9 @@ _EXPORTS = {
     "log_distributions": "logs",
     "read_log": "logs",
     "shipped_log": "logs",
+    "ContextRecorder": "crosscheck",
+    "decision_acceptance": "crosscheck",
+    "block_crosscheck": "crosscheck",
 }
 
 __all__ = sorted(_EXPORTS)

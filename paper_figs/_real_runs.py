@@ -1,0 +1,227 @@
+"""Real-model decoding runs shared by ``real_crosscheck`` and ``real_watermarks``.
+
+The studies of Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858, §6, App. D) at embedded
+scale: the embedded SmolLM2-135M-Instruct target (``specbound.llm.load_pair("embedded")``),
+processed with temperature 1 and top-k 50 (the paper's App. D.1 setting) for target and
+drafts alike, on CPU with one torch thread per process.
+
+Settings (:class:`RealSettings`)
+    Prompts: the first ``per_set`` HumanEval and ShareGPT prompts (``sets``) of
+    ``specbound.llm.prompts(name, 64, seed=0)`` whose chat-formatted encoding has at most
+    ``max_prompt_tokens`` tokens (long ShareGPT prompts would make every prefill dominate the
+    run), read from their wheels at run time. Each prompt is decoded for exactly
+    ``max_new_tokens`` tokens (``stop_at_eos=False``: every sequence has the same length, as the
+    detection budgets need), unkeyed seed ``run_seed + prompt index`` (the same for every
+    decoder, L, B and draft), one watermark key, whole-prefix keyed labels (``window=None``: no
+    context repeats, so the clocks of every new context are fresh, which the acceptance theory
+    and the exact i.i.d. detection null both need). Multi-draft decoders verify the draft paths
+    as a token tree (``tree=True``, equal tokens to the batch of paths).
+    Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
+    ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
+
+Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
+one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
+interrupted study resumes and the two scripts share the runs they both need (``vsps`` and
+``pfr`` at L = 4, ``mpfr`` and ``invariant`` at B = 2, 4).  Every row holds the full token
+sequence, the emitted tokens per block and, for decoders with a per-context acceptance scheme,
+every decision's ``nu``, outcome and exact predicted acceptance
+(:func:`specbound.llm.decision_acceptance` on the distributions the decoder read,
+recorded by :class:`specbound.llm.ContextRecorder`), plus the forward, total and CPU
+seconds (CPU time of the process: the run's cost on an idle core).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from paper_figs import _wm_common as wc
+from paper_figs._common import out_path
+
+#: bump when a change in the code changes the numbers (invalidates resumed rows)
+VERSION = 1
+RUNS = "real_runs"
+D0 = "temperature:1.5"
+SUBSTITUTE_DRAFTS = ("temperature:0.5", "early_exit:28", "quantized:3")
+
+
+@dataclass(frozen=True)
+class RealSettings:
+    """Model, processing, prompts and sizes shared by the real-model studies."""
+
+    target: str = "embedded"
+    temperature: float = 1.0
+    top_k: int = 50
+    per_set: int = 3
+    max_prompt_tokens: int = 160
+    max_new_tokens: int = 20
+    key: str = "specbound-real-study"
+    run_seed: int = 2026
+    prompt_seed: int = 0
+    sets: tuple = ("humaneval", "sharegpt")
+    quick: bool = False
+
+    def signature(self) -> str:
+        blob = json.dumps([VERSION, asdict(self)], sort_keys=True)
+        return hashlib.blake2b(blob.encode(), digest_size=6).hexdigest()
+
+    def columns(self) -> dict:
+        d = asdict(self)
+        d["sets"] = "+".join(self.sets)
+        return d
+
+
+FULL = RealSettings()
+QUICK = RealSettings(per_set=1, max_prompt_tokens=64, max_new_tokens=6, sets=("sharegpt",),
+                     quick=True)
+
+
+def settings(quick: bool) -> RealSettings:
+    return QUICK if quick else FULL
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One decoding configuration: decoder, lookahead, number of drafts and draft."""
+
+    decoder: str
+    L: int = 4
+    B: int = 1
+    draft: str = D0
+
+    @property
+    def id(self) -> str:
+        return f"{self.decoder}-L{self.L}-B{self.B}-{self.draft}"
+
+
+# ----------------------------------------------------------------------------- models
+
+_PAIRS: dict = {}
+
+
+def pair_for(s: RealSettings, draft: str):
+    """The model pair of the settings with ``draft`` (loaded once per process)."""
+    import torch
+
+    from specbound import llm
+
+    torch.set_num_threads(1)
+    base_key = (s.target, s.temperature, s.top_k)
+    if base_key not in _PAIRS:
+        _PAIRS[base_key] = llm.load_pair(s.target, draft=D0, device="cpu",
+                                         temperature=s.temperature, top_k=s.top_k)
+    key = base_key + (draft,)
+    if key not in _PAIRS:
+        _PAIRS[key] = _PAIRS[base_key].with_draft(draft)
+    return _PAIRS[key]
+
+
+def prompt_texts(s: RealSettings, pair=None) -> list[tuple[str, int, str]]:
+    """``(set name, index in its sample, text)`` of the study's prompts (see the module
+    docstring); deterministic."""
+    from specbound import llm
+
+    pair = pair_for(s, D0) if pair is None else pair
+    out = []
+    for name in s.sets:
+        k = 0
+        for i, text in enumerate(llm.prompts(name, 64, seed=s.prompt_seed)):
+            if pair.encode_prompt(text).size <= s.max_prompt_tokens:
+                out.append((name, i, text))
+                k += 1
+                if k == s.per_set:
+                    break
+    return out
+
+
+def _join(a) -> str:
+    return " ".join(repr(float(x)) if isinstance(x, float | np.floating) else str(int(x))
+                    for x in a)
+
+
+#: quick-mode rows already computed in this process (the runs are deterministic, so a smoke
+#: test that runs several quick studies computes each configuration once)
+_QUICK_MEMO: dict = {}
+
+
+def worker(arg) -> list[dict]:
+    """All prompts of one :class:`RunSpec` (arg = ``(settings, spec)``)."""
+    s, spec = arg
+    if s.quick:
+        if arg not in _QUICK_MEMO:
+            _QUICK_MEMO[arg] = _worker(s, spec)
+        return [dict(r) for r in _QUICK_MEMO[arg]]
+    return _worker(s, spec)
+
+
+def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
+    from specbound import llm
+    from specbound.sim.decode import DECODER_SCHEME
+
+    pair = pair_for(s, spec.draft)
+    rows = []
+    for i, (name, idx, text) in enumerate(prompt_texts(s)):
+        rec = llm.ContextRecorder()
+        cpu0 = time.process_time()
+        r = llm.generate(pair, text, spec.decoder, L=spec.L, B=spec.B, key=s.key,
+                         window=None, max_new_tokens=s.max_new_tokens, seed=s.run_seed + i,
+                         stop_at_eos=False, tree=spec.B > 1, log=rec, prompt_id=i)
+        row = {"decoder": spec.decoder, "L": spec.L, "B": spec.B, "draft": spec.draft,
+               "prompt": i, "prompt_set": name, "prompt_index": idx,
+               "prompt_length": int(r.prompt_length), "n_generated": int(r.generated.size),
+               "n_blocks": int(r.emitted_per_block.size), "aatps": float(r.aatps),
+               "target_seconds": r.target_seconds, "draft_seconds": r.draft_seconds,
+               "total_seconds": r.total_seconds,
+               "cpu_seconds": time.process_time() - cpu0, "tokens": _join(r.tokens),
+               "emitted": _join(r.emitted_per_block)}
+        if spec.decoder in DECODER_SCHEME:
+            dec = llm.decision_acceptance(r, rec, prompt_id=i)
+            blocks = llm.block_crosscheck(r, dec)
+            row.update(dec_block=_join(dec["block"]), dec_nu=_join(dec["nu"]),
+                       dec_accepted=_join(dec["accepted"].astype(int)),
+                       dec_predicted=_join(dec["predicted"].astype(float)),
+                       accepted=int(blocks["accepted"].sum()),
+                       predicted=float(blocks["predicted"].sum()))
+        row.update({f"setting_{k}": v for k, v in s.columns().items()})
+        rows.append(row)
+    return rows
+
+
+def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = True,
+         desc: str = RUNS) -> pd.DataFrame:
+    """Run (or resume) ``specs`` in the shared store ``real_runs.csv``; their rows."""
+    store = wc.ResumableCSV(out_path(out_dir, f"{RUNS}.csv"), s.signature())
+    specs = list(dict.fromkeys(specs))
+    configs = [(sp.id, (s, sp)) for sp in specs]
+    df = wc.study_sweep(configs, worker, store, quick=s.quick, executor=executor, desc=desc,
+                        progress=progress)
+    return df[df["config"].isin({sp.id for sp in specs})].reset_index(drop=True)
+
+
+def parse(text, dtype=float) -> np.ndarray:
+    """A space-joined column of :func:`worker` as an array."""
+    if isinstance(text, float) and np.isnan(text):
+        return np.empty(0, dtype=dtype)
+    return np.array(str(text).split(), dtype=dtype)
+
+
+def select(df: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
+    """The rows (one per prompt) of one configuration, in prompt order."""
+    sub = df[df["config"] == spec.id].sort_values("prompt")
+    if sub.empty:
+        raise ValueError(f"spec: no runs of {spec.id}")
+    return sub
+
+
+def sequences(sub: pd.DataFrame) -> list[tuple[np.ndarray, int]]:
+    """``(tokens, prompt_length)`` of every run of ``sub``."""
+    return [(parse(r["tokens"], np.int64), int(r["prompt_length"])) for _, r in sub.iterrows()]
+
+
+def with_settings(s: RealSettings, **changes) -> RealSettings:
+    return replace(s, **changes)

@@ -1,0 +1,390 @@
+"""The watermark studies of the multi-draft paper on the real embedded model.
+
+Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858), §6 and App. D, at embedded scale: the
+embedded SmolLM2-135M-Instruct target with its ``temperature:1.5`` draft D0 (settings:
+``paper_figs._real_runs``: 3 HumanEval + 3 ShareGPT prompts of at most 160 tokens, exactly 20
+new tokens each, temperature 1 and top-k 50, one key, whole-prefix keyed labels; the synthetic
+versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdown table:
+
+``real_wm_frontier`` (Fig. 1, App. D.3)
+    ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 1..4: AATPS
+    (emitted tokens / blocks, cluster-robust standard error over prompts), the theory's
+    prediction along the realised blocks (``theory_aatps``, ``theory_z``: exact per-decision
+    acceptance, ``specbound.llm.decision_acceptance``) and ANLPPT-U (Chernoff bound of the
+    U-score p-value per token, mean and standard error over prompts; pivots recomputed from
+    tokens and key, so unkeyed decoders sit at the null level).
+``real_wm_scaling`` (Table 6, App. D.4)
+    ``mpfr`` against ``invariant`` at B = 2, 4, 6, 8 (L = 4, tree verification): AATPS,
+    prediction, ANLPPT-U.
+``real_wm_detection`` (Fig. 2a, App. D.5)
+    TPR@1%FPR of ``pfr``, ``mws``, ``mpfr`` (B = 4), ``mse``, ``mse_pseudo`` (L = 4) against the
+    token budget T_eval in {1, 2, 4, 8, 16, 20}: Aaronson's score against its exact
+    Gamma(T, 1) null (detect iff ``S >= gamma.isf(0.01, T)``).  H0 floor (rows ``decoder =
+    h0``): the same test on every generated sequence scored under 20 wrong keys (pivots
+    i.i.d. U(0, 1) under H0 with whole-prefix labels), with its 99.9% Clopper-Pearson
+    interval.
+``real_wm_substitution`` (Fig. 2b, Table 15)
+    ``pfr``, ``vsps``, ``mse`` (L = 4) with four drafts (D0
+    ``temperature:1.5``, ``temperature:0.5``, ``early_exit:28``, ``quantized:3``), the same
+    target, key, prompts and unkeyed seeds: AATPS, TPR@1%FPR at T_eval in {4, 8, 16} and its
+    drift (max − min over drafts), token-level ROUGE-L F1 between the outputs of every pair of
+    drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
+    (Table 15) and the fraction of prompts whose four outputs are identical.
+
+Scale: 41 decoding configurations x 6 prompts x 20 tokens (about 4,900 generated tokens; the
+six runs of ``real_crosscheck`` are reused), a few minutes on two CPU cores; every number is a
+small-sample estimate with its standard error.  ``--quick``: one ShareGPT prompt of at most
+64 tokens, 6 new tokens, L = 2, B = 2, one substitute draft.
+
+Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
+``real_wm_detection.{csv,md,png}``, ``real_wm_substitution.{csv,md,png}``; the runs in
+``real_runs.csv`` (resumable through ``specbound.sweep``, shared with ``real_crosscheck``).
+
+Run: ``python -m paper_figs.real_watermarks [--quick] [--out DIR] [--executor SPEC]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_figs import _real_runs as rr
+from paper_figs._common import cli, decoder_color, decoder_marker, out_path, setup_matplotlib
+from specbound.results import proportion_ci
+from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
+from specbound.theory.watermark import anlppt, score_threshold, token_scores
+
+FIGURE = True
+NAME = "real_watermarks"
+FRONTIER_DECODERS = ("vsps", "pfr", "pfr_nowm", "mws", "mse", "mse_pseudo")
+DETECTION_DECODERS = ("pfr", "mws", "mpfr", "mse", "mse_pseudo")
+SUBST_DECODERS = ("pfr", "vsps", "mse")
+FPR = 0.01
+N_WRONG_KEYS = 20
+
+
+def sizes(quick: bool) -> dict:
+    if quick:
+        return {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,),
+                "drafts": (rr.D0, rr.SUBSTITUTE_DRAFTS[0]), "B_det": 2}
+    return {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
+            "T_subst": (4, 8, 16), "drafts": (rr.D0, *rr.SUBSTITUTE_DRAFTS), "B_det": 4}
+
+
+def specs(quick: bool) -> dict[str, list[rr.RunSpec]]:
+    z = sizes(quick)
+    Lmax = max(z["L"])
+    return {
+        "frontier": [rr.RunSpec(d, L=L) for d in FRONTIER_DECODERS for L in z["L"]],
+        "scaling": [rr.RunSpec(d, L=Lmax, B=B) for d in ("mpfr", "invariant") for B in z["B"]],
+        "detection": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1)
+                      for d in DETECTION_DECODERS],
+        "substitution": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1, draft=dr)
+                         for d in SUBST_DECODERS for dr in z["drafts"]],
+    }
+
+
+# ------------------------------------------------------------------------- metrics
+
+
+def pivots(sub: pd.DataFrame, key: str) -> np.ndarray:
+    """Keyed pivots of every run of ``sub`` under ``key`` (rows: prompts)."""
+    return np.array([keyed_pivots(t, n0, key, window=None).pivots
+                     for t, n0 in rr.sequences(sub)])
+
+
+def efficiency_row(sub: pd.DataFrame, s: rr.RealSettings) -> dict:
+    """AATPS (cluster-robust), its prediction and z, ANLPPT-U of one configuration."""
+    blocks = [rr.parse(e, np.int64) for e in sub["emitted"]]
+    ratio = cluster_ratio_se([b.sum() for b in blocks], [b.size for b in blocks])
+    row = {"n_prompts": len(sub), "n_tokens": int(sum(b.sum() for b in blocks)),
+           "n_blocks": int(sum(b.size for b in blocks)), "aatps": ratio.mean,
+           "aatps_se": ratio.stderr}
+    if "dec_predicted" in sub and sub["dec_predicted"].notna().all():
+        diffs = []
+        for (_, r), b in zip(sub.iterrows(), blocks, strict=True):
+            blk = rr.parse(r["dec_block"], np.int64)
+            w = rr.parse(r["dec_accepted"], float) - rr.parse(r["dec_predicted"], float)
+            diffs.append(np.bincount(blk, weights=w, minlength=b.size)[:b.size])
+        d = mean_se(np.concatenate(diffs))
+        row.update(theory_aatps=ratio.mean - d.mean, theory_diff=d.mean,
+                   theory_diff_se=d.stderr,
+                   theory_z=d.mean / d.stderr if d.stderr > 0 else math.nan)
+    U = pivots(sub, s.key)
+    for name, kw in (("anlppt_u", {"method": "chernoff"}), ("anlppt_u_exact", {"method": "exact"})):
+        est = mean_se(np.atleast_1d(anlppt(U, "u", **kw)))
+        row[name], row[name + "_se"] = est.mean, est.stderr
+    return row
+
+
+def _tag(df: pd.DataFrame, s: rr.RealSettings) -> pd.DataFrame:
+    for k, v in s.columns().items():
+        df[f"setting_{k}"] = v
+    return df
+
+
+def frontier(runs: pd.DataFrame, s, sp) -> pd.DataFrame:
+    rows = [{"decoder": x.decoder, "L": x.L, "B": x.B, "draft": x.draft,
+             **efficiency_row(rr.select(runs, x), s)} for x in sp]
+    return _tag(pd.DataFrame(rows), s)
+
+
+def detection(runs: pd.DataFrame, s, sp, Ts) -> pd.DataFrame:
+    rows = []
+    thr = {T: score_threshold(T, score="aaronson", fpr=FPR) for T in Ts}
+    null = []
+    for x in sp:
+        sub = rr.select(runs, x)
+        S = np.cumsum(token_scores(pivots(sub, s.key), "aaronson"), axis=1)
+        n = S.shape[0]
+        for T in Ts:
+            k = int(np.sum(S[:, T - 1] >= thr[T]))
+            rows.append({"decoder": x.decoder, "B": x.B, "score": "aaronson", "method": "exact",
+                         "T_eval": T, "tpr": k / n, "tpr_se": math.sqrt(k / n * (1 - k / n) / n),
+                         "ci999_low": math.nan, "ci999_high": math.nan, "threshold": thr[T],
+                         "n_sequences": n, "fpr": FPR})
+        for j in range(1, N_WRONG_KEYS + 1):
+            null.append(np.cumsum(token_scores(pivots(sub, f"{s.key}#wrong{j}"), "aaronson"),
+                                  axis=1))
+    S0 = np.concatenate(null)
+    n = S0.shape[0]
+    for T in Ts:
+        k = int(np.sum(S0[:, T - 1] >= thr[T]))
+        ci = proportion_ci(k, n, 0.999, method="exact")
+        rows.append({"decoder": "h0", "B": 0, "score": "aaronson", "method": "exact",
+                     "T_eval": T, "tpr": k / n, "tpr_se": math.sqrt(k / n * (1 - k / n) / n),
+                     "ci999_low": ci.low, "ci999_high": ci.high, "threshold": thr[T],
+                     "n_sequences": n, "fpr": FPR})
+    return _tag(pd.DataFrame(rows), s)
+
+
+def substitution(runs: pd.DataFrame, s, sp, Ts, drafts) -> pd.DataFrame:
+    rows = []
+    thr = {T: score_threshold(T, score="aaronson", fpr=FPR) for T in Ts}
+    for dec in dict.fromkeys(x.decoder for x in sp):
+        mine = [x for x in sp if x.decoder == dec]
+        gen = {}
+        tprs = {T: [] for T in Ts}
+        for i, x in enumerate(mine):
+            sub = rr.select(runs, x)
+            gen[x.draft] = [t[n0:] for t, n0 in rr.sequences(sub)]
+            eff = efficiency_row(sub, s)
+            S = np.cumsum(token_scores(pivots(sub, s.key), "aaronson"), axis=1)
+            row = {"row_type": "drafter", "decoder": dec, "B": x.B, "drafter": x.draft,
+                   "drafter_index": i, "aatps": eff["aatps"], "aatps_se": eff["aatps_se"],
+                   "anlppt_u": eff["anlppt_u"], "anlppt_u_se": eff["anlppt_u_se"]}
+            for T in Ts:
+                t = float(np.mean(S[:, T - 1] >= thr[T]))
+                n = S.shape[0]
+                row[f"tpr_T{T}"] = t
+                row[f"tpr_T{T}_se"] = math.sqrt(t * (1 - t) / n)
+                tprs[T].append(t)
+            rows.append(row)
+        n_prompts = len(gen[drafts[0]])
+        per_prompt_min = np.ones(n_prompts)
+        for a, b in itertools.combinations(drafts, 2):
+            r = np.array([rouge_l(gen[a][i], gen[b][i]) for i in range(n_prompts)])
+            per_prompt_min = np.minimum(per_prompt_min, r)
+            est = mean_se(r)
+            rows.append({"row_type": "pair", "decoder": dec, "pair": f"{a} vs {b}",
+                         "rouge_l": est.mean, "rouge_l_se": est.stderr})
+        ident = np.mean([all(np.array_equal(gen[d][i], gen[drafts[0]][i]) for d in drafts)
+                         for i in range(n_prompts)])
+        est = mean_se(per_prompt_min)
+        summ = {"row_type": "summary", "decoder": dec, "rouge_l_minpair": est.mean,
+                "rouge_l_minpair_se": est.stderr, "identical_fraction": float(ident)}
+        for T in Ts:
+            summ[f"tpr_drift_T{T}"] = float(max(tprs[T]) - min(tprs[T]))
+        rows.append(summ)
+    return _tag(pd.DataFrame(rows), s)
+
+
+# ------------------------------------------------------------------------ tables, plots
+
+
+def _fmt(x, d=3):
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+
+
+def frontier_table(df: pd.DataFrame, by: str) -> str:
+    lines = [f"| decoder | {by} | AATPS ± se | predicted (z) | ANLPPT-U ± se |",
+             "|---|---|---|---|---|"]
+    for _, r in df.iterrows():
+        pred = (f"{_fmt(r['theory_aatps'])} ({_fmt(r['theory_z'], 2)})"
+                if "theory_aatps" in r and not pd.isna(r.get("theory_aatps")) else "—")
+        lines.append(f"| {r['decoder']} | {int(r[by])} | {_fmt(r['aatps'])} ± "
+                     f"{_fmt(r['aatps_se'])} | {pred} | {_fmt(r['anlppt_u'], 4)} ± "
+                     f"{_fmt(r['anlppt_u_se'], 4)} |")
+    return "\n".join(lines) + "\n"
+
+
+def detection_table(df: pd.DataFrame) -> str:
+    Ts = sorted(df["T_eval"].unique())
+    lines = ["| decoder | " + " | ".join(f"T={T}" for T in Ts) + " |",
+             "|---|" + "---|" * len(Ts)]
+    for dec in dict.fromkeys(df["decoder"]):
+        sub = df[df["decoder"] == dec].set_index("T_eval")
+        lines.append(f"| {dec} | " + " | ".join(_fmt(sub.at[T, "tpr"], 3) for T in Ts) + " |")
+    n0 = int(df[df["decoder"] == "h0"]["n_sequences"].iloc[0])
+    return ("\n".join(lines) + f"\n\nTPR@1%FPR, Aaronson score, exact Gamma(T, 1) threshold; "
+            f"h0: {n0} (sequence, wrong key) pairs.\n")
+
+
+def substitution_table(df: pd.DataFrame) -> str:
+    summ = df[df["row_type"] == "summary"]
+    Ts = sorted(int(c[len("tpr_drift_T"):]) for c in df.columns if c.startswith("tpr_drift_T"))
+    lines = ["| decoder | min-pair ROUGE-L ± se | identical outputs | "
+             + " | ".join(f"TPR drift T={T}" for T in Ts) + " |",
+             "|---|---|---|" + "---|" * len(Ts)]
+    for _, r in summ.iterrows():
+        lines.append(f"| {r['decoder']} | {_fmt(r['rouge_l_minpair'], 4)} ± "
+                     f"{_fmt(r['rouge_l_minpair_se'], 4)} | {_fmt(r['identical_fraction'], 2)} | "
+                     + " | ".join(_fmt(r[f"tpr_drift_T{T}"], 3) for T in Ts) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _style(dec):
+    return dict(color=decoder_color(dec), marker=decoder_marker(dec))
+
+
+def plot_frontier(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    fig, ax = plt.subplots(figsize=(7.6, 4.4))
+    for dec in FRONTIER_DECODERS:
+        sub = df[df["decoder"] == dec].sort_values("L")
+        if sub.empty:
+            continue
+        ax.errorbar(sub["aatps"], sub["anlppt_u"], xerr=sub["aatps_se"],
+                    yerr=sub["anlppt_u_se"], ms=7, capsize=2, lw=1.2,
+                    mfc="none" if dec in ("mws", "pfr_nowm") else decoder_color(dec),
+                    label=dec.upper().replace("_", "-"), **_style(dec))
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("AATPS (accepted tokens per step)")
+    ax.set_ylabel("ANLPPT-U (Chernoff)")
+    ax.set_title("Single-draft frontier on the real embedded model (L = 1..4)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def plot_scaling(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    for dec in ("mpfr", "invariant"):
+        sub = df[df["decoder"] == dec].sort_values("B")
+        a1.errorbar(sub["B"], sub["aatps"], yerr=sub["aatps_se"], capsize=2,
+                    label=dec.upper(), **_style(dec))
+        if "theory_aatps" in sub:
+            a1.plot(sub["B"], sub["theory_aatps"], ls=":", color=decoder_color(dec),
+                    label=f"{dec.upper()} predicted")
+        a2.errorbar(sub["B"], sub["anlppt_u"], yerr=sub["anlppt_u_se"], capsize=2,
+                    label=dec.upper(), **_style(dec))
+    a1.set_xlabel("B (drafts)")
+    a1.set_ylabel("AATPS")
+    a2.set_xlabel("B (drafts)")
+    a2.set_ylabel("ANLPPT-U (Chernoff)")
+    a2.axhline(0, color="k", lw=0.6)
+    a1.legend(fontsize=8)
+    fig.suptitle("Multi-draft scaling on the real embedded model (L = 4)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def plot_detection(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    for dec in DETECTION_DECODERS:
+        sub = df[df["decoder"] == dec].sort_values("T_eval")
+        ax.errorbar(sub["T_eval"], sub["tpr"], yerr=sub["tpr_se"], capsize=2, ms=6,
+                    mfc="none" if dec == "mws" else decoder_color(dec),
+                    label=dec.upper().replace("_", "-"), **_style(dec))
+    h0 = df[df["decoder"] == "h0"].sort_values("T_eval")
+    ax.plot(h0["T_eval"], h0["tpr"], color="tab:gray", ls="--", marker=".",
+            label="H0 (wrong keys) FPR")
+    ax.fill_between(h0["T_eval"], h0["ci999_low"], h0["ci999_high"], color="tab:gray",
+                    alpha=0.2, lw=0, label="99.9% interval")
+    ax.axhline(FPR, color="k", lw=0.6, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("detection token budget $T_{eval}$")
+    ax.set_ylabel("TPR @ 1% FPR (Aaronson, exact null)")
+    ax.set_title("Detection on the real embedded model", fontsize=10)
+    ax.legend(fontsize=7.5, loc="center right")
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def plot_substitution(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    dr = df[df["row_type"] == "drafter"]
+    Ts = sorted(int(c[len("tpr_drift_T"):]) for c in df.columns if c.startswith("tpr_drift_T"))
+    T = Ts[len(Ts) // 2]
+    for dec in SUBST_DECODERS:
+        sub = dr[dr["decoder"] == dec].sort_values("drafter_index")
+        if sub.empty:
+            continue
+        a1.plot(sub["drafter_index"], sub[f"tpr_T{T}"], label=dec.upper(), **_style(dec))
+    names = list(dict.fromkeys(dr.sort_values("drafter_index")["drafter"]))
+    a1.set_xticks(range(len(names)), names, fontsize=7)
+    a1.set_ylabel(f"TPR @ 1% FPR, T_eval = {T}")
+    a1.set_title("TPR across drafts", fontsize=10)
+    a1.legend(fontsize=8)
+    summ = df[df["row_type"] == "summary"]
+    a2.bar(range(len(summ)), summ["rouge_l_minpair"],
+           color=[decoder_color(d) for d in summ["decoder"]])
+    a2.set_xticks(range(len(summ)), [d.upper() for d in summ["decoder"]])
+    a2.set_ylabel("min-pair ROUGE-L (mean over prompts)")
+    a2.set_ylim(0, 1.05)
+    a2.set_title("Output stability under drafter substitution", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True
+            ) -> dict[str, pd.DataFrame]:
+    s = rr.settings(quick)
+    z = sizes(quick)
+    sp = specs(quick)
+    # crosscheck's configurations first (shared runs), then the rest
+    todo = [x for group in sp.values() for x in group]
+    runs = rr.runs(out_dir, todo, s, executor=executor, progress=progress, desc=NAME)
+    return {"frontier": frontier(runs, s, sp["frontier"]),
+            "scaling": frontier(runs, s, sp["scaling"]),
+            "detection": detection(runs, s, sp["detection"], z["T"]),
+            "substitution": substitution(runs, s, sp["substitution"], z["T_subst"],
+                                         z["drafts"])}
+
+
+STUDIES = {
+    "frontier": (plot_frontier, lambda df: frontier_table(df, "L")),
+    "scaling": (plot_scaling, lambda df: frontier_table(df, "B")),
+    "detection": (plot_detection, detection_table),
+    "substitution": (plot_substitution, substitution_table),
+}
+
+
+def main(out_dir, quick: bool = False, executor=None) -> list[Path]:
+    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG."""
+    frames = compute(out_dir, quick=quick, executor=executor)
+    written = []
+    for study, df in frames.items():
+        name = f"real_wm_{study}"
+        plot, table = STUDIES[study]
+        csv = out_path(out_dir, f"{name}.csv")
+        df.to_csv(csv, index=False, float_format="%.10g")
+        md = out_path(out_dir, f"{name}.md")
+        md.write_text(table(df))
+        png = out_path(out_dir, f"{name}.png")
+        plot(df, png)
+        written += [png, csv, md]
+    return written + [out_path(out_dir, f"{rr.RUNS}.csv")]
+
+
+if __name__ == "__main__":
+    cli(main, __doc__)
