@@ -49,16 +49,25 @@ MAX_MULTIPLICITY = 64
 MAX_LOOKAHEAD = 256
 #: most distinct (context state, depth) pairs :func:`expected_block_tokens` enumerates
 MAX_STATES = 1e6
-#: most work of the exact MPFR laws of :func:`expected_block_tokens` with ``B > 1``, in units
-#: of ``n^3 B (B - 1) / 2`` per context state (one unit is a few milliseconds: each of the
-#: ``n (B - 1)`` nested quadratures of a law integrates a sum over ``n`` tokens on up to ``n``
-#: pieces, and laws are needed for every multiplicity ``nu <= B``)
-MAX_MPFR_WORK = 4e3
+#: most work of the exact MPFR laws of :func:`expected_block_tokens` with ``B > 1`` and of
+#: :func:`mpfr_multiplicity_law`, in units of ``n^3`` per multiplicity step: a law for ``nu``
+#: drafts runs ``n (nu - 1)`` nested quadratures, each integrating a sum over ``n`` tokens on
+#: up to ``n`` pieces; one unit is 2-10 ms, so the limit is about 5-20 s of work
+MAX_MPFR_WORK = 2e3
 
 
 def _mpfr_work(n: int, L: int, window: int | None, B: int) -> float:
-    """Work units of the MPFR laws an enumeration may need (see :data:`MAX_MPFR_WORK`)."""
-    return _n_states(n, L, window) * float(n) ** 3 * B * (B - 1) / 2.0
+    """Work units of the MPFR laws an enumeration may need (see :data:`MAX_MPFR_WORK`).
+
+    Laws are memoised by (window state, multiplicity): at most ``sum_{d < L} n^d`` distinct
+    states (contexts of depth ``d`` below the prompt), and at most ``sum_{k <= w} n^k`` with a
+    window ``w``; each state may need the laws of every multiplicity ``nu <= B``, which cost
+    ``n^3 (nu - 1)`` units, ``n^3 B (B - 1) / 2`` together.
+    """
+    states = sum(float(n) ** d for d in range(min(L, 64)))
+    if window is not None:
+        states = min(states, sum(float(n) ** k for k in range(min(window, 64) + 1)))
+    return states * float(n) ** 3 * B * (B - 1) / 2.0
 
 
 def _race_joint(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -156,7 +165,7 @@ def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
     ------
     ValueError
         ``p``/``q`` not distributions of equal length (named), ``nu`` not an integer in
-        ``[1, 64]``, or ``n^3 (nu - 1)`` above :data:`MAX_MPFR_WORK` (``4e3``: e.g. ``n = 15``
+        ``[1, 64]``, or ``n^3 (nu - 1)`` above :data:`MAX_MPFR_WORK` (``2e3``: e.g. ``n = 12``
         for two drafts), refused up front instead of integrating for minutes.
     """
     p2, q2, batched = as_pair(p, q, normalize=normalize)
@@ -169,7 +178,7 @@ def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
         raise ValueError(
             f"nu: the law for nu = {nu} drafts over {n} tokens needs about {work:.3g} units of "
             f"nested numerical integration (n^3 (nu - 1)), above the limit MAX_MPFR_WORK = "
-            f"{MAX_MPFR_WORK:.0e} (about 10 s); use a smaller nu or vocabulary, or simulate"
+            f"{MAX_MPFR_WORK:.0e} (seconds); use a smaller nu or vocabulary, or simulate"
         )
     return _multiplicity_law(p2[0], q2[0], nu)
 
@@ -292,7 +301,7 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
                         f"B: the exact MPFR law with B = {B} drafts over {p.shape[0]} tokens "
                         f"at depth L = {L} needs about {work:.3g} units of nested numerical "
                         f"integration (n^3 B (B - 1) / 2 per context state), above the limit "
-                        f"MAX_MPFR_WORK = {MAX_MPFR_WORK:.0e} (about 10 s); use a smaller B, "
+                        f"MAX_MPFR_WORK = {MAX_MPFR_WORK:.0e} (seconds); use a smaller B, "
                         "L or vocabulary (or pass the models' context_length), or simulate"
                     )
             elif p.shape[0] != n_vocab[0]:
