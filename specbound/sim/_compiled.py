@@ -905,8 +905,10 @@ def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window
 MAX_WORK = 20_000_000
 
 
-def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False):
-    """The compiled arguments of a run, or None when the compiled path does not cover it.
+def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False,
+         opts=None):
+    """The compiled arguments of a run, or None when the compiled path does not cover it
+    (``opts``: the :func:`option_flags` of the run, for the size of its work arrays).
 
     Returns ``(code, tm, dm, kdw, adw, share)``.
     """
@@ -921,6 +923,11 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
     work = n * (L if code in (VSPS, MSE, MSE_PSEUDO) else 1)
     if code == SPECINFER:
         work += n * (1 + B * L)
+    if opts is not None:
+        if opts[OPT_SKIP] and code in (PFR, MPFR, MWS):
+            work += n * (1 + B * L)  # the draft distributions of skipped contexts
+        if opts[OPT_GAMMA]:
+            work += n * (L + 3)
     if store_drafts:
         work = max(work, N * B * L)
     if work > MAX_WORK:
@@ -982,7 +989,7 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     st = pcg_state(rng)
     if st is None:
         return None
-    p = plan(target, draft, decoder, key, L, B, N)
+    p = plan(target, draft, decoder, key, L, B, N, opts=opts)
     if p is None:
         return None
     code, tm, dm, kdw, adw, share = p

@@ -268,7 +268,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     opts = _C.option_flags(*options)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
-    p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True)
+    p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True,
+                opts=opts)
     if p is None or any(s is None for s in states):
         return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
                                                  window=w, max_new_tokens=N, seed=g,

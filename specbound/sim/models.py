@@ -6,7 +6,8 @@ can query any context without storage:
 :class:`SyntheticLM`
     Next-token distributions that are a deterministic function of (model seed, last ``m``
     tokens), over vocabularies up to 50,000 tokens.  Logits are drawn from the counter-based
-    mixer of :mod:`specbound.sim.prf` (no stored tables):
+    mixer of :mod:`specbound.sim.prf` (no stored random tables; ``"gaussian16"`` reads a
+    fixed table of normal quantiles):
 
     - ``kind="gaussian"``: an n-gram back-off sum of Gaussian fields,
       ``z_v(c) = scale / sqrt(m+1) * sum_{k=0}^{m} g_v^(k)(last k tokens of c)``, each
