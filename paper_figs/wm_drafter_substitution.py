@@ -64,6 +64,7 @@ Run: ``python -m paper_figs.wm_drafter_substitution [--quick] [--out DIR]``.
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,7 @@ def worker(arg) -> list[dict]:
     """One decoder variant with the four drafters (arg = (settings, decoder, variant, out_dir,
     config)); keeps the per-prompt arrays beside the CSV."""
     s, decoder, variant, out_dir, config = arg
+    cpu0 = time.process_time()
     options, tau = VARIANTS[(decoder, variant)]
     models = {D: wc.make_models(s, D) for D in DRAFTER_NAMES}
     target = models["D0"][0]  # the target is the same model for every drafter
@@ -190,7 +192,7 @@ def worker(arg) -> list[dict]:
     stats = {f"{decoder}:{variant}:{D}": st[D] for D in DRAFTER_NAMES}
     stats[f"{decoder}:{variant}:all"] = {"rouge_l_minpair": minpair}
     wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
-    return rows
+    return wc.with_task_cpu(rows, cpu0)
 
 
 def drift(st: dict, T: int) -> dict:

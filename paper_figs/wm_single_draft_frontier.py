@@ -56,6 +56,7 @@ Run: ``python -m paper_figs.wm_single_draft_frontier [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,7 @@ def worker(arg) -> list[dict]:
     ``("basic_uwm",)`` or ``("hh",)`` (Hu & Huang's setting).  Keeps the per-prompt arrays
     beside the CSV (``_wm_common.save_prompt_stats``) and returns the summary rows."""
     s, task, out_dir, config = arg
+    cpu0 = time.process_time()
     target, draft = wc.make_models(s)
     H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
     ex = dict(s.extra)
@@ -200,7 +202,7 @@ def worker(arg) -> list[dict]:
             rows.append(_row(d, HH_L, HH_VARIANT, st, th, s, H, o))
             stats[f"{label}|{HH_L}|{HH_VARIANT}"] = st
     wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
-    return rows
+    return wc.with_task_cpu(rows, cpu0)
 
 
 def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
