@@ -146,7 +146,7 @@ def _theory(decoder, first, target, draft, n):
 def _row(decoder, L, variant, st, th, s, entropy, options) -> dict:
     aatps, aatps_se, _ = wc.ratio_stats(st["tokens"], st["blocks"])
     n_seeds = s.n_seeds if variant == "default" else 1
-    row = {"decoder": decoder, "variant": variant, "L": L, "B": 1,
+    row = {**s.columns(), "decoder": decoder, "variant": variant, "L": L, "B": 1,
            "reweight": options.get("reweight", "delta"),
            "window_used": options.get("window", "prefix"),
            "repeats": options.get("repeats", "reuse"), "n_prompts": len(st["tokens"]),
@@ -165,7 +165,6 @@ def _row(decoder, L, variant, st, th, s, entropy, options) -> dict:
         row[name], row[name + "_se"] = wc.prompt_mean_se(st[name])
     row["lppl"], row["lppl_se"] = wc.prompt_mean_se(st["lppl"])
     row["mean_entropy_nats"] = entropy
-    row.update(s.columns())
     return row
 
 
