@@ -62,6 +62,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
@@ -97,6 +98,7 @@ __all__ = [
     "save_prompt_stats",
     "study_sweep",
     "with_extra",
+    "with_task_cpu",
     "write_comparisons",
 ]
 
@@ -382,6 +384,13 @@ def load_prompt_stats(out_dir, name: str, signature: str) -> dict:
                 label, field_ = k.rsplit("|", 1)
                 out.setdefault(label, {})[field_] = z[k]
     return out
+
+
+def with_task_cpu(rows: list, cpu0: float) -> list:
+    """The rows with the sweep task's CPU seconds (``time.process_time() - cpu0`` in the
+    worker) as column ``task_cpu_s``: the study's cost independent of the machine's load."""
+    cpu = round(time.process_time() - cpu0, 2)
+    return [{**r, "task_cpu_s": cpu} for r in rows]
 
 
 def write_comparisons(out_dir, name: str, rows: list) -> pd.DataFrame:

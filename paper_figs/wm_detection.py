@@ -57,6 +57,7 @@ Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR]``.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -150,6 +151,7 @@ def wm_worker(arg) -> list[dict]:
     """Watermarked sequences of one task of :data:`RUNS`, every seed (arg = (settings, run,
     thresholds, out_dir, config)); keeps the per-prompt detections beside the CSV."""
     s, (label, decoder, options, detectors), thresholds, out_dir, config = arg
+    cpu0 = time.process_time()
     target, draft = wc.make_models(s)
     P = s.prompt_set().tokens
     n = len(P)
@@ -182,7 +184,7 @@ def wm_worker(arg) -> list[dict]:
                      "mean_entropy_nats": H, **s.columns()})
         stats.setdefault(f"{label}:{dt}", {})[f"{score}:{method}:{T}"] = x
     wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
-    return rows
+    return wc.with_task_cpu(rows, cpu0)
 
 
 #: (a, b) pairs of ``label:detector`` compared at every test and T_eval

@@ -53,6 +53,7 @@ Run: ``python -m paper_figs.wm_multidraft_scaling [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -143,6 +144,7 @@ def worker(arg) -> list[dict]:
     """Both decoders at one B, every seed (arg = (settings, B, out_dir, config)); keeps the
     per-prompt arrays beside the CSV."""
     s, B, out_dir, config = arg
+    cpu0 = time.process_time()
     target, draft = wc.make_models(s)
     H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
     rows, stats = [], {}
@@ -151,7 +153,7 @@ def worker(arg) -> list[dict]:
         rows.append(row)
         stats[f"{d}|{B}"] = st
     wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
-    return rows
+    return wc.with_task_cpu(rows, cpu0)
 
 
 def comparisons(stats: dict, s: wc.Settings, Bs) -> list[dict]:

@@ -56,6 +56,7 @@ Run: ``python -m paper_figs.wm_single_draft_frontier [--quick] [--out DIR]``.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -145,7 +146,7 @@ def _theory(decoder, first, target, draft, n):
 def _row(decoder, L, variant, st, th, s, entropy, options) -> dict:
     aatps, aatps_se, _ = wc.ratio_stats(st["tokens"], st["blocks"])
     n_seeds = s.n_seeds if variant == "default" else 1
-    row = {"decoder": decoder, "variant": variant, "L": L, "B": 1,
+    row = {**s.columns(), "decoder": decoder, "variant": variant, "L": L, "B": 1,
            "reweight": options.get("reweight", "delta"),
            "window_used": options.get("window", "prefix"),
            "repeats": options.get("repeats", "reuse"), "n_prompts": len(st["tokens"]),
@@ -164,7 +165,6 @@ def _row(decoder, L, variant, st, th, s, entropy, options) -> dict:
         row[name], row[name + "_se"] = wc.prompt_mean_se(st[name])
     row["lppl"], row["lppl_se"] = wc.prompt_mean_se(st["lppl"])
     row["mean_entropy_nats"] = entropy
-    row.update(s.columns())
     return row
 
 
@@ -173,6 +173,7 @@ def worker(arg) -> list[dict]:
     ``("basic_uwm",)`` or ``("hh",)`` (Hu & Huang's setting).  Keeps the per-prompt arrays
     beside the CSV (``_wm_common.save_prompt_stats``) and returns the summary rows."""
     s, task, out_dir, config = arg
+    cpu0 = time.process_time()
     target, draft = wc.make_models(s)
     H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
     ex = dict(s.extra)
@@ -200,7 +201,7 @@ def worker(arg) -> list[dict]:
             rows.append(_row(d, HH_L, HH_VARIANT, st, th, s, H, o))
             stats[f"{label}|{HH_L}|{HH_VARIANT}"] = st
     wc.save_prompt_stats(out_dir, NAME, s.signature(), config, stats)
-    return rows
+    return wc.with_task_cpu(rows, cpu0)
 
 
 def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
