@@ -16,6 +16,15 @@ at end-of-sequence on either side), torch on ``T`` threads (default 1), it measu
 
 Every rate is the best of ``--rounds`` rounds (each round runs every row once, so a change of
 machine load affects all rows alike).  Results go to ``benchmarks/out/bench_llm.csv``.
+
+Tree verification (``--tree``; ``--tree-only`` skips the rows above): ``mpfr`` at B = 2, 4, 8
+(L = 4, same prompt, key and seed) verified as a token tree (``generate(..., tree=True)``:
+one target forward over the unique nodes of the draft paths, Alg. 7 of Liu, Wan, Gao &
+Gündüz 2026, arXiv:2609.21858) and as a batch of paths (one row per leaf path, padded):
+the target tokens processed per block (every ``input_ids`` entry of the target's forwards
+after the prompt prefill, counted with a forward hook), the saving, whether both emitted the
+same tokens, and the time outside model forwards over model time for the tree runs (the
+best of ``--rounds``).  Results go to ``benchmarks/out/bench_llm_tree.csv``.
 """
 
 from __future__ import annotations
@@ -57,7 +66,77 @@ def _transformers_rates(pair, ids, n, L, assistant=None):
     return sec, len(calls) - 1
 
 
-def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=None):
+TREE_COLUMNS = ["B", "L", "n_tokens", "blocks", "path_tokens_per_block",
+                "tree_tokens_per_block", "saving", "same_tokens", "tree_seconds",
+                "path_seconds", "tree_outside_over_forward", "path_outside_over_forward"]
+
+
+def _counted(pair, **kw):
+    """A ``generate`` run with the target's fed tokens counted (prefill excluded)."""
+    from specbound.llm import generate
+
+    fed = []
+
+    def hook(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        fed.append(int(ids.numel()))
+
+    h = pair.target.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        res = generate(pair, **kw)
+    finally:
+        h.remove()
+    return res, sum(fed[1:])  # the first forward prefills the prompt but its last token
+
+
+def run_tree(pair, ids, n, rounds, Bs=(2, 4, 8), L=4):
+    """Rows of the tree vs batch-of-paths comparison (module docstring)."""
+    import numpy as np
+
+    rows = []
+    for B in Bs:
+        best = {}
+        for _ in range(rounds):
+            for tree in (True, False):
+                res, fed = _counted(pair, prompt=ids, decoder="mpfr", L=L, B=B, key=42,
+                                    max_new_tokens=n, stop_at_eos=False, seed=0, tree=tree,
+                                    batch_verify=True)
+                r = best.get(tree)
+                if r is None or res.total_seconds < r[0].total_seconds:
+                    best[tree] = (res, fed)
+        (t, tf), (p, pf) = best[True], best[False]
+        nb = t.emitted_per_block.size
+        rows.append({"B": B, "L": L, "n_tokens": t.n_generated, "blocks": nb,
+                     "path_tokens_per_block": pf / nb, "tree_tokens_per_block": tf / nb,
+                     "saving": 1 - tf / pf,
+                     "same_tokens": bool(np.array_equal(t.tokens, p.tokens)),
+                     "tree_seconds": t.total_seconds, "path_seconds": p.total_seconds,
+                     "tree_outside_over_forward": t.outside_seconds / t.forward_seconds,
+                     "path_outside_over_forward": p.outside_seconds / p.forward_seconds})
+    return rows
+
+
+def _write_tree(rows, out_dir):
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "bench_llm_tree.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=TREE_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+    print(f"{'B':>2} {'blocks':>6} {'paths tok/blk':>13} {'tree tok/blk':>12} {'saving':>7} "
+          f"{'same':>5} {'tree out/fw':>11}")
+    for r in rows:
+        print(f"{r['B']:>2} {r['blocks']:>6} {r['path_tokens_per_block']:>13.2f} "
+              f"{r['tree_tokens_per_block']:>12.2f} {r['saving']:>7.3f} "
+              f"{str(r['same_tokens']):>5} {r['tree_outside_over_forward']:>11.3f}")
+    print(f"wrote {path}")
+    return path
+
+
+def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=None,
+        tree=False, tree_only=False):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -68,6 +147,12 @@ def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=No
     L = 4
     pair = load_pair("embedded", draft=draft or "early_exit:20", device="cpu")
     ids = pair.encode_prompt(PROMPT)
+    if tree or tree_only:
+        generate(pair, ids, "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False,
+                 tree=True)
+        tree_path = _write_tree(run_tree(pair, ids, n, rounds), out_dir)
+        if tree_only:
+            return tree_path
     rows = [("ar", 1), ("basic_uwm", 1), ("vsps", 1), ("pfr", 1), ("mse", 1), ("mpfr", 4),
             ("invariant", 4), ("specinfer", 4)]
     if quick:
@@ -145,8 +230,11 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--draft", default=None, help="default early_exit:20")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--tree", action="store_true",
+                    help="also compare tree and batch-of-paths verification (mpfr, B = 2, 4, 8)")
+    ap.add_argument("--tree-only", action="store_true", help="only the tree comparison")
     a = ap.parse_args(argv)
-    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft)
+    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft, a.tree, a.tree_only)
 
 
 if __name__ == "__main__":

@@ -28,22 +28,24 @@ def _ix():
 
 
 def check_crosscheck(data):
-    """Realised AATPS of every decoder equals the exact per-decision prediction."""
+    """Realised AATPS equals the exact per-decision prediction: a difference counts for any
+    decoder (|z| > 3 on its own row), the resolution is judged on the pooled row ``all``
+    (every decision of every decoder), since one decoder's 6 x 20 tokens cannot resolve 5%."""
     ix = _ix()
     df = data.csv(XCHECK, ("decoder", "aatps", "predicted_aatps", "diff_se", "z"))
     per = df[df["decoder"] != "all"]
-    if per.empty:
-        raise ix.MissingData(f"{XCHECK} has no decoder rows")
-    vs = [ix.equality(r["z"], r["diff_se"], r["aatps"]) for _, r in per.iterrows()]
-    zs = list(per["z"])
     allr = df[df["decoder"] == "all"]
-    if not allr.empty:
-        a = allr.iloc[0]
-        vs.append(ix.equality(a["z"], a["diff_se"], a["aatps"]))
-        zs.append(a["z"])
+    if per.empty or allr.empty:
+        raise ix.MissingData(f"{XCHECK} lacks the decoder rows or the pooled row 'all'")
+    a = allr.iloc[0]
+    zs = [float(z) for z in per["z"]]
+    if any(abs(z) > ix.Z_THRESHOLD for z in zs):
+        v = ix.NOT_REPRODUCED
+    else:
+        v = ix.equality(a["z"], a["diff_se"], a["aatps"])
     numbers = "; ".join(f"{r['decoder']}: {ix._fmt(r['aatps'])} vs {ix._fmt(r['predicted_aatps'])}"
                         f" ({ix._z(r['z'])})" for _, r in df.iterrows())
-    return ix.Outcome(ix.combine(vs), numbers, ix.deciding_z(zs),
+    return ix.Outcome(v, numbers, ix.deciding_z(zs + [float(a["z"])]),
                       "the prediction is exact per decision (the distributions the decoder "
                       "read, the realised nu), so any bias in a scheme, in nu or in the real "
                       "model's rows would show; no i.i.d. or stationarity assumption.")
@@ -104,7 +106,14 @@ def make_check_dominates(baseline: str):
             parts.append(f"L={L}: ΔAATPS {ix._fmt(A.at[L, 'aatps'] - B.at[L, 'aatps'], 3)} "
                          f"({ix._z(za)}), ΔANLPPT-U "
                          f"{ix._fmt(A.at[L, 'anlppt_u'] - B.at[L, 'anlppt_u'], 3)} ({ix._z(zw)})")
-        return ix.Outcome(ix.combine(vs), "; ".join(parts), ix.deciding_z(zs, "ordering"))
+        beyond = ""
+        if baseline == "mws" and all(A.at[L, "aatps"] == B.at[L, "aatps"] and
+                                     A.at[L, "anlppt_u"] == B.at[L, "anlppt_u"] for L in
+                                     _common(A, B, "PFR vs MWS")):
+            beyond = ("MWS with the DeltaGumbel reweight emits PFR's tokens exactly on the real "
+                      "model too (identical AATPS and ANLPPT at every L).")
+        return ix.Outcome(ix.combine(vs), "; ".join(parts), ix.deciding_z(zs, "ordering"),
+                          beyond)
 
     check.__name__ = check.__qualname__ = f"check_real_pfr_dominates_{baseline}"
     return check

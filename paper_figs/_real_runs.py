@@ -55,6 +55,7 @@ class RealSettings:
     """Model, processing, prompts and sizes shared by the real-model studies."""
 
     target: str = "embedded"
+    draft: str = D0
     temperature: float = 1.0
     top_k: int = 50
     per_set: int = 3
@@ -81,8 +82,16 @@ QUICK = RealSettings(per_set=1, max_prompt_tokens=64, max_new_tokens=6, sets=("s
                      quick=True)
 
 
-def settings(quick: bool) -> RealSettings:
-    return QUICK if quick else FULL
+def settings(quick: bool, target: str | None = None, draft: str | None = None) -> RealSettings:
+    """The full or quick settings, with another target model or draft D0 if given."""
+    s = QUICK if quick else FULL
+    if target is not None:
+        s = replace(s, target=str(target))
+    if draft is not None:
+        from specbound.llm.drafts import parse_draft
+
+        s = replace(s, draft=str(parse_draft(draft)))
+    return s
 
 
 @dataclass(frozen=True)
@@ -92,11 +101,21 @@ class RunSpec:
     decoder: str
     L: int = 4
     B: int = 1
-    draft: str = D0
+    draft: str | None = None  # None: the settings' draft D0 (see :func:`resolve`)
 
     @property
     def id(self) -> str:
         return f"{self.decoder}-L{self.L}-B{self.B}-{self.draft}"
+
+
+def resolve(specs, s: RealSettings) -> list[RunSpec]:
+    """``specs`` with the settings' draft where a spec names none."""
+    return [sp if sp.draft is not None else replace(sp, draft=s.draft) for sp in specs]
+
+
+def substitute_drafts(s: RealSettings) -> tuple[str, ...]:
+    """D0 followed by the drafts of the substitution study (without repeating D0)."""
+    return (s.draft, *[d for d in SUBSTITUTE_DRAFTS if d != s.draft])
 
 
 # ----------------------------------------------------------------------------- models
@@ -126,7 +145,7 @@ def prompt_texts(s: RealSettings, pair=None) -> list[tuple[str, int, str]]:
     docstring); deterministic."""
     from specbound import llm
 
-    pair = pair_for(s, D0) if pair is None else pair
+    pair = pair_for(s, s.draft) if pair is None else pair
     out = []
     for name in s.sets:
         k = 0
@@ -152,6 +171,7 @@ _QUICK_MEMO: dict = {}
 def worker(arg) -> list[dict]:
     """All prompts of one :class:`RunSpec` (arg = ``(settings, spec)``)."""
     s, spec = arg
+    spec = resolve([spec], s)[0]
     if s.quick:
         if arg not in _QUICK_MEMO:
             _QUICK_MEMO[arg] = _worker(s, spec)
@@ -196,7 +216,7 @@ def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = Tru
          desc: str = RUNS) -> pd.DataFrame:
     """Run (or resume) ``specs`` in the shared store ``real_runs.csv``; their rows."""
     store = wc.ResumableCSV(out_path(out_dir, f"{RUNS}.csv"), s.signature())
-    specs = list(dict.fromkeys(specs))
+    specs = list(dict.fromkeys(resolve(specs, s)))
     configs = [(sp.id, (s, sp)) for sp in specs]
     df = wc.study_sweep(configs, worker, store, quick=s.quick, executor=executor, desc=desc,
                         progress=progress)
@@ -211,7 +231,7 @@ def parse(text, dtype=float) -> np.ndarray:
 
 
 def select(df: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
-    """The rows (one per prompt) of one configuration, in prompt order."""
+    """The rows (one per prompt) of one resolved configuration, in prompt order."""
     sub = df[df["config"] == spec.id].sort_values("prompt")
     if sub.empty:
         raise ValueError(f"spec: no runs of {spec.id}")
@@ -223,5 +243,21 @@ def sequences(sub: pd.DataFrame) -> list[tuple[np.ndarray, int]]:
     return [(parse(r["tokens"], np.int64), int(r["prompt_length"])) for _, r in sub.iterrows()]
 
 
-def with_settings(s: RealSettings, **changes) -> RealSettings:
-    return replace(s, **changes)
+def cli(main, doc: str, argv=None) -> None:
+    """``python -m paper_figs.NAME [--quick] [--out DIR] [--executor SPEC] [--target MODEL]
+    [--draft SPEC]``: the options of the other figure scripts, and the model pair to run
+    (default: the embedded model and ``temperature:1.5``; any ``load_pair`` target and
+    draft)."""
+    import argparse
+
+    from paper_figs._common import parse_args, sweep_executor
+
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--target", default=None,
+                    help="target model (specbound.llm.load_pair; default: embedded)")
+    ap.add_argument("--draft", default=None, help=f"draft D0 (default: {D0})")
+    known, rest = ap.parse_known_args(argv)
+    args = parse_args(doc.splitlines()[0], rest)
+    with sweep_executor(args.executor):
+        for path in main(args.out, quick=args.quick, target=known.target, draft=known.draft):
+            print(path)

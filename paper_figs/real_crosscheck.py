@@ -27,7 +27,9 @@ predicted_rate``), ``real_crosscheck_calibration.csv`` (per decoder and ``all`` 
 
 ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens.
 
-Run: ``python -m paper_figs.real_crosscheck [--quick] [--out DIR] [--executor SPEC]``.
+Run: ``python -m paper_figs.real_crosscheck [--quick] [--out DIR] [--executor SPEC]
+[--target MODEL] [--draft SPEC]`` (another model pair: any target and draft of
+``specbound.llm.load_pair``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
-from paper_figs._common import cli, decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
 from specbound.results import proportion_ci
 
 FIGURE = True
@@ -103,16 +105,17 @@ def calibration_rows(name: str, acc: np.ndarray, pr: np.ndarray) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = rr.settings(quick)
-    df = rr.runs(out_dir, SPECS, s, executor=executor, progress=progress, desc=NAME)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
+            draft=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    s = rr.settings(quick, target, draft)
+    specs = rr.resolve(SPECS, s)
+    df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
     summ, cal = [], []
-    for sp in SPECS:
+    for sp in specs:
         sub = rr.select(df, sp)
         summ.append(summary_row(label(sp), sub, sp.L, sp.B))
         cal += calibration_rows(label(sp), *_decisions(sub))
-    allsub = df[df["config"].isin({sp.id for sp in SPECS})]
+    allsub = df[df["config"].isin({sp.id for sp in specs})]
     summ.append(summary_row("all", allsub, 4, math.nan))
     cal += calibration_rows("all", *_decisions(allsub))
     S = pd.DataFrame(summ)
@@ -165,9 +168,11 @@ def plot(S: pd.DataFrame, C: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False, executor=None) -> list[Path]:
-    """Run (or resume); write the CSVs, the markdown table and the PNG into ``out_dir``."""
-    S, C = compute(out_dir, quick=quick, executor=executor)
+def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
+    """Run (or resume); write the CSVs, the markdown table and the PNG into ``out_dir``
+    (``target``, ``draft``: another model pair than the embedded model and its
+    ``temperature:1.5`` draft)."""
+    S, C = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
     csv = out_path(out_dir, f"{NAME}.csv")
     ccsv = out_path(out_dir, f"{NAME}_calibration.csv")
     S.to_csv(csv, index=False, float_format="%.10g")
@@ -180,4 +185,4 @@ def main(out_dir, quick: bool = False, executor=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    rr.cli(main, __doc__)

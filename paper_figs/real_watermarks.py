@@ -40,7 +40,9 @@ Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
 ``real_wm_detection.{csv,md,png}``, ``real_wm_substitution.{csv,md,png}``; the runs in
 ``real_runs.csv`` (resumable through ``specbound.sweep``, shared with ``real_crosscheck``).
 
-Run: ``python -m paper_figs.real_watermarks [--quick] [--out DIR] [--executor SPEC]``.
+Run: ``python -m paper_figs.real_watermarks [--quick] [--out DIR] [--executor SPEC]
+[--target MODEL] [--draft SPEC]`` (D0 replaced by ``--draft``; the substitution study keeps
+the other three drafts).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
-from paper_figs._common import cli, decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
 from specbound.results import proportion_ci
 from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
@@ -67,21 +69,24 @@ FPR = 0.01
 N_WRONG_KEYS = 20
 
 
-def sizes(quick: bool) -> dict:
-    if quick:
+def sizes(s: rr.RealSettings) -> dict:
+    drafts = rr.substitute_drafts(s)
+    if s.quick:
         return {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,),
-                "drafts": (rr.D0, rr.SUBSTITUTE_DRAFTS[0]), "B_det": 2}
+                "drafts": drafts[:2], "B_det": 2}
     return {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
-            "T_subst": (4, 8, 16), "drafts": (rr.D0, *rr.SUBSTITUTE_DRAFTS), "B_det": 4}
+            "T_subst": (4, 8, 16), "drafts": drafts, "B_det": 4}
 
 
-def specs(quick: bool) -> dict[str, list[rr.RunSpec]]:
-    z = sizes(quick)
+def specs(s: rr.RealSettings) -> dict[str, list[rr.RunSpec]]:
+    z = sizes(s)
     Lmax = max(z["L"])
     return {
-        "frontier": [rr.RunSpec(d, L=L) for d in FRONTIER_DECODERS for L in z["L"]],
-        "scaling": [rr.RunSpec(d, L=Lmax, B=B) for d in ("mpfr", "invariant") for B in z["B"]],
-        "detection": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1)
+        "frontier": [rr.RunSpec(d, L=L, draft=s.draft) for d in FRONTIER_DECODERS
+                     for L in z["L"]],
+        "scaling": [rr.RunSpec(d, L=Lmax, B=B, draft=s.draft) for d in ("mpfr", "invariant")
+                    for B in z["B"]],
+        "detection": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1, draft=s.draft)
                       for d in DETECTION_DECODERS],
         "substitution": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1, draft=dr)
                          for d in SUBST_DECODERS for dr in z["drafts"]],
@@ -346,11 +351,11 @@ def plot_substitution(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True
-            ) -> dict[str, pd.DataFrame]:
-    s = rr.settings(quick)
-    z = sizes(quick)
-    sp = specs(quick)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
+            draft=None) -> dict[str, pd.DataFrame]:
+    s = rr.settings(quick, target, draft)
+    z = sizes(s)
+    sp = specs(s)
     # crosscheck's configurations first (shared runs), then the rest
     todo = [x for group in sp.values() for x in group]
     runs = rr.runs(out_dir, todo, s, executor=executor, progress=progress, desc=NAME)
@@ -369,9 +374,10 @@ STUDIES = {
 }
 
 
-def main(out_dir, quick: bool = False, executor=None) -> list[Path]:
-    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG."""
-    frames = compute(out_dir, quick=quick, executor=executor)
+def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
+    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG (``target``,
+    ``draft``: another model pair, as in ``real_crosscheck``)."""
+    frames = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
     written = []
     for study, df in frames.items():
         name = f"real_wm_{study}"
@@ -387,4 +393,4 @@ def main(out_dir, quick: bool = False, executor=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    rr.cli(main, __doc__)

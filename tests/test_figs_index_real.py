@@ -47,8 +47,15 @@ def _xcheck(tmp_path, z_of_mpfr):
 def test_crosscheck_flips(tmp_path):
     _xcheck(tmp_path, 1.0)
     assert verdict(tmp_path, "real_crosscheck") == ix.REPRODUCED
-    _xcheck(tmp_path, -4.0)
+    _xcheck(tmp_path, -4.0)  # one decoder off by 4 standard errors
     assert verdict(tmp_path, "real_crosscheck") == ix.NOT_REPRODUCED
+    _xcheck(tmp_path, 1.0)
+    df = pd.read_csv(tmp_path / ir.XCHECK)
+    df.loc[df["decoder"] == "all", "diff_se"] = 0.2  # pooled sample too small for 5%
+    df.to_csv(tmp_path / ir.XCHECK, index=False)
+    assert verdict(tmp_path, "real_crosscheck") == ix.NOT_DISTINGUISHABLE
+    df[df["decoder"] != "all"].to_csv(tmp_path / ir.XCHECK, index=False)
+    assert verdict(tmp_path, "real_crosscheck") == ix.NOT_RUN
 
 
 def _frontier(tmp_path, pfr_aatps, pfr_anlppt=0.5):

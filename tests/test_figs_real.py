@@ -162,3 +162,24 @@ def test_real_watermarks_quick(tmp_path):
     assert summ.at["pfr", "rouge_l_minpair"] == 1.0 and summ.at["pfr", "identical_fraction"] == 1
     assert (summ.filter(like="tpr_drift").loc["pfr"] == 0).all()
     assert "| pfr |" in (tmp_path / "real_wm_substitution.md").read_text()
+
+
+def test_real_run_options_are_parsed():
+    from paper_figs import _real_runs as rr
+
+    seen = {}
+
+    def main(out, quick, target, draft):
+        seen.update(out=str(out), quick=quick, target=target, draft=draft)
+        return []
+
+    rr.cli(main, "doc", ["--quick", "--out", "d", "--target", "m", "--draft", "early_exit:20"])
+    assert seen == {"out": "d", "quick": True, "target": "m", "draft": "early_exit:20"}
+    s = rr.settings(False, draft="early_exit:20")
+    assert s.draft == "early_exit:20" and s.signature() != rr.FULL.signature()
+    assert rr.substitute_drafts(rr.settings(False, draft="quantized:3")) == (
+        "quantized:3", "temperature:0.5", "early_exit:28")
+    spec = rr.resolve([rr.RunSpec("pfr")], s)[0]
+    assert spec.id == "pfr-L4-B1-early_exit:20"
+    with pytest.raises(ValueError, match="draft"):
+        rr.settings(False, draft="nonsense")
