@@ -31,9 +31,12 @@ versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdow
     drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
     (Table 15) and the fraction of prompts whose four outputs are identical.
 
-Scale: 41 decoding configurations x 6 prompts x 20 tokens (about 4,900 generated tokens; the
-six runs of ``real_crosscheck`` are reused), a few minutes on two CPU cores; every number is a
-small-sample estimate with its standard error.  ``--quick``: one ShareGPT prompt of at most
+Scale: 41 decoding configurations x 6 prompts x 20 tokens (4,920 generated tokens; the six
+runs of ``real_crosscheck`` are reused): 747 CPU-seconds for all 41 together (one torch thread
+per process), i.e. about 6.5 minutes on two idle cores with the default 2-process pool
+(measured 2026-12-01: 62 s for ``real_crosscheck`` + 646 s for this script on the shared
+2-core machine under a load average of 2-7).  Every number is a small-sample estimate with
+its standard error.  ``--quick``: one ShareGPT prompt of at most
 64 tokens, 6 new tokens, L = 2, B = 2, one substitute draft.
 
 Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
