@@ -23,7 +23,6 @@ Writes ``bench_against.csv``.  Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from benchmarks._csv import write_rows
 from benchmarks.bench_sim import make_pair
 from specbound.sim import _kernels as K
 from specbound.sim.models import SyntheticLM
@@ -170,12 +170,7 @@ def run(ref="b4e0818", quick=False, out_dir=None) -> Path:
                   f"old/new {r['old_over_new']:5.2f}  new/eval {r['new_over_eval']:.4f}",
                   flush=True)
         rows += sampler_rows(mods, quick)
-    path = out_dir / "bench_against.csv"
-    with path.open("w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=COLUMNS)
-        wr.writeheader()
-        for r in rows:
-            wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    path = write_rows(out_dir / "bench_against.csv", rows, COLUMNS)
     print(f"wrote {path}")
     return path
 

@@ -45,7 +45,6 @@ Each time is the best of ``--rounds`` repetitions.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 from pathlib import Path
@@ -54,6 +53,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from benchmarks._csv import write_rows
 from specbound.sim import _compiled
 from specbound.sim._config import JIT
 from specbound.sim.batch import speculative_decode_batch
@@ -117,14 +117,7 @@ def run(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Pa
     ar_rate = next(r["tokens_per_s"] for r in rows if r["decoder"] == "ar")
     for r in rows:
         r["ratio_to_ar"] = r["tokens_per_s"] / ar_rate
-    path = out_dir / "bench_decode.csv"
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
-                             for k, v in r.items()})
-    return path
+    return write_rows(out_dir / "bench_decode.csv", rows, COLUMNS)
 
 
 # ------------------------------------------------------------------- the compiled decoders
@@ -278,13 +271,7 @@ def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int =
             print(f"model  {kind:>10s} {what:>6s} next_distribution at {vocab}: "
                   f"{tmod * 1e6:.0f} us, exp pass {te * 1e6:.0f} us, {tmod / te:.2f}x",
                   flush=True)
-    path = out_dir / "bench_decode_compiled.csv"
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=C_COLUMNS)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
-                             for k, v in r.items()})
+    path = write_rows(out_dir / "bench_decode_compiled.csv", rows, C_COLUMNS)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return path
 

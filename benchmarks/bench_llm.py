@@ -30,9 +30,10 @@ best of ``--rounds``).  Results go to ``benchmarks/out/bench_llm_tree.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
+
+from benchmarks._csv import write_rows
 
 PROMPT = "Write a short poem about the sea."
 COLUMNS = ["row", "decoder", "draft", "L", "B", "n_tokens", "seconds", "tokens_per_s",
@@ -119,12 +120,7 @@ def run_tree(pair, ids, n, rounds, Bs=(2, 4, 8), L=4):
 def _write_tree(rows, out_dir):
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench_llm_tree.csv"
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=TREE_COLUMNS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+    path = write_rows(out_dir / "bench_llm_tree.csv", rows, TREE_COLUMNS, digits=4)
     print(f"{'B':>2} {'blocks':>6} {'paths tok/blk':>13} {'tree tok/blk':>12} {'saving':>7} "
           f"{'same':>5} {'tree out/fw':>11}")
     for r in rows:
@@ -197,13 +193,9 @@ def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=No
         r["ratio_to_ar"] = r["tokens_per_s"] / ar_rate
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench_llm.csv"
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
-        for r in best.values():
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v)
-                        for k, v in r.items() if k in COLUMNS})
+    path = write_rows(out_dir / "bench_llm.csv",
+                      [{k: v for k, v in r.items() if k in COLUMNS} for r in best.values()],
+                      COLUMNS, digits=4)
     hf, hfa = best["hf_sample"], best["hf_assisted"]
     ours, vs = best["specbound ar"], best["specbound vsps"]
     print(f"{'row':<42} {'AATPS':>6} {'tgt fw/tok':>10} {'tok/s':>7} {'x ar':>6} "

@@ -25,13 +25,13 @@ nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 
 import numba
 import numpy as np
 
+from benchmarks._csv import write_rows
 from benchmarks._limits import exp_limit_numba_rng, exp_limit_prf
 from specbound.sim import estimate_acceptance, spectr_rho
 from specbound.sim.montecarlo import CHUNK
@@ -214,12 +214,7 @@ def run(quick: bool = False, out_dir: Path | None = None, schemes=SCHEMES) -> Pa
                 print(f"{s:<12}{n:>7}{B:>3}{one:>12.4g}{two:>12.4g}{npr:>11.4g}"
                       f"{one / npr:>9.1f}{one / rng_lim:>9.2f}{one / prf_lim:>9.2f}"
                       f"{two / one:>7.2f}", flush=True)
-    path = out_dir / "bench_sim.csv"
-    with path.open("w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=COLUMNS)
-        wr.writeheader()
-        for r in rows:
-            wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    path = write_rows(out_dir / "bench_sim.csv", rows, COLUMNS)
     print(f"wrote {path}")
     return path
 
