@@ -114,6 +114,21 @@ OPTION_CASES = [
 ]
 
 
+def _spy_compiled_calls(monkeypatch) -> list:
+    """Wrap ``_compiled.decode_single``; the returned list records, per call, whether the
+    compiled loop ran (``decode_single`` returns None when it declines a run)."""
+    calls = []
+    real = C.decode_single
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(C, "decode_single", spy)
+    return calls
+
+
 @pytest.mark.parametrize("n", [3, 50, 5000])
 @pytest.mark.parametrize(("decoder", "opts"), OPTION_CASES)
 def test_decoder_options_run_compiled_token_for_token(decoder, opts, n, monkeypatch):
@@ -140,15 +155,7 @@ def test_decoder_options_run_compiled_token_for_token(decoder, opts, n, monkeypa
             assert got.watermark == ref.watermark and got.unkeyed == ref.unkeyed
             np.testing.assert_array_equal(got.skipped, ref.skipped)
             np.testing.assert_array_equal(got.decision_skipped, ref.decision_skipped)
-    calls = []
-    real = C.decode_single
-
-    def spy(*a, **k):
-        out = real(*a, **k)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(C, "decode_single", spy)
+    calls = _spy_compiled_calls(monkeypatch)
     one = speculative_decode(target, draft, ps.tokens[0], decoder, seed=ps.seeds[0], **kw)
     assert calls == [True]
     assert_same(refs[0], one)
@@ -168,15 +175,7 @@ def test_speculative_decode_dispatches_to_the_compiled_loop(decoder, monkeypatch
         got = speculative_decode(target, draft, prompt, decoder, seed=g_new, **kw)
         assert_same(ref, got, label=f"{decoder} window={window}")
         assert g_ref.bit_generator.state == g_new.bit_generator.state
-    calls = []
-    real = C.decode_single
-
-    def spy(*a, **k):
-        out = real(*a, **k)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(C, "decode_single", spy)
+    calls = _spy_compiled_calls(monkeypatch)
     speculative_decode(target, draft, [0], decoder, L=2, B=B, key=1, max_new_tokens=3)
     assert calls == [True]
 
