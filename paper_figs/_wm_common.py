@@ -254,30 +254,17 @@ def decode(target, draft, prompts, seeds, decoder, *, L, B=1, key, max_new_token
            **options) -> list:
     """Decode every prompt (prompt ``i`` with ``seeds[i]``); a list of ``DecodeResult``.
 
-    Default decoder options run through the compiled batch decoder
+    Every run, with any decoder options (``window``, ``repeats``, ``unkeyed``, ``residual``,
+    ``reweight``), goes through the compiled batch decoder
     :func:`specbound.sim.speculative_decode_batch` (on the calling thread: the studies'
-    parallelism is the sweep's process pool).  Non-default options (``window``, ``repeats``,
-    ``unkeyed``, ``residual``, ``reweight``) go to the batch decoder where it accepts them,
-    else prompt by prompt through :func:`specbound.sim.speculative_decode` (the Python
-    block loop); both give the same tokens.
+    parallelism is the sweep's process pool); it gives the tokens of
+    :func:`specbound.sim.speculative_decode` prompt by prompt.
     """
-    import inspect
+    from specbound.sim import speculative_decode_batch
 
-    from specbound.sim import speculative_decode, speculative_decode_batch
-
-    defaults = {"window": None, "repeats": "reuse", "unkeyed": "position",
-                "residual": "plain", "reweight": "delta"}
-    extra = {k: v for k, v in options.items() if defaults.get(k, object()) != v}
-    params = inspect.signature(speculative_decode_batch).parameters
-    if all(k in params for k in extra):
-        batch = speculative_decode_batch(target, draft, prompts, decoder, L=L, B=B, key=key,
+    return list(speculative_decode_batch(target, draft, prompts, decoder, L=L, B=B, key=key,
                                          max_new_tokens=max_new_tokens, seed=list(seeds),
-                                         parallel=False,
-                                         **{k: v for k, v in options.items() if k in params})
-        return list(batch)
-    return [speculative_decode(target, draft, p, decoder, L=L, B=B, key=key,
-                               max_new_tokens=max_new_tokens, seed=sd, **options)
-            for p, sd in zip(prompts, seeds, strict=True)]
+                                         parallel=False, **options))
 
 
 # ----------------------------------------------------------- per-prompt statistics, SEs

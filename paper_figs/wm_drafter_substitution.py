@@ -29,7 +29,7 @@ Two variants in the paper's settings (column ``variant``):
   the acceptance coin (``variant = "keyed_residual_coin"``, ``detect(..., coin_threshold=0.5)``)
   next to the token-pivot detector on the default decoder.
 
-These options run through the Python block loop.  Output stability: token-level ROUGE-L F1
+These options run in the compiled batch decoder too.  Output stability: token-level ROUGE-L F1
 (:func:`specbound.sim.rouge_l`) between the generated token ids of each pair (Di, Dj) for the same
 prompt, then (Table 15) the per-prompt minimum over the six pairs averaged over prompts, and
 the fraction of prompts whose four outputs are identical.

@@ -35,7 +35,7 @@ first ``n_hh_prompts`` prompts): ``pfr``, ``mws``, ``mws`` with their gamma rewe
 (``decoder = mws``, ``reweight = gamma``), ``mse`` and ``mse_pseudo`` with a 3-token
 watermark window and repeated windows skipped (``repeats="skip"``: vanilla speculative
 sampling with unkeyed coins there, not scored), next to the default rows (``variant =
-"default"``: whole-prefix labels).  These options run through the Python block loop.
+"default"``: whole-prefix labels).  These options run in the compiled batch decoder too.
 
 Comparisons (``wm_single_draft_frontier_comparisons.csv``, one row per difference, paired by
 prompt, with ``diff_se`` and ``z``): at each L, PFR minus PFR-NOWM, VSpS, MWS, MSE and
