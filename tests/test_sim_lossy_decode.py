@@ -54,8 +54,10 @@ def _reference(target, draft, prompt, rule, *, L, max_new_tokens, seed, **params
                          rule, L, max_new_tokens, np.random.default_rng(seed), params)
 
 
-def _pair(n):
-    if n <= 3:
+def _pair(n, kind=None):
+    """MarkovLM at vocabulary 3 (or ``kind="markov"``), SyntheticLM otherwise (top-k 50 from
+    vocabulary 1,000: zeros in both laws)."""
+    if kind == "markov" or (kind is None and n <= 3):
         return MarkovLM.random(n, seed=21), MarkovLM.random(n, seed=22, concentration=0.7)
     t = SyntheticLM(n, 2, seed=7, top_k=None if n < 1000 else 50)
     return t, t.draft(0.4, seed=3)
@@ -112,15 +114,19 @@ def _case_id(case):
 _IDS = [_case_id(c) for c in _cases(3)]
 
 
-@pytest.mark.parametrize("n", [3, 50, 5000])
+MODELS = [(3, "markov"), (3, "synthetic"), (50, "markov"), (50, "synthetic"),
+          (5000, "synthetic")]
+
+
+@pytest.mark.parametrize(("n", "kind"), MODELS, ids=[f"{k}{n}" for n, k in MODELS])
 @pytest.mark.parametrize("index", range(len(_IDS)), ids=_IDS)
-def test_compiled_equals_python_loop_token_for_token(index, n, monkeypatch):
-    """Every rule and setting, vocabularies 3 (MarkovLM), 50 and 5,000 (SyntheticLM, top-k 50
-    at 5,000): the batch (1 and 2 threads) and ``lossy_decode`` equal the Python loop per
-    prompt (tokens, blocks, decisions, positions, counts, drafts); a spy proves the compiled
-    loop ran."""
+def test_compiled_equals_python_loop_token_for_token(index, n, kind, monkeypatch):
+    """Every rule and setting, vocabularies 3, 50 (MarkovLM and SyntheticLM) and 5,000
+    (SyntheticLM, top-k 50): the batch (1 and 2 threads) and ``lossy_decode`` equal the
+    Python loop per prompt (tokens, blocks, decisions, positions, counts, drafts); a spy
+    proves the compiled loop ran."""
     rule, params = _cases(n)[index]
-    target, draft = _pair(n)
+    target, draft = _pair(n, kind)
     n_prompts = 3 if n < 5000 else 2
     ps = random_prompts(n_prompts, 3, n, seed=n + index)
     kw = dict(L=3, max_new_tokens=14 if n < 5000 else 10)
@@ -140,6 +146,36 @@ def test_compiled_equals_python_loop_token_for_token(index, n, monkeypatch):
     assert_same(refs[0], one, label=f"{rule} n={n} single")
     assert calls == ["lossy_batch", "lossy_batch", "lossy_serial"]
     assert one.decoder == f"lossy:{rule}"
+
+
+def test_zeros_in_both_laws_give_the_same_tokens_or_the_same_error():
+    """Target and draft with different top-k supports (zeros where the other is positive:
+    the contrastive law's infinite-contrast limit, empty residuals, a truncated target with
+    no mass): compiled = Python loop for every setting, or both refuse naming ``allowed``."""
+    n = 40
+    target = SyntheticLM(n, 1, seed=5, top_k=6)
+    draft = SyntheticLM(n, 1, seed=6, top_k=4)
+    ps = random_prompts(6, 2, n, seed=9)
+    small = np.arange(n) < 4  # often outside both supports
+    extra = [("truncation", {"allowed": small}), ("truncation", {"allowed": small,
+                                                               "on_reject": "target"}),
+             ("truncation_ceiling", {"allowed": small, "ell": 0.3,
+                                     "completion": "renormalize"})]
+    refused = 0
+    for rule, params in _cases(n) + extra:
+        for i in range(len(ps)):
+            kw = dict(L=3, max_new_tokens=12, seed=ps.seeds[i])
+            try:
+                ref = _reference(target, draft, ps.tokens[i], rule, **kw, **params)
+            except ValueError as exc:
+                with pytest.raises(ValueError, match="^allowed:") as got:
+                    lossy_decode(target, draft, ps.tokens[i], rule, **kw, **params)
+                assert str(got.value) == str(exc)
+                refused += 1
+                continue
+            assert_same(ref, lossy_decode(target, draft, ps.tokens[i], rule, **kw, **params),
+                        label=f"{rule} {params} prompt {i}")
+    assert refused > 0  # the no-mass branch was reached
 
 
 def test_generator_seed_is_advanced_as_by_the_python_loop(monkeypatch):
