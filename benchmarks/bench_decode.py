@@ -35,6 +35,10 @@ speed-up would follow.  Results go to ``benchmarks/out/bench_decode.csv``.
   ``"gaussian"`` models, 64 new tokens per prompt: :data:`RECORDED_PYTHON_LOOP`), a figure
   from another run and another machine state, given for reference only;
 - ``threads``: a batch of 64 prompts with 2 threads against 1;
+- ``lossy``: tokens/s of the compiled lossy decoder (:func:`specbound.sim.lossy_decode`, one
+  thread) against its Python loop (``backend=SyntheticBackend(...)``) in the same run, for a
+  few rules at vocabularies 1,000 and 50,000 (``"gaussian16"`` models); ``ratio`` is
+  compiled / Python loop (:func:`_lossy_rows`);
 - ``model``: one target and one draft (``draft(0.2)``) ``next_distribution`` evaluation at
   vocabulary 50,000 against one compiled pass of ``exp`` over 50,000 logits, for every
   kind.
@@ -63,6 +67,7 @@ from specbound.sim.decode import (
     SyntheticBackend,
     speculative_decode,
 )
+from specbound.sim.lossy_seq import lossy_decode
 from specbound.sim.models import SyntheticLM, random_prompts
 
 VOCAB = 50_000
@@ -221,6 +226,53 @@ def _vocab_rows(vocab, n_prompts, n_new, rounds, kind="gaussian"):
     return rows
 
 
+# ------------------------------------------------------------------- the lossy decoder
+
+#: the rules of the ``lossy`` rows (constant parameters: the compiled path)
+LOSSY_BENCH = (("lossless", {}), ("lenience", {"ell": 0.5}),
+               ("truncation", {"allowed": "every third token out"}),
+               ("contrastive", {"beta": 0.5}), ("fuzzy", {"threshold": 0.3, "divergence": "js"}))
+
+
+def _lossy_runs(python, target, draft, ps, k, rule, n_new, params):
+    """``lossy_decode`` on the first ``k`` prompts; ``python``: the Python loop."""
+    for i in range(k):
+        be = SyntheticBackend(target, draft) if python else None
+        lossy_decode(target, draft, ps.tokens[i], rule, L=L, max_new_tokens=n_new,
+                     seed=ps.seeds[i], backend=be, **params)
+
+
+def _lossy_rows(n_prompts, n_new, rounds):
+    """Compiled ``lossy_decode`` against its Python loop (same prompts and seeds, one thread,
+    best of ``rounds``), at vocabularies 1,000 and 50,000."""
+    rows = []
+    for vocab in (1_000, 50_000):
+        target = SyntheticLM(vocab, context_length=2, seed=0, kind="gaussian16")
+        draft = target.draft(0.2, seed=1)
+        ps = random_prompts(n_prompts, 4, vocab, seed=3)
+        k = min(2, n_prompts)
+        for rule, params in LOSSY_BENCH:
+            if rule == "truncation":
+                params = {"allowed": np.arange(vocab) % 3 != 0}
+
+            args = (target, draft, ps, k, rule, n_new, params)
+            _lossy_runs(False, *args)  # compile
+            numba.set_num_threads(1)
+            try:
+                tc = _best(_lossy_runs, rounds, False, *args)
+                tp = _best(_lossy_runs, rounds, True, *args)
+            finally:
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            n_tok = k * n_new
+            rows.append(dict(group="lossy", what=rule, kind="gaussian16", vocab_size=vocab,
+                             L=L, B=1, prompts=k, n_tokens=n_tok, evals=0, seconds=tc,
+                             reference_seconds=tp, ratio=tp / tc, tokens_per_s=n_tok / tc,
+                             reference_tokens_per_s=n_tok / tp))
+            print(f"lossy  {rule:>12s} n={vocab}: compiled {n_tok / tc:,.0f} tok/s, Python "
+                  f"loop {n_tok / tp:,.0f} tok/s: {tp / tc:.1f}x", flush=True)
+    return rows
+
+
 def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Path:
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -235,6 +287,7 @@ def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int =
     for kind in KINDS:
         for vocab in (1_000, 50_000):
             rows += _vocab_rows(vocab, n_prompts, n_new, rounds, kind)
+    rows += _lossy_rows(n_prompts, n_new, rounds)
     # 2 threads vs 1 on 64 prompts
     vocab = 1_000
     target = SyntheticLM(vocab, context_length=2, seed=0)

@@ -46,6 +46,7 @@ import numpy as np
 from specbound._validation import as_bool, as_choice, as_int
 from specbound.llm._deps import require_llm_extra
 from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
+from specbound.sim.lossy_seq import _rule_params  # noqa: F401  (per-context parameters)
 
 torch = require_llm_extra()
 
@@ -567,11 +568,6 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
 # ----------------------------------------------------------------------------- lossy rules
 
 
-def _rule_params(params, p, q):
-    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
-    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
-
-
 def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
                  **params) -> DecodeResult:
     """Blockwise speculative sampling with a lossy verification rule, on any backend.
@@ -586,7 +582,9 @@ def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
     bonus token from the target when all drafts pass.  So the first token of a block
     follows :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
 
-    Parameters are those of the rule (``ell``, ``lam``, ``threshold``, ``judge``,
+    The block loop is the simulator's Python loop (:func:`specbound.sim.lossy_seq.lossy_loop`,
+    the reference of :func:`specbound.sim.lossy_decode`, which runs it compiled on synthetic
+    models).  Parameters are those of the rule (``ell``, ``lam``, ``threshold``, ``judge``,
     ``allowed``, ...); any of them may be a callable ``f(p, q)`` evaluated in every context
     (e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``).  Randomness:
     ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus
@@ -595,75 +593,13 @@ def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
     :class:`~specbound.sim.SyntheticBackend` for protocol models).
     """
     from specbound._validation import as_rng
-    from specbound.sim import _kernels as _K
-    from specbound.sim.decode import WatermarkConfig
     from specbound.sim.lossy import LOSSY_RULES
-    from specbound.sim.lossy import _mechanism as mechanism
-    from specbound.sim.lossy import _prepare as prepare
+    from specbound.sim.lossy_seq import lossy_loop
 
     rule = as_choice(rule, "rule", LOSSY_RULES)
     L = as_int(L, "L", min_value=1)
     N = as_int(max_new_tokens, "max_new_tokens", min_value=0)
-    rng = as_rng(seed)
-    tokens = [int(t) for t in prompt]
-    n0 = len(tokens)
-    backend.reset(tokens)
-    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
-    n_t = n_d = c_t = c_d = 0
-    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
-        ell = min(L, N - (len(tokens) - n0))
-        us = rng.random((ell + 1, 3))
-        xs, qs = [], []
-        for s in range(ell):
-            qv = backend.draft_step([tuple(xs)])[0]
-            n_d += 1
-            c_d += 1
-            xs.append(int(_K.categorical(qv, us[s, 0])))
-            qs.append(qv)
-        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
-        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
-        n_t += 1
-        c_t += ell + 1
-        new, k_acc = [], 0
-        for s in range(ell):
-            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
-            per = prepare(rule, p[None], q[None], _rule_params(params, p, q))[0]
-            mech = mechanism(rule, p, q, per)
-            x = xs[s]
-            dec_pos.append(len(tokens) + len(new) - n0)
-            if us[s, 1] < mech.h[x]:
-                new.append(x)
-                dec_ok.append(True)
-                k_acc += 1
-                continue
-            dec_ok.append(False)
-            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
-                while True:
-                    y = int(_K.categorical(mech.q, rng.random()))
-                    if rng.random() < mech.h[y]:
-                        break
-            else:
-                y = int(_K.categorical(mech.residual, us[s, 2]))
-            new.append(y)
-            break
-        else:
-            if len(tokens) + len(new) - n0 < N:
-                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
-                                              us[ell, 2])))
-        tokens.extend(new)
-        emitted.append(len(new))
-        accepted.append(k_acc)
-        backend.commit(new)
-    return DecodeResult(
-        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
-        emitted_per_block=np.array(emitted, dtype=np.int64),
-        accepted_per_block=np.array(accepted, dtype=np.int64),
-        nu=np.ones(len(dec_ok), dtype=np.int64),
-        decision_accepted=np.array(dec_ok, dtype=bool),
-        decision_position=np.array(dec_pos, dtype=np.int64),
-        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
-        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
-        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+    return lossy_loop(backend, prompt, rule, L, N, as_rng(seed), params)
 
 
 def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=True,

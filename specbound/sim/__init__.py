@@ -44,6 +44,7 @@ from specbound.sim.gof import (
 from specbound.sim.invariance import check_drafter_invariance
 from specbound.sim.logged import DenseBatch, LogReader, LogWriter, SparseBatch
 from specbound.sim.lossy import sample_induced
+from specbound.sim.lossy_seq import lossy_decode, lossy_decode_batch
 from specbound.sim.metrics import cluster_ratio_se, lcs_length, mean_se, rouge_l
 from specbound.sim.models import (
     CachedLM,
@@ -77,6 +78,8 @@ __all__ = [
     "expected_block_tokens", "speculative_decode", "DecodeBatch", "speculative_decode_batch",
     "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
+    # sequence-level lossy verification
+    "lossy_decode", "lossy_decode_batch",
     # entropy-calibrated synthetic models
     "CalibratedLM", "calibrated_lm", "entropy_bounds",
     # sequence-level metrics

@@ -1,0 +1,368 @@
+"""Sequence-level speculative decoding with a lossy verification rule.
+
+:func:`lossy_decode` generates a sequence block by block: the block of Alg. 1 of Leviathan
+et al. 2023 (arXiv:2211.17192) -- ``L`` drafts ``x_s ~ q``, verification position by
+position, a bonus token from the target when every draft passes -- with the verification
+step of a rule of :data:`specbound.theory.RULES` (Zhou et al. 2026, arXiv:2607.26627,
+§3.1-3.2, App. A, F, G): at each position the rule's acceptance test ``U < h(x_s)`` and, at
+the first rejection, the rule's correction (a residual, the truncated target, or -- for the
+``"renormalize"`` readings -- fresh drafts from ``q`` tested again until one passes).  The
+per-context mechanism is :func:`specbound.sim.lossy._mechanism`, the code of
+:func:`specbound.sim.sample_induced`, so the first token of a block follows
+:func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
+
+Randomness: ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction
+or bonus draw at each block position), then the redraw loop's uniforms in order
+(``categorical(q, U)``, then the test ``U' < h``), from ``np.random.default_rng(seed)``.
+
+Two implementations, the same numbers:
+
+- the Python block loop (:func:`lossy_loop`) over any
+  :class:`~specbound.sim.decode.DecodeBackend` (``llm.lossy_decode`` and
+  ``llm.generate_lossy`` drive it with a real model pair's KV-cached backend);
+- the compiled loop (:mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated
+  inside the loop, NumPy's PCG64 stream replayed, prompts under ``prange`` in
+  :func:`lossy_decode_batch`).
+
+:func:`lossy_decode` and :func:`lossy_decode_batch` take the compiled loop whenever it
+covers the run: no ``backend``, ``SyntheticLM`` / ``MarkovLM`` models (a ``CachedLM`` of one
+in the batch only), a ``PCG64`` generator, constant rule parameters (scalars, one value per
+vocabulary entry, string options) and work arrays within ``_compiled.MAX_WORK``.  Callable
+parameters ``f(p, q)``, custom backends and models, other bit generators and larger runs go
+to the Python loop.  The two agree token for token, block for block and decision for
+decision (``tests/test_sim_lossy_decode.py``); for the contrastive rule and the KL / JS
+gates of Fuzzy SD they agree up to an event of probability of order ``V 2^-52`` per
+decision (NumPy's SIMD ``log``/``exp``/``pow`` against the C library's; module docstring of
+:mod:`specbound.sim._compiled_lossy`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specbound._validation import as_bool, as_choice, as_rng
+from specbound.sim import _compiled as _C
+from specbound.sim import _compiled_lossy as _CL
+from specbound.sim import _kernels as _K
+from specbound.sim.batch import DecodeBatch, _from_results, _prompt_rows, _seeds
+from specbound.sim.decode import (
+    DecodeBackend,
+    DecodeResult,
+    SyntheticBackend,
+    WatermarkConfig,
+    _validate,
+)
+from specbound.sim.lossy import LOSSY_RULES
+from specbound.sim.lossy import _mechanism as _mech
+from specbound.sim.lossy import _prepare as _prep
+from specbound.theory.lossy import DIVERGENCES, parse_rule_params
+
+__all__ = ["lossy_decode", "lossy_decode_batch"]
+
+_NO_MASS = ("allowed: the allowed set carries no target mass (context 0); the truncated "
+            "target p_Theta is undefined")
+
+
+# ------------------------------------------------------------------ the Python block loop
+
+
+def _rule_params(params, p, q):
+    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
+    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+
+
+def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
+    """The Python block loop on ``backend`` (validated ``rule``, ``L``, ``N``, ``rng``).
+
+    The reference implementation: any :class:`~specbound.sim.decode.DecodeBackend`, rule
+    parameters constant or callable ``f(p, q)`` (evaluated and validated in every context
+    by :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets
+    ``finished`` ends the run after the current block.
+    """
+    tokens = [int(t) for t in prompt]
+    n0 = len(tokens)
+    backend.reset(tokens)
+    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
+    n_t = n_d = c_t = c_d = 0
+    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
+        ell = min(L, N - (len(tokens) - n0))
+        us = rng.random((ell + 1, 3))
+        xs, qs = [], []
+        for s in range(ell):
+            qv = backend.draft_step([tuple(xs)])[0]
+            n_d += 1
+            c_d += 1
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        n_t += 1
+        c_t += ell + 1
+        new, k_acc = [], 0
+        for s in range(ell):
+            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
+            per = _prep(rule, p[None], q[None], _rule_params(params, p, q))[0]
+            mech = _mech(rule, p, q, per)
+            x = xs[s]
+            dec_pos.append(len(tokens) + len(new) - n0)
+            if us[s, 1] < mech.h[x]:
+                new.append(x)
+                dec_ok.append(True)
+                k_acc += 1
+                continue
+            dec_ok.append(False)
+            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
+                while True:
+                    y = int(_K.categorical(mech.q, rng.random()))
+                    if rng.random() < mech.h[y]:
+                        break
+            else:
+                y = int(_K.categorical(mech.residual, us[s, 2]))
+            new.append(y)
+            break
+        else:
+            if len(tokens) + len(new) - n0 < N:
+                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
+                                              us[ell, 2])))
+        tokens.extend(new)
+        emitted.append(len(new))
+        accepted.append(k_acc)
+        backend.commit(new)
+    return DecodeResult(
+        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
+        emitted_per_block=np.array(emitted, dtype=np.int64),
+        accepted_per_block=np.array(accepted, dtype=np.int64),
+        nu=np.ones(len(dec_ok), dtype=np.int64),
+        decision_accepted=np.array(dec_ok, dtype=bool),
+        decision_position=np.array(dec_pos, dtype=np.int64),
+        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
+        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
+        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+
+
+# ------------------------------------------------------------------ the compiled path
+
+
+def _constants(rule, params, n):
+    """The rule's constant parameters in the compiled form ``(code, fpar, ipar, jud, alw)``,
+    validated by :func:`specbound.theory.lossy.parse_rule_params` (``ValueError`` naming the
+    argument); None when a parameter is a callable (the Python loop then evaluates and
+    validates it in every context)."""
+    if any(callable(v) for v in params.values()):
+        return None
+    dummy = np.full((1, n), 1.0 / n)
+    rule, prm = parse_rule_params(rule, dummy, dummy, params)
+    fpar = np.zeros(5)
+    for name, pos in (("lam", _CL.F_LAM), ("threshold", _CL.F_THRESHOLD), ("ell", _CL.F_ELL),
+                      ("beta", _CL.F_BETA), ("alpha", _CL.F_ALPHA)):
+        if name in prm:
+            fpar[pos] = prm[name][0]
+    ipar = np.zeros(2, np.int64)
+    if "divergence" in prm:
+        ipar[_CL.I_DIVERGENCE] = DIVERGENCES.index(prm["divergence"])
+    ipar[_CL.I_REDRAW] = (prm.get("on_reject") == "renormalize"
+                          or prm.get("completion") == "renormalize")
+    jud = (prm["judge"][0].astype(np.float64) if "judge" in prm else np.zeros(1))
+    alw = (np.ascontiguousarray(prm["allowed"][0]) if "allowed" in prm
+           else np.zeros(1, np.bool_))
+    return LOSSY_RULES.index(rule), fpar, ipar, jud, alw
+
+
+def _plan(target, draft, L, N, store_drafts, unwrap_cached):
+    """``(tm, dm, share)`` of a compiled run, or None when it is not covered (models without
+    a compiled evaluation, work arrays above ``_compiled.MAX_WORK``)."""
+    tm = _C.model_spec(target, unwrap_cached)
+    dm = _C.model_spec(draft, unwrap_cached)
+    if tm is None or dm is None:
+        return None
+    n = int(target.vocab_size)
+    work = n * (L + 5)
+    if store_drafts:
+        work = max(work, N * L)
+    if work > _C.MAX_WORK:
+        return None
+    share = _C.shares_fields(tm, dm) and n * (2 * L + 5) <= _C.MAX_WORK
+    return tm, dm, share
+
+
+def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
+    """Run the compiled loop on validated prompts; returns the outputs and the sizes."""
+    code, fpar, ipar, jud, alw = consts
+    tm, dm, share = plan
+    n = len(prompts)
+    n0s = np.array([a.size for a in prompts], dtype=np.int64)
+    tokens = np.zeros((n, int(n0s.max()) + N), np.int64)
+    for i, a in enumerate(prompts):
+        tokens[i, :a.size] = a
+    out = _C.outputs(n, N, L, 1, store)
+    sizes = np.zeros((n, 4), np.int64)
+    kernel = _CL.lossy_batch if parallel and n > 1 else _CL.lossy_serial
+    kernel(code, tm, dm, tokens, n0s, N, L, states, fpar, ipar, jud, alw, out["emitted"],
+           out["accepted"], out["dec_ok"], out["dec_pos"], out["drafts"], out["block_ell"],
+           out["counts"], store, share, sizes)
+    if np.any(sizes[:, 3] == _CL.ERR_NO_MASS):
+        raise ValueError(_NO_MASS)
+    return tokens, n0s, out, sizes
+
+
+def _result(rule, tokens, n0, out, size, i, L, with_drafts) -> DecodeResult:
+    g, nb, nd = (int(x) for x in size[:3])
+    ells = out["block_ell"][i, :nb]
+    drafts = (tuple(out["drafts"][i, b, :1, :int(ells[b])].copy() for b in range(nb))
+              if with_drafts else ())
+    c = out["counts"][i]
+    return DecodeResult(
+        tokens=tokens[:n0 + g].copy(), prompt_length=n0,
+        emitted_per_block=out["emitted"][i, :nb].copy(),
+        accepted_per_block=out["accepted"][i, :nb].copy(),
+        nu=np.ones(nd, dtype=np.int64),
+        decision_accepted=out["dec_ok"][i, :nd].copy(),
+        decision_position=out["dec_pos"][i, :nd].copy(),
+        n_target_evals=int(c[0]), n_draft_evals=int(c[1]), n_target_contexts=int(c[2]),
+        n_draft_contexts=int(c[3]), pivots=np.full(g, np.nan), drafts=drafts,
+        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+
+
+def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
+    """The compiled run of one validated prompt, or None (nothing drawn from ``rng``)."""
+    if consts is None:
+        return None
+    st = _C.pcg_state(rng)
+    if st is None:
+        return None
+    plan = _plan(target, draft, L, N, True, False)
+    if plan is None:
+        return None
+    states = st[None, :].copy()
+    tokens, n0s, out, sizes = _run_compiled(rule, consts, plan, [prompt], N, L, states, True,
+                                            False)
+    _C.set_pcg_state(rng, states[0])
+    return _result(rule, tokens[0], int(n0s[0]), out, sizes[0], 0, L, True)
+
+
+def _validated(target, draft, prompt, rule, L, max_new_tokens):
+    rule = as_choice(rule, "rule", LOSSY_RULES)
+    target, draft, prompt, _, L, _, N, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
+                                                     max_new_tokens, None)
+    return target, draft, prompt, rule, L, N
+
+
+# ------------------------------------------------------------------ public API
+
+
+def lossy_decode(target, draft, prompt, rule, *, L=4, max_new_tokens=64, seed=0, backend=None,
+                 **params) -> DecodeResult:
+    """Generate ``max_new_tokens`` tokens by speculative sampling with a lossy rule.
+
+    Blockwise speculative sampling (Leviathan et al. 2023, arXiv:2211.17192, Alg. 1) whose
+    verification step is the rule's mechanism (Zhou et al. 2026, arXiv:2607.26627,
+    §3.1-3.2, App. A, F, G; module docstring): the first token of every block follows
+    :func:`specbound.theory.induced_distribution` of its context's ``(p, q)``.
+
+    Parameters
+    ----------
+    target, draft : models
+        Protocol models with equal vocabularies (:func:`specbound.sim.speculative_decode`).
+    prompt : sequence of int
+        Prompt token ids (may be empty).
+    rule : str
+        One of :data:`specbound.theory.RULES`.
+    L : int >= 1
+        Drafts per block.
+    max_new_tokens : int, 0 <= max_new_tokens <= 100,000
+    seed : int, SeedSequence or Generator
+        Source of the uniforms (module docstring, "Randomness"); a Generator is advanced.
+    backend : DecodeBackend or None
+        The model evaluation; None: the compiled loop where it covers the run (module
+        docstring), else a :class:`~specbound.sim.decode.SyntheticBackend` on the models.
+    **params
+        The rule's parameters (``lam``, ``threshold``, ``divergence``, ``ell``, ``judge``,
+        ``allowed``, ``on_reject``, ``completion``, ``beta``, ``alpha``; the parameters of
+        :func:`specbound.sim.sample_induced`), each a constant (one value, or one value per
+        vocabulary entry for ``judge`` / ``allowed``) or a callable ``f(p, q)`` evaluated in
+        every context (e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``; such
+        runs take the Python loop).
+
+    Returns
+    -------
+    DecodeResult
+        ``decoder = "lossy:<rule>"``, ``B = 1``, ``nu`` all 1, ``pivots`` NaN, no watermark.
+
+    Raises
+    ------
+    ValueError
+        An argument out of range, named in the message (unknown ``rule``, a missing or bad
+        rule parameter -- checked before any decoding when the parameters are constants --,
+        ``L``, ``max_new_tokens``, ``prompt``, vocabulary mismatch), and ``allowed`` when a
+        truncation context needs the truncated target ``p_Theta`` and ``A`` carries no target
+        mass there.
+    """
+    target, draft, prompt, rule, L, N = _validated(target, draft, prompt, rule, L,
+                                                   max_new_tokens)
+    rng = as_rng(seed)
+    consts = _constants(rule, params, int(target.vocab_size))
+    if backend is None:
+        res = _compiled_single(target, draft, prompt, rule, consts, L, N, rng)
+        if res is not None:
+            return res
+        backend = SyntheticBackend(target, draft)
+    elif not isinstance(backend, DecodeBackend):
+        raise ValueError(f"backend: must implement reset, draft_step, verify and commit "
+                         f"(DecodeBackend), got {type(backend).__name__}")
+    return lossy_loop(backend, prompt, rule, L, N, rng, params)
+
+
+def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, seed=None,
+                       store_drafts=False, parallel=True, **params) -> DecodeBatch:
+    """:func:`lossy_decode` on many prompts in one compiled call (prompts under ``prange``).
+
+    Parameters
+    ----------
+    target, draft, rule, L, max_new_tokens, **params
+        As in :func:`lossy_decode`.  ``SyntheticLM`` / ``MarkovLM`` (or a ``CachedLM`` of
+        one, evaluated through its model) with constant parameters run compiled; anything
+        else runs prompt by prompt through :func:`lossy_decode`.
+    prompts : 2-D array of int, sequence of token sequences, or PromptSet
+        One prompt per row (lengths may differ).
+    seed : None, int, SeedSequence, or sequence of seeds
+        One seed per prompt, or one seed whose ``SeedSequence.spawn(n)`` children are the
+        prompts' seeds; None: a ``PromptSet``'s seeds, otherwise 0
+        (:func:`specbound.sim.speculative_decode_batch`'s convention).
+    store_drafts : bool
+        Keep the drafts of every block.
+    parallel : bool
+        Prompts on Numba's threads (False: the calling thread, the pool is not started;
+        :func:`specbound.sim.speculative_decode_batch`).  The results are the same.
+
+    Returns
+    -------
+    DecodeBatch
+        ``batch[i]`` equals ``lossy_decode(target, draft, prompts[i], rule, L=L,
+        max_new_tokens=max_new_tokens, seed=seeds[i], **params)`` field by field (the drafts
+        when ``store_drafts``), for any number of threads.
+
+    Raises
+    ------
+    ValueError
+        As :func:`lossy_decode`, and ``prompts`` empty or not integer sequences, ``seed`` of
+        the wrong length.
+    """
+    rows = _prompt_rows(prompts)
+    n = len(rows)
+    seeds = _seeds(seed, prompts, n)
+    store = as_bool(store_drafts, "store_drafts")
+    parallel = as_bool(parallel, "parallel")
+    target, draft, _, rule, L, N = _validated(target, draft, rows[0], rule, L, max_new_tokens)
+    arrs = [_validated(target, draft, r, rule, L, N)[2] for r in rows]
+    consts = _constants(rule, params, int(target.vocab_size))
+    rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
+    states = [_C.pcg_state(g) for g in rngs]
+    plan = _plan(target, draft, L, N, store, True) if consts is not None else None
+    if plan is None or any(s is None for s in states):
+        return _from_results([lossy_decode(target, draft, a, rule, L=L, max_new_tokens=N,
+                                           seed=g, **params)
+                              for a, g in zip(arrs, rngs, strict=True)], store)
+    tokens, n0s, out, sizes = _run_compiled(rule, consts, plan, arrs, N, L, np.stack(states),
+                                            store, parallel)
+    return _from_results([_result(rule, tokens[i], int(n0s[i]), out, sizes[i], i, L, store)
+                          for i in range(n)], store)
