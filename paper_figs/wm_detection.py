@@ -46,9 +46,25 @@ and test, PFR and MPFR minus BASIC-UWM and MWS, PFR and MPFR minus MSE and MSE-P
 MSE-PSEUDO minus MSE (each MSE-PSEUDO variant and detector), and the coin detector minus the
 token detector on the same sequences, with ``diff_se`` and ``z``.
 
+Acceptance sweep (``wm_detection_acceptance``): why the coin detector gains little at D0.
+The same target, key, prompts and seeds; drafts ``target.draft(noise, seed=1)`` with noise in
+:data:`ACC_NOISE` (0.3 is D0), so only the drafter's acceptance varies (realised per-decision
+acceptance, accepted / drafted decisions pooled per prompt, about 0.88 down to 0.24 at the
+full vocabulary); 32 new tokens (1,000 prompts x 3 seeds; ``--quick``: the quick settings,
+12 tokens).  MSE (token detector) and MSE-PSEUDO with the keyed residual scored by the token
+and by the coin detector (``COIN_THRESHOLD``); at T_eval in :data:`ACC_T_FULL` the TPR@1%FPR
+with the exact Gamma(T, 1) threshold, the excess Aaronson score per token ``S_T / T - 1``,
+``-log p / T`` (both 0 in expectation under H0, and not saturating with T) and the misrouted
+share (positions scored by a pivot other than the race that drew the token).  Paired
+differences by prompt (coin - tokens, coin - MSE, tokens - MSE) at every level, and their
+change as the acceptance falls (``trend:GAIN``, consecutive levels and highest vs lowest
+acceptance) in ``wm_detection_acceptance_comparisons.csv``; ``wm_detection_acceptance.png``
+and the markdown table ``wm_detection_acceptance.md``.
+
 Outputs: ``wm_detection.png``, ``wm_detection.csv`` (one row per decoder, variant, detector,
 score, method and T_eval; columns ``tpr, tpr_se, threshold, n_sequences, n_null``; settings as
-columns) and ``wm_detection_comparisons.csv``.  Incremental (one sweep task per decoder) and
+columns) and ``wm_detection_comparisons.csv``, and the acceptance sweep's files.  Incremental
+(one sweep task per decoder; per drafter noise and decoder in the acceptance sweep) and
 resumable.
 
 Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR]``.
@@ -430,7 +446,7 @@ def plot_acceptance(df: pd.DataFrame, path: Path) -> None:
                             label=f"{name}, T={T}")
         ax.set_xlabel("realised acceptance (accepted / drafted decisions)")
         ax.set_ylabel(ylabel)
-    axes[0].legend(fontsize=6.5, loc="lower left")
+    axes[0].legend(fontsize=6.5, loc="lower right")
     axes[1].set_title(f"T_eval = {shown[-1]}", fontsize=10)
     axes[2].set_title(f"T_eval = {shown[-1]}", fontsize=10)
     H = df["mean_entropy_nats"].iloc[0]
