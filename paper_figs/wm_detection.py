@@ -46,9 +46,25 @@ and test, PFR and MPFR minus BASIC-UWM and MWS, PFR and MPFR minus MSE and MSE-P
 MSE-PSEUDO minus MSE (each MSE-PSEUDO variant and detector), and the coin detector minus the
 token detector on the same sequences, with ``diff_se`` and ``z``.
 
+Acceptance sweep (``wm_detection_acceptance``): why the coin detector gains little at D0.
+The same target, key, prompts and seeds; drafts ``target.draft(noise, seed=1)`` with noise in
+:data:`ACC_NOISE` (0.3 is D0), so only the drafter's acceptance varies (realised per-decision
+acceptance, accepted / drafted decisions pooled per prompt, about 0.88 down to 0.24 at the
+full vocabulary); 32 new tokens (1,000 prompts x 3 seeds; ``--quick``: the quick settings,
+12 tokens).  MSE (token detector) and MSE-PSEUDO with the keyed residual scored by the token
+and by the coin detector (``COIN_THRESHOLD``); at T_eval in :data:`ACC_T_FULL` the TPR@1%FPR
+with the exact Gamma(T, 1) threshold, the excess Aaronson score per token ``S_T / T - 1``,
+``-log p / T`` (both 0 in expectation under H0, and not saturating with T) and the misrouted
+share (positions scored by a pivot other than the race that drew the token).  Paired
+differences by prompt (coin - tokens, coin - MSE, tokens - MSE) at every level, and their
+change as the acceptance falls (``trend:GAIN``, consecutive levels and highest vs lowest
+acceptance) in ``wm_detection_acceptance_comparisons.csv``; ``wm_detection_acceptance.png``
+and the markdown table ``wm_detection_acceptance.md``.
+
 Outputs: ``wm_detection.png``, ``wm_detection.csv`` (one row per decoder, variant, detector,
 score, method and T_eval; columns ``tpr, tpr_se, threshold, n_sequences, n_null``; settings as
-columns) and ``wm_detection_comparisons.csv``.  Incremental (one sweep task per decoder) and
+columns) and ``wm_detection_comparisons.csv``, and the acceptance sweep's files.  Incremental
+(one sweep task per decoder; per drafter noise and decoder in the acceptance sweep) and
 resumable.
 
 Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR]``.
@@ -233,6 +249,267 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     return df
 
 
+# ------------------------------------------------- acceptance sweep (He et al.'s coin)
+# The same target and key, drafts of increasing mismatch: only the drafter's acceptance
+# varies.  MSE (token detector) and MSE-PSEUDO with the keyed residual, scored by the token
+# and by the coin detector, as in the main sweep.
+
+NAME_ACC = "wm_detection_acceptance"
+#: logit-noise levels of ``target.draft(noise, seed=draft_seed)`` (0.3 is D0); realised
+#: per-decision acceptance about 0.89, 0.77, 0.66, 0.48, 0.24 at the full vocabulary
+ACC_NOISE = (0.1, 0.2, 0.3, 0.5, 0.9)
+ACC_T_FULL = (4, 8, 16, 32)
+ACC_T_QUICK = (4, 8, 12)
+#: sweep tasks of one level: (label, decoder, options, [(detector, coin_threshold)])
+ACC_RUNS = (("mse", "mse", {}, [("tokens", None)]),
+            ("mse_pseudo_keyed", "mse_pseudo", {"residual": "keyed"},
+             [("tokens", None), ("coin", COIN_THRESHOLD)]))
+#: per-prompt metrics: TPR, per-token evidence (0 in expectation under H0) and the share of
+#: positions scored by a pivot other than the race that drew the token (the mechanism)
+ACC_METRICS = ("tpr", "score_per_token", "nlp_per_token", "misrouted_share")
+#: the gains compared at every level: (name, a, b) of ``label:detector``
+ACC_GAINS = (("coin-tokens", "mse_pseudo_keyed:coin", "mse_pseudo_keyed:tokens"),
+             ("coin-mse", "mse_pseudo_keyed:coin", "mse:tokens"),
+             ("tokens-mse", "mse_pseudo_keyed:tokens", "mse:tokens"))
+
+
+def acceptance_settings(quick: bool) -> wc.Settings:
+    """The acceptance sweep's settings: the study's target, key, prompts and seeds; 32 new
+    tokens (12 with ``--quick``), enough for its budgets."""
+    s = replace(wc.QUICK, n_prompts=12) if quick else replace(wc.FULL, max_new_tokens=32)
+    return wc.with_extra(s, L=L, coin_threshold=COIN_THRESHOLD, noise_levels=ACC_NOISE,
+                         acc_t_eval=ACC_T_QUICK if quick else ACC_T_FULL)
+
+
+def _level(noise: float) -> str:
+    return f"noise={noise:g}"
+
+
+def acceptance_worker(arg) -> list[dict]:
+    """One (drafter noise, decoder) task of the acceptance sweep, every seed (arg =
+    (settings, noise, run, out_dir, config)): realised acceptance (accepted / all decisions
+    of the decoder, pooled per prompt over seeds), and for each detector and T_eval the
+    detection at 1% FPR with the exact Gamma(T, 1) threshold, the mean excess Aaronson score
+    per token ``S_T / T - 1``, the mean ``-log p / T`` and the misrouted share of the first T
+    positions: a rejection scored by the first key's pivot (the token detector at every
+    rejection; the coin detector where the coin is at most the threshold), or an accepted
+    draft or bonus token scored by the second key's pivot (the coin detector where the coin
+    exceeds it).  MSE's rejections are drawn from unkeyed residual randomness, so its
+    misrouted share is its share of rejections."""
+    from specbound.sim import acceptance_coins
+    from specbound.theory.watermark import null_log_sf
+
+    s, noise, (label, decoder, options, detectors), out_dir, config = arg
+    cpu0 = time.process_time()
+    target, _ = wc.make_models(s)
+    draft = target.draft(noise, seed=s.draft_seed)
+    P = s.prompt_set().tokens
+    n = len(P)
+    Ts = dict(s.extra)["acc_t_eval"]
+    thr = {T: exact_threshold(T, "aaronson") for T in Ts}
+    acc_num, acc_den = np.zeros(n), np.zeros(n)
+    sums = {(dt, m, T): np.zeros(n) for dt, _ in detectors for m in ACC_METRICS for T in Ts}
+    for _, key, seeds in s.runs():
+        res = wc.decode(target, draft, P, seeds, decoder, L=L, key=key,
+                        max_new_tokens=s.max_new_tokens, **options)
+        acc_num += [np.sum(r.decision_accepted) for r in res]
+        acc_den += [r.decision_accepted.size for r in res]
+        rejected = np.zeros((n, s.max_new_tokens), dtype=bool)
+        for i, r in enumerate(res):
+            rejected[i, r.decision_position[~r.decision_accepted]] = True
+        for dt, tau in detectors:
+            U = np.array([keyed_pivots(r, key, coin_threshold=tau).pivots for r in res])
+            S = cumulative_scores(U, "aaronson")
+            if tau is None:
+                wrong = rejected
+            else:
+                coins = np.array([acceptance_coins(r, key) for r in res])
+                wrong = rejected != (coins > tau)
+            W = np.cumsum(wrong, axis=1)
+            for T in Ts:
+                ST = S[:, T - 1]
+                sums[(dt, "tpr", T)] += ST >= thr[T]
+                sums[(dt, "score_per_token", T)] += ST / T - 1.0
+                sums[(dt, "nlp_per_token", T)] -= null_log_sf(ST, T) / T
+                sums[(dt, "misrouted_share", T)] += W[:, T - 1] / T
+    acc, acc_se, _ = wc.ratio_stats(acc_num, acc_den)
+    H = target.mean_entropy(n_contexts=500, seed=s.run_seed)
+    rows, stats = [], {f"{_level(noise)}/{label}": {"acc_num": acc_num, "acc_den": acc_den}}
+    for dt, _ in detectors:
+        for T in Ts:
+            row = {"decoder": decoder, "label": label, "detector": dt, "noise": noise,
+                   "acceptance": acc, "acceptance_se": acc_se, "T_eval": T}
+            for m in ACC_METRICS:
+                x = sums[(dt, m, T)] / s.n_seeds
+                row[m], row[f"{m}_se"] = wc.prompt_mean_se(x)
+                stats.setdefault(f"{_level(noise)}/{label}:{dt}", {})[f"{m}@{T}"] = x
+            rows.append({**row, "threshold": thr[T], "n_sequences": n * s.n_seeds,
+                         "fpr": FPR, "mean_entropy_nats": H, **s.columns()})
+    wc.save_prompt_stats(out_dir, NAME_ACC, s.signature(), config, stats)
+    return wc.with_task_cpu(rows, cpu0)
+
+
+def acceptance_comparisons(stats: dict, s: wc.Settings) -> list[dict]:
+    """Paired (by prompt) differences of the acceptance sweep: at every level, T_eval and
+    metric the gains of :data:`ACC_GAINS`; and how each gain changes as the acceptance falls
+    (``trend:GAIN``): between consecutive levels (``step = "step"``) and between the highest
+    and the lowest acceptance (``step = "end"``), ``a`` the lower-acceptance level, so that
+    ``diff > 0`` means the gain grows as the acceptance falls."""
+    ex = dict(s.extra)
+    levels = []
+    for noise in ex["noise_levels"]:
+        st = stats.get(f"{_level(noise)}/mse")
+        if st is not None:
+            levels.append((float(st["acc_num"].sum() / st["acc_den"].sum()), noise))
+    levels.sort(reverse=True)  # highest acceptance first
+    rows = []
+    gains: dict = {}
+    for acc, noise in levels:
+        lv = _level(noise)
+        for name, a, b in ACC_GAINS:
+            A, B = stats.get(f"{lv}/{a}"), stats.get(f"{lv}/{b}")
+            if A is None or B is None:
+                continue
+            for m in ACC_METRICS:
+                for T in ex["acc_t_eval"]:
+                    f = f"{m}@{T}"
+                    rows.append(wc.comparison_row(name, m, a, b,
+                                                  wc.paired_mean_diff(A[f], B[f]),
+                                                  noise=noise, acceptance=acc, T_eval=T,
+                                                  step="level", n_seeds=s.n_seeds))
+                    gains[(name, m, T, noise)] = A[f] - B[f]
+    ends = [(levels[i + 1], levels[i], "step") for i in range(len(levels) - 1)]
+    if len(levels) > 2:
+        ends.append((levels[-1], levels[0], "end"))
+    for (acc_a, na), (acc_b, nb), step in ends:
+        for name, _, _ in ACC_GAINS:
+            for m in ACC_METRICS:
+                for T in ex["acc_t_eval"]:
+                    ga, gb = gains.get((name, m, T, na)), gains.get((name, m, T, nb))
+                    if ga is None or gb is None:
+                        continue
+                    rows.append(wc.comparison_row(
+                        f"trend:{name}", m, _level(na), _level(nb),
+                        wc.paired_mean_diff(ga, gb), noise_a=na, noise_b=nb,
+                        acceptance_a=acc_a, acceptance_b=acc_b, T_eval=T, step=step,
+                        n_seeds=s.n_seeds))
+    return rows
+
+
+def compute_acceptance(out_dir, quick: bool = False, executor=None,
+                       progress: bool = True) -> pd.DataFrame:
+    """Run (or resume) the acceptance sweep; write ``wm_detection_acceptance.csv`` and its
+    comparisons."""
+    s = acceptance_settings(quick)
+    store = wc.ResumableCSV(out_path(out_dir, f"{NAME_ACC}.csv"), s.signature())
+    # the slowest tasks first (low acceptance: more blocks per token)
+    configs = [(f"{_level(noise)}/{r[0]}", (s, noise, r, str(out_dir),
+                                            f"{_level(noise)}/{r[0]}"))
+               for noise in sorted(ACC_NOISE, reverse=True) for r in ACC_RUNS]
+    df = wc.study_sweep(configs, acceptance_worker, store, quick=quick, executor=executor,
+                        desc=NAME_ACC, progress=progress)
+    stats = wc.load_prompt_stats(out_dir, NAME_ACC, s.signature())
+    wc.write_comparisons(out_dir, NAME_ACC, acceptance_comparisons(stats, s))
+    return df
+
+
+ACC_CURVES = (("mse", "tokens", "mse", "-", "MSE (tokens)"),
+              ("mse_pseudo_keyed", "tokens", "mse_pseudo", ":",
+               "MSE-PSEUDO keyed residual, tokens only"),
+              ("mse_pseudo_keyed", "coin", "mse_pseudo", "--",
+               "MSE-PSEUDO keyed residual, with the coin"))
+
+
+def plot_acceptance(df: pd.DataFrame, path: Path) -> None:
+    """TPR@1%FPR (left), the excess Aaronson score per token (middle) and the misrouted share
+    of the positions (right) against the realised acceptance."""
+    plt = setup_matplotlib()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    Ts = sorted(int(t) for t in df["T_eval"].unique())
+    shown = [T for T in (8, 32, 12) if T in Ts][:2] or Ts[-2:]
+    for ax, m, ylabel in ((axes[0], "tpr", "TPR @ 1% FPR (exact Gamma null)"),
+                          (axes[1], "score_per_token",
+                           "excess Aaronson score per token, $S_T/T - 1$"),
+                          (axes[2], "misrouted_share",
+                           "share of positions scored by the wrong pivot")):
+        for label, dt, style, ls, name in ACC_CURVES:
+            color, marker = STYLE[style]
+            for j, T in enumerate(shown if m == "tpr" else shown[-1:]):
+                sub = df[(df["label"] == label) & (df["detector"] == dt)
+                         & (df["T_eval"] == T)].sort_values("acceptance")
+                if sub.empty:
+                    continue
+                ax.errorbar(sub["acceptance"], sub[m], yerr=sub[f"{m}_se"], color=color,
+                            marker=marker, ms=6 if j == 0 else 4, ls=ls, capsize=2,
+                            mfc="white" if dt == "coin" else color,
+                            alpha=1.0 if j == len(shown) - 1 or m != "tpr" else 0.55,
+                            label=f"{name}, T={T}")
+        ax.set_xlabel("realised acceptance (accepted / drafted decisions)")
+        ax.set_ylabel(ylabel)
+    axes[0].legend(fontsize=6.5, loc="lower right")
+    axes[1].set_title(f"T_eval = {shown[-1]}", fontsize=10)
+    axes[2].set_title(f"T_eval = {shown[-1]}", fontsize=10)
+    H = df["mean_entropy_nats"].iloc[0]
+    fig.suptitle(f"Coin detector vs drafter acceptance (vocab {int(df['vocab_size'].iloc[0])}, "
+                 f"H≈{H:.2f} nats, L={L}, draft noise {', '.join(f'{x:g}' for x in ACC_NOISE)}"
+                 f", {int(df['n_prompts'].iloc[0])} prompts x {int(df['n_seeds'].iloc[0])} "
+                 "seeds)", fontsize=9)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _pm(x: float, se: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f} ± {se:.{digits}f}"
+
+
+def acceptance_table(df: pd.DataFrame, cmp: pd.DataFrame) -> str:
+    """Markdown: per level the realised acceptance, TPR and excess score per token of the
+    three curves, and the paired gains (coin − tokens, coin − MSE) with z."""
+    Ts = sorted(int(t) for t in df["T_eval"].unique())
+    lines = [f"# {NAME_ACC}", "",
+             "Same target, key, prompts and seeds; drafts `target.draft(noise)`. Acceptance: "
+             "accepted / drafted decisions (MSE-PSEUDO's in brackets). TPR at 1% FPR (exact "
+             "Gamma(T, 1) null); score: mean `S_T / T - 1` (0 under H0). Gains paired by "
+             "prompt (± SE, z).", ""]
+    for m, what, sel_T in (("tpr", "TPR", Ts), ("score_per_token", "score per token", Ts),
+                           ("misrouted_share", "misrouted share", Ts[-1:])):
+        for T in sel_T:
+            lines += [f"## {what}, T_eval = {T}", "",
+                      "| noise | acceptance | MSE | MSE-PSEUDO tokens | MSE-PSEUDO coin | "
+                      "coin − tokens | coin − MSE |", "|---|---|---|---|---|---|---|"]
+            for noise in sorted(df["noise"].unique()):
+                sel = df[(df["noise"] == noise) & (df["T_eval"] == T)]
+                cells = []
+                for label, dt, *_ in ACC_CURVES:
+                    r = sel[(sel["label"] == label) & (sel["detector"] == dt)]
+                    cells.append(_pm(float(r[m].iloc[0]), float(r[f"{m}_se"].iloc[0]))
+                                 if not r.empty else "n/a")
+                acc = {lab: float(sel[sel["label"] == lab]["acceptance"].iloc[0])
+                       for lab in ("mse", "mse_pseudo_keyed") if (sel["label"] == lab).any()}
+                g = []
+                for name in ("coin-tokens", "coin-mse"):
+                    c = cmp[(cmp["comparison"] == name) & (cmp["metric"] == m)
+                            & (cmp["noise"] == noise) & (cmp["T_eval"] == T)]
+                    g.append(f"{_pm(float(c['diff'].iloc[0]), float(c['diff_se'].iloc[0]))} "
+                             f"(z = {float(c['z'].iloc[0]):.1f})" if not c.empty else "n/a")
+                a = (f"{acc.get('mse', float('nan')):.3f} "
+                     f"({acc.get('mse_pseudo_keyed', float('nan')):.3f})")
+                lines.append(f"| {noise:g} | {a} | " + " | ".join(cells + g) + " |")
+            lines.append("")
+    tr = cmp[(cmp["comparison"].str.startswith("trend:")) & (cmp["step"] == "end")]
+    if not tr.empty:
+        lines += ["## Gain at the lowest minus the highest acceptance", "",
+                  "| gain | metric | T_eval | acceptance | gain there | diff | z |",
+                  "|---|---|---|---|---|---|---|"]
+        for _, r in tr.iterrows():
+            lines.append(f"| {r['comparison'][6:]} | {r['metric']} | {int(r['T_eval'])} | "
+                         f"{r['acceptance_a']:.3f} vs {r['acceptance_b']:.3f} | "
+                         f"{r['value_a']:.3f} vs {r['value_b']:.3f} | "
+                         f"{_pm(r['diff'], r['diff_se'])} | {r['z']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def plot(df: pd.DataFrame, path: Path) -> None:
     plt = setup_matplotlib()
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2), sharey=True)
@@ -286,10 +563,17 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 
 
 def main(out_dir, quick: bool = False) -> list[Path]:
-    """Run (or resume) the null calibration and the detection sweep; write CSVs and PNG."""
+    """Run (or resume) the null calibration, the detection sweep and the acceptance sweep;
+    write CSVs, PNGs and the acceptance sweep's markdown table."""
     df = compute(out_dir, quick=quick)
     paths = wc.write_outputs(out_dir, NAME, df, plot)
-    return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
+    paths.append(out_path(out_dir, f"{NAME}_comparisons.csv"))
+    acc = compute_acceptance(out_dir, quick=quick)
+    cmp_path = out_path(out_dir, f"{NAME_ACC}_comparisons.csv")
+    cmp = pd.read_csv(cmp_path)
+    paths += wc.write_outputs(out_dir, NAME_ACC, acc, plot_acceptance,
+                              lambda d: acceptance_table(d, cmp))
+    return paths + [cmp_path]
 
 
 if __name__ == "__main__":

@@ -279,6 +279,39 @@ def test_coin_detector_verdict_flips_with_the_data(tmp_path):
     assert verdict(tmp_path, "tpr_pseudo_coin").verdict == ix.NOT_REPRODUCED
 
 
+def _coin_acceptance(tmp_path, end_z: float, step_z: float = 1.0, Ts=(8, 32)):
+    # the acceptance sweep's trend rows: the gain at the lower acceptance (a) minus the gain
+    # at the higher one (b), between consecutive levels and lowest vs highest
+    rows = []
+    accs = (0.9, 0.65, 0.25)
+    for gain in ("coin-tokens", "coin-mse"):
+        for T in Ts:
+            for i, acc in enumerate(accs):
+                rows.append(_cmp(gain, "tpr", 0.1 * i, 0.0, 0.01, noise=i, acceptance=acc,
+                                 T_eval=T, step="level"))
+            steps = [(accs[1], accs[0], step_z, "step"), (accs[2], accs[1], step_z, "step"),
+                     (accs[2], accs[0], end_z, "end")]
+            for a, b, z, step in steps:
+                rows.append(_cmp(f"trend:{gain}", "score_per_token", 0.01 * z, 0.0, 0.01,
+                                 acceptance_a=a, acceptance_b=b, T_eval=T, step=step))
+    _cmp_csv(tmp_path, "wm_detection_acceptance", rows)
+
+
+def test_coin_gain_acceptance_verdict_flips_with_the_data(tmp_path):
+    assert verdict(tmp_path, "coin_gain_acceptance").verdict == ix.NOT_RUN
+    _coin_acceptance(tmp_path, 4.0)
+    out = verdict(tmp_path, "coin_gain_acceptance")
+    assert out.verdict == ix.REPRODUCED and out.z == pytest.approx(4.0)
+    assert "at acceptance 0.25" in out.beyond
+    _coin_acceptance(tmp_path, 2.0)
+    assert verdict(tmp_path, "coin_gain_acceptance").verdict == ix.NOT_DISTINGUISHABLE
+    _coin_acceptance(tmp_path, -4.0)  # the gain shrinks as the acceptance falls
+    assert verdict(tmp_path, "coin_gain_acceptance").verdict == ix.NOT_REPRODUCED
+    _coin_acceptance(tmp_path, 4.0, step_z=-3.5)  # grows overall, falls at one step
+    out = verdict(tmp_path, "coin_gain_acceptance")
+    assert out.verdict == ix.NOT_REPRODUCED and out.z == pytest.approx(-3.5)
+
+
 def _subst_csv(tmp_path, drifts: dict, se: float = 0.01, rouge_fresh: float = 0.436,
                Ts=(64, 128)):
     rows = []

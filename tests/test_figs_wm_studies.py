@@ -319,6 +319,51 @@ def test_drafter_substitution_quick_content(tmp_path):
     assert "| PFR | 1.000 ± 0.000 |" in table
 
 
+def test_detection_acceptance_quick_content(tmp_path):
+    # the acceptance sweep of wm_detection in quick mode: one row per drafter noise level,
+    # decoder/detector and T_eval; deterministic (fixed prompts, seeds and key)
+    df = wm_detection.compute_acceptance(tmp_path, quick=True, progress=False)
+    s = wm_detection.acceptance_settings(True)
+    Ts = wm_detection.ACC_T_QUICK
+    assert len(df) == len(wm_detection.ACC_NOISE) * 3 * len(Ts)
+    for m in wm_detection.ACC_METRICS:
+        assert {m, f"{m}_se"} <= set(df.columns)
+    assert {"noise", "acceptance", "acceptance_se", "label", "detector", "T_eval",
+            "threshold"} <= set(df.columns)
+    # only the drafter varies: the realised acceptance falls as its noise grows
+    acc = df[df["label"] == "mse"].groupby("noise")["acceptance"].first()
+    assert acc.is_monotonic_decreasing and acc.iloc[0] > 0.8 and acc.iloc[-1] < 0.35
+    for T in Ts:
+        assert (df.loc[df["T_eval"] == T, "threshold"] ==
+                wm_detection.exact_threshold(T, "aaronson")).all()
+    # MSE's misrouted positions are its rejections: at T = all tokens, the share equals
+    # (decisions - accepted) / tokens from the same per-prompt counts
+    stats = wc.load_prompt_stats(tmp_path, wm_detection.NAME_ACC, s.signature())
+    for noise in wm_detection.ACC_NOISE:
+        st = stats[f"noise={noise:g}/mse"]
+        rej = (st["acc_den"] - st["acc_num"]) / (s.n_seeds * s.max_new_tokens)
+        got = stats[f"noise={noise:g}/mse:tokens"][f"misrouted_share@{s.max_new_tokens}"]
+        np.testing.assert_allclose(got, rej, rtol=0, atol=1e-12)
+    # comparisons: per-level gains are the differences of the rows, and trend rows exist
+    cmp = pd.read_csv(tmp_path / "wm_detection_acceptance_comparisons.csv")
+    lv = cmp[(cmp["comparison"] == "coin-tokens") & (cmp["step"] == "level")]
+    assert len(lv) == len(wm_detection.ACC_NOISE) * len(wm_detection.ACC_METRICS) * len(Ts)
+    r = lv[(lv["metric"] == "score_per_token") & (lv["T_eval"] == Ts[-1])
+           & (lv["noise"] == 0.9)].iloc[0]
+    sel = df[(df["noise"] == 0.9) & (df["T_eval"] == Ts[-1])
+             & (df["label"] == "mse_pseudo_keyed")].set_index("detector")
+    assert r["diff"] == pytest.approx(sel.at["coin", "score_per_token"]
+                                      - sel.at["tokens", "score_per_token"], abs=1e-9)
+    end = cmp[(cmp["comparison"] == "trend:coin-tokens") & (cmp["step"] == "end")]
+    assert len(end) == len(wm_detection.ACC_METRICS) * len(Ts)
+    assert (end["acceptance_a"] < end["acceptance_b"]).all()
+    # a second call resumes: nothing is recomputed, the rows are the same
+    again = wm_detection.compute_acceptance(tmp_path, quick=True, progress=False)
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), df.reset_index(drop=True))
+    table = wm_detection.acceptance_table(df, cmp)
+    assert "## misrouted share" in table and "| 0.9 |" in table
+
+
 def test_synthetic_entropy_in_range():
     # the studies' target: mean next-token entropy 2-3 nats
     t, _ = wc.make_models(wc.FULL)
