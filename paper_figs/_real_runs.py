@@ -18,6 +18,12 @@ Settings (:class:`RealSettings`)
     as a token tree (``tree=True``, equal tokens to the batch of paths).
     Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
     ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
+    Besides the wheels' sets, ``sharegpt_summarize`` (:func:`summarize_prompts`: ShareGPT
+    prompts that ask to summarise a text they contain); :meth:`RealSettings.prompt_limit`
+    may give a set its own prompt-length limit (``paper_figs.real_wm_rouge`` does).
+    :attr:`RunSpec.seed` ``k > 0`` gives a configuration an independent unkeyed stream
+    (repeated plain samples); ``ar`` runs also store the entropy of the target's processed
+    law at every generated position (:class:`EntropyLog`).
 
 Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
 one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
@@ -197,14 +203,16 @@ def summarize_prompts(seed=0) -> list[str]:
     from specbound import llm
     from specbound.llm.prompt_sets import prompt_set_size
 
-    out = []
-    for text in llm.prompts("sharegpt", prompt_set_size("sharegpt"), seed=seed):
-        head, _, rest = text.partition("\n")
-        if (len(head) <= SUMMARIZE_MAX_HEAD and _ASKS_SUMMARY.search(head)
+    return [text for text in llm.prompts("sharegpt", prompt_set_size("sharegpt"), seed=seed)
+            if asks_to_summarize(text)]
+
+
+def asks_to_summarize(text: str) -> bool:
+    """The selection rule of :func:`summarize_prompts` for one prompt."""
+    head, _, rest = text.partition("\n")
+    return bool(len(head) <= SUMMARIZE_MAX_HEAD and _ASKS_SUMMARY.search(head)
                 and not _REFUSES_SUMMARY.search(head)
-                and len(rest.strip()) >= SUMMARIZE_MIN_TEXT):
-            out.append(text)
-    return out
+                and len(rest.strip()) >= SUMMARIZE_MIN_TEXT)
 
 
 class EntropyLog:
