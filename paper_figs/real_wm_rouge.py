@@ -16,8 +16,9 @@ prompt type
     :func:`paper_figs._real_runs.summarize_prompts`, read at run time; prompts up to
     ``summarize_prompt_tokens`` = 704 tokens, against 160 for the other two sets);
 generation length
-    every run generates ``max_new_tokens`` tokens once and ROUGE-L is scored on the first T
-    of them, ``T`` in ``T_grid`` (so only the length differs between the T's).
+    every run generates its tokens once (64 for the speculative runs, 128 for the plain
+    samples) and ROUGE-L is scored on the first T of them, T in {8, 16, 32, 64} (and 128 for
+    the plain samples), so only the length differs between the T's.
 
 Rows of ``real_wm_rouge.csv`` (``row_type``):
 
@@ -41,14 +42,18 @@ Rows of ``real_wm_rouge.csv`` (``row_type``):
 PFR is not rerun: its drafter invariance (min-pair ROUGE-L 1) does not depend on the prompt
 or the length and is shown by ``real_wm_substitution``.
 
-Scale: 2 prompts per set, 64 new tokens, 8 speculative + 4 plain runs per prompt (54 runs;
-about 800 CPU-seconds, 7 minutes on two idle cores; measured per-token cost 0.07-0.1 s per
-forward of the 135M model on one thread).  ``--quick``: one summarisation prompt of at most
-256 tokens, 8 new tokens, two drafts, two plain samples.
+Scale: 2 prompts per set, 8 speculative runs of 64 tokens + 4 plain runs of 128 tokens per
+prompt (72 runs).  The cost is the model's forwards, 0.07-0.1 s each on one thread (prefill
+of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the speculative runs
+(MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
+tokens per step, cost twice the temperature drafts) and 115 for 4 x 64 plain tokens per
+prompt, so about 7.5 minutes on two idle cores for everything.  ``--quick``: one
+summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
+drafts, two plain samples.
 
-Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv`` (resumable
-through ``specbound.sweep``; a store of its own, since its settings differ from the shared
-``real_runs.csv``).
+Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv`` and
+``real_wm_rouge_floor_runs.csv`` (resumable through ``specbound.sweep``; stores of their own,
+since their settings differ from the shared ``real_runs.csv``).
 
 Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
 [--target MODEL] [--draft SPEC]``.
@@ -71,6 +76,7 @@ from specbound.sim import mean_se, rouge_l
 FIGURE = True
 NAME = "real_wm_rouge"
 RUNS = f"{NAME}_runs"
+FLOOR_RUNS = f"{NAME}_floor_runs"
 DECODERS = ("vsps", "mse")
 FLOOR = "floor"
 #: Table 15 of Liu et al. 2026: min-pair ROUGE-L under drafter substitution
@@ -108,11 +114,24 @@ def settings(quick: bool, target=None, draft=None) -> RougeSettings:
     return s
 
 
+#: new tokens of the plain samples (the floor), full and quick: the paper's 128 (App. D.1);
+#: plain sampling costs a fifth of the four drafts' speculative runs
+FLOOR_TOKENS = {False: 128, True: 16}
+
+
+def floor_settings(s: RougeSettings) -> RougeSettings:
+    """The settings of the plain samples: ``s`` with :data:`FLOOR_TOKENS` new tokens."""
+    return replace(s, max_new_tokens=FLOOR_TOKENS[s.quick])
+
+
 def sizes(s: RougeSettings) -> dict:
+    """Drafts and scored lengths: ``T`` per decoder (the floor's grid goes on to its own
+    length)."""
     drafts = rr.substitute_drafts(s)
-    if s.quick:
-        return {"T": (2, 4, 8), "drafts": drafts[:2]}
-    return {"T": (8, 16, 32, 64), "drafts": drafts}
+    grid = (2, 4, 8, 16) if s.quick else (8, 16, 32, 64, 128)
+    dec = tuple(T for T in grid if T <= s.max_new_tokens)
+    return {"T": {**dict.fromkeys(DECODERS, dec), FLOOR: grid},
+            "drafts": drafts[:2] if s.quick else drafts}
 
 
 def specs(s: RougeSettings) -> dict[str, list[rr.RunSpec]]:
@@ -156,18 +175,19 @@ def _se_row(est) -> tuple[float, float]:
     return est.mean, est.stderr
 
 
-def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts) -> pd.DataFrame:
-    """The study's rows (module docstring) from the runs."""
+def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> pd.DataFrame:
+    """The study's rows (module docstring) from the runs (``Ts``: the scored lengths of each
+    group of ``sp``)."""
     sets_of = np.array(_prompt_sets(runs, sp[FLOOR][0]))
     sets = list(dict.fromkeys(sets_of))
     # per prompt: decoder -> T -> scores
-    scores = {dec: [{T: pair_scores(outs, T) for T in Ts} for outs in _outputs(runs, group)]
-              for dec, group in sp.items()}
+    scores = {dec: [{T: pair_scores(outs, T) for T in Ts[dec]}
+                    for outs in _outputs(runs, group)] for dec, group in sp.items()}
     rows = []
     for ps in sets:
         idx = np.flatnonzero(sets_of == ps)
         for dec in (*DECODERS, FLOOR):
-            for T in Ts:
+            for T in Ts[dec]:
                 vals = {k: mean_se([scores[dec][i][T][k] for i in idx])
                         for k in ("minpair", "meanpair", "prefix")}
                 rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
@@ -185,18 +205,19 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts) -> pd.Data
                                  "rouge_l_minpair": scores[dec][i][T]["minpair"]})
         # entropy along the plain samples
         ent = [[rr.parse(e) for e in rr.select(runs, x)["entropy"]] for x in sp[FLOOR]]
-        for T in Ts:
+        for T in Ts[FLOOR]:
             per_prompt = [np.mean([ent[k][i][:T].mean() for k in range(len(ent))]) for i in idx]
             est = mean_se(per_prompt)
             rows.append({"row_type": "entropy", "prompt_set": ps, "decoder": "ar", "T": T,
                          "n_prompts": idx.size, "entropy": est.mean, "entropy_se": est.stderr})
         # paired effects within the set
         for dec in (*DECODERS, FLOOR):
-            d = mean_se([scores[dec][i][max(Ts)]["minpair"] - scores[dec][i][min(Ts)]["minpair"]
+            hi, lo = max(Ts[dec]), min(Ts[dec])
+            d = mean_se([scores[dec][i][hi]["minpair"] - scores[dec][i][lo]["minpair"]
                          for i in idx])
-            rows.append(_effect("length", ps, dec, max(Ts), min(Ts), d.mean, d.stderr))
+            rows.append(_effect("length", ps, dec, hi, lo, d.mean, d.stderr))
         for dec in DECODERS:
-            for T in Ts:
+            for T in Ts[dec]:
                 d = mean_se([scores[dec][i][T]["minpair"] - scores[FLOOR][i][T]["minpair"]
                              for i in idx])
                 rows.append(_effect("over_floor", ps, dec, T, T, d.mean, d.stderr))
@@ -204,7 +225,7 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts) -> pd.Data
         cells = pd.DataFrame([r for r in rows if r["row_type"] == "cell"])
         for other in (x for x in sets if x != rr.SUMMARIZE_SET):
             for dec in (*DECODERS, FLOOR):
-                for T in Ts:
+                for T in Ts[dec]:
                     a = _cell(cells, rr.SUMMARIZE_SET, dec, T)
                     b = _cell(cells, other, dec, T)
                     se = math.hypot(a["rouge_l_minpair_se"], b["rouge_l_minpair_se"])
@@ -247,6 +268,9 @@ def table(df: pd.DataFrame) -> str:
         g = g.set_index("T")
         vals = []
         for T in Ts:
+            if T not in g.index:
+                vals.append("—")
+                continue
             v = _pm(g.at[T, "rouge_l_minpair"], g.at[T, "rouge_l_minpair_se"])
             if dec == FLOOR:
                 v += f" [{g.at[T, 'rouge_l_meanpair']:.3f}]"
@@ -302,10 +326,12 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
             draft=None) -> pd.DataFrame:
     s = settings(quick, target, draft)
     sp = specs(s)
-    todo = [x for group in sp.values() for x in group]
-    runs = rr.runs(out_dir, todo, s, executor=executor, progress=progress, desc=NAME,
+    dec = [x for d in DECODERS for x in sp[d]]
+    runs = rr.runs(out_dir, dec, s, executor=executor, progress=progress, desc=NAME,
                    store=RUNS)
-    return compute_frame(runs, s, sp, sizes(s)["T"])
+    plain = rr.runs(out_dir, sp[FLOOR], floor_settings(s), executor=executor,
+                    progress=progress, desc=f"{NAME} (plain samples)", store=FLOOR_RUNS)
+    return compute_frame(pd.concat([runs, plain], ignore_index=True), s, sp, sizes(s)["T"])
 
 
 def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
@@ -317,7 +343,7 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
     md.write_text(table(df))
     png = out_path(out_dir, f"{NAME}.png")
     plot(df, png)
-    return [png, csv, md, out_path(out_dir, f"{RUNS}.csv")]
+    return [png, csv, md, out_path(out_dir, f"{RUNS}.csv"), out_path(out_dir, f"{FLOOR_RUNS}.csv")]
 
 
 if __name__ == "__main__":

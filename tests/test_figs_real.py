@@ -256,7 +256,8 @@ def test_rouge_study_on_fabricated_runs():
             for k in range(4)]
     outputs = {"vsps": [same, same, apart, apart], "mse": [apart, apart, same, same],
                "floor": [half, half, apart, apart]}
-    df = rg.compute_frame(_fake_runs(sp, sets, outputs), s, sp, (4, 8))
+    Ts = {"vsps": (4, 8), "mse": (4, 8), "floor": (4, 8)}
+    df = rg.compute_frame(_fake_runs(sp, sets, outputs), s, sp, Ts)
     cell = df[df["row_type"] == "cell"].set_index(["prompt_set", "decoder", "T"])
     assert cell.at[("sharegpt", "vsps", 8), "rouge_l_minpair"] == 1.0
     assert cell.at[("sharegpt", "vsps", 8), "rouge_l_minpair_se"] == 0.0
@@ -293,33 +294,40 @@ def test_real_wm_rouge_quick(tmp_path):
     written = rg.main(tmp_path, quick=True)
     assert {p.suffix for p in written} == {".png", ".csv", ".md"}
     df = pd.read_csv(tmp_path / "real_wm_rouge.csv")
-    runs = pd.read_csv(tmp_path / "real_wm_rouge_runs.csv")
+    dec_runs = pd.read_csv(tmp_path / "real_wm_rouge_runs.csv")
+    plain = pd.read_csv(tmp_path / "real_wm_rouge_floor_runs.csv")
+    runs = pd.concat([dec_runs, plain])
     s = rg.settings(True)
     sp = rg.specs(s)
-    assert set(runs["config"]) == {x.id for g in sp.values() for x in g}
+    assert set(dec_runs["config"]) == {x.id for d in rg.DECODERS for x in sp[d]}
+    assert set(plain["config"]) == {x.id for x in sp[rg.FLOOR]}
     assert set(runs["prompt_set"]) == {rr.SUMMARIZE_SET}
-    assert (runs["n_generated"] == s.max_new_tokens).all()
+    assert (dec_runs["n_generated"] == s.max_new_tokens).all()
+    assert (plain["n_generated"] == rg.FLOOR_TOKENS[True]).all()
     (text,) = [t for _, _, t in rr.prompt_texts(s)]
     assert rr.asks_to_summarize(text)
     cell = df[df["row_type"] == "cell"].set_index(["decoder", "T"])
+    sz = rg.sizes(s)["T"]
+    assert max(sz["vsps"]) == s.max_new_tokens and max(sz["floor"]) == rg.FLOOR_TOKENS[True]
     for dec, group in sp.items():
         a, b = (rr.parse(runs[runs["config"] == x.id]["tokens"].iloc[0], np.int64)
                 for x in group)
         n0 = int(runs["prompt_length"].iloc[0])
-        for T in rg.sizes(s)["T"]:
+        for T in sz[dec]:
             assert cell.at[(dec, T), "rouge_l_minpair"] == rouge_l(a[n0:n0 + T], b[n0:n0 + T])
-    # entropy at the first generated context, recomputed from the model
-    ar = runs[runs["config"] == sp[rg.FLOOR][0].id].iloc[0]
+    # entropy at the first and last generated context, recomputed from the model
+    ar = plain[plain["config"] == sp[rg.FLOOR][0].id].iloc[0]
     toks = rr.parse(ar["tokens"], np.int64)
     pair = rr.pair_for(s, s.draft)
     n0 = int(ar["prompt_length"])
-    for t in (0, s.max_new_tokens - 1):  # uncached forward: equal up to float32 rounding
+    for t in (0, rg.FLOOR_TOKENS[True] - 1):  # uncached forward: equal up to float32 rounding
         p = pair.next_token_probs([toks[:n0 + t]])[0]
         p = p[p > 0]
         assert rr.parse(ar["entropy"])[t] == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
     assert 0 < df[df["row_type"] == "entropy"]["entropy"].min() <= np.log(s.top_k)
     # resuming recomputes nothing
-    before = (tmp_path / "real_wm_rouge_runs.csv").read_bytes()
+    names = ("real_wm_rouge_runs.csv", "real_wm_rouge_floor_runs.csv")
+    before = [(tmp_path / n).read_bytes() for n in names]
     rg.main(tmp_path, quick=True)
-    assert (tmp_path / "real_wm_rouge_runs.csv").read_bytes() == before
+    assert [(tmp_path / n).read_bytes() for n in names] == before
     assert "| sharegpt_summarize | floor |" in (tmp_path / "real_wm_rouge.md").read_text()
