@@ -291,7 +291,7 @@ def check_rouge_paper_setting(data):
     df = data.csv(ROUGE, ("row_type", "prompt_set", "decoder", "T", "rouge_l_minpair",
                           "rouge_l_minpair_se"))
     cells = ix._rows(df, "summarisation cells", row_type="cell", prompt_set=SUMMARIZE_SET)
-    T = int(cells["T"].max())
+    T = int(ix._rows(cells, "VSpS / MSE cells", decoder="vsps")["T"].max())
     vs, zs, parts = [], [], []
     for dec, paper in ROUGE_PAPER.items():
         r = ix._rows(cells, f"{dec} at T = {T}", decoder=dec, T=T).iloc[0]
@@ -300,13 +300,12 @@ def check_rouge_paper_setting(data):
         vs.append(ix.equality(z, se, paper))
         zs.append(z)
         parts.append(f"{dec.upper()} {ix._fmt(m, 3)} ± {ix._fmt(se, 2)} (paper {paper})")
-    beyond = ""
-    floor = cells[(cells["decoder"] == "floor") & (cells["T"] == T)]
-    if not floor.empty:
-        f = floor.iloc[0]
-        beyond = (f"Independent plain samples of the same prompts (floor): "
-                  f"{ix._fmt(float(f['rouge_l_minpair']), 3)} ± "
-                  f"{ix._fmt(float(f['rouge_l_minpair_se']), 2)}.")
+    floor = cells[cells["decoder"] == "floor"].set_index("T").sort_index()
+    beyond = "; ".join(f"T = {t}: {ix._fmt(float(f['rouge_l_minpair']), 3)} ± "
+                       f"{ix._fmt(float(f['rouge_l_minpair_se']), 2)}"
+                       for t, f in floor.iterrows() if t >= T)
+    if beyond:
+        beyond = f"Independent plain samples of the same prompts (floor), {beyond}."
     return ix.Outcome(ix.combine(vs), f"summarisation prompts, T = {T}: " + ", ".join(parts),
                       ix.deciding_z(zs), beyond)
 

@@ -46,8 +46,9 @@ Scale: 2 prompts per set, 8 speculative runs of 64 tokens + 4 plain runs of 128 
 prompt (72 runs).  The cost is the model's forwards, 0.07-0.1 s each on one thread (prefill
 of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the speculative runs
 (MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
-tokens per step, cost twice the temperature drafts) and 115 for 4 x 64 plain tokens per
-prompt, so about 7.5 minutes on two idle cores for everything.  ``--quick``: one
+tokens per step, cost twice the temperature drafts) and 230 for the 4 x 128 plain tokens
+per prompt, so about 7.5 minutes on two idle cores for everything (13 + 4 minutes of wall
+time on the shared machine under a load average of 2-5).  ``--quick``: one
 summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
 drafts, two plain samples.
 
