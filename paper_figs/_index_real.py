@@ -7,7 +7,8 @@ Kept apart from the synthetic checks of :mod:`paper_figs.index` (which registers
 combine`), and a missing output file or column gives "not run".  Differences from the
 synthetic studies, forced by the embedded scale (6 prompts x 20 tokens per configuration):
 no BASIC-UWM reference (TPR is compared with MWS), drafter substitution over the four real
-drafts of ``paper_figs._real_runs`` for PFR, VSpS and MSE.
+drafts of ``paper_figs._real_runs`` for PFR, VSpS and MSE; Table 15's VSpS/MSE values in the
+setting nearest the paper's (``real_wm_rouge``: summarisation prompts, 64 tokens).
 """
 
 from __future__ import annotations

@@ -306,13 +306,19 @@ def plot(df: pd.DataFrame, png: Path) -> None:
             ax.errorbar(g["T"], g["rouge_l_minpair"], yerr=g["rouge_l_minpair_se"].fillna(0),
                         capsize=2, marker="o", color=colors.get(ps, "k"),
                         label=SET_LABELS.get(ps, ps))
-        if dec in PAPER:
-            ax.axhline(PAPER[dec], color=decoder_color(dec), ls="--", lw=1,
-                       label=f"paper ({PAPER[dec]}, T = 128)")
+            if dec != FLOOR:  # the floor of the same prompts, for comparison
+                f = cells[(cells["decoder"] == FLOOR) & (cells["prompt_set"] == ps)
+                          & cells["T"].isin(g["T"])].sort_values("T")
+                ax.plot(f["T"], f["rouge_l_minpair"], ls=":", lw=1, color=colors.get(ps, "k"))
+        for d in (PAPER if dec == FLOOR else (dec,) if dec in PAPER else ()):
+            ax.axhline(PAPER[d], color=decoder_color(d), ls="--", lw=1,
+                       label=f"paper {d.upper()} ({PAPER[d]}, T = 128)")
         ax.set_xscale("log", base=2)
+        ts = sorted(cells[cells["decoder"] == dec]["T"].unique())
+        ax.set_xticks(ts, [str(int(t)) for t in ts])
         ax.set_xlabel("scored tokens T")
-        ax.set_title("floor: independent plain samples" if dec == FLOOR else dec.upper(),
-                     fontsize=10)
+        ax.set_title("floor: independent plain samples" if dec == FLOOR
+                     else f"{dec.upper()} (dotted: floor)", fontsize=10)
         ax.legend(fontsize=7)
     axes[0].set_ylabel("min-pair ROUGE-L (mean over prompts)")
     axes[0].set_ylim(0, 1.0)
