@@ -18,6 +18,12 @@ Settings (:class:`RealSettings`)
     as a token tree (``tree=True``, equal tokens to the batch of paths).
     Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
     ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
+    Besides the wheels' sets, ``sharegpt_summarize`` (:func:`summarize_prompts`: ShareGPT
+    prompts that ask to summarise a text they contain); :meth:`RealSettings.prompt_limit`
+    may give a set its own prompt-length limit (``paper_figs.real_wm_rouge`` does).
+    :attr:`RunSpec.seed` ``k > 0`` gives a configuration an independent unkeyed stream
+    (repeated plain samples); ``ar`` runs also store the entropy of the target's processed
+    law at every generated position (:class:`EntropyLog`).
 
 Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
 one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -76,6 +83,10 @@ class RealSettings:
         d["sets"] = "+".join(self.sets)
         return d
 
+    def prompt_limit(self, name: str) -> int:
+        """Largest chat-formatted prompt length (tokens) admitted from prompt set ``name``."""
+        return self.max_prompt_tokens
+
 
 FULL = RealSettings()
 QUICK = RealSettings(per_set=1, max_prompt_tokens=64, max_new_tokens=6, sets=("sharegpt",),
@@ -102,10 +113,20 @@ class RunSpec:
     L: int = 4
     B: int = 1
     draft: str | None = None  # None: the settings' draft D0 (see :func:`resolve`)
+    #: 0: unkeyed seed ``run_seed + prompt index`` (every study's default); k > 0: another
+    #: independent stream, ``SeedSequence([run_seed, prompt index, k])`` (repeated samples)
+    seed: int = 0
 
     @property
     def id(self) -> str:
-        return f"{self.decoder}-L{self.L}-B{self.B}-{self.draft}"
+        base = f"{self.decoder}-L{self.L}-B{self.B}-{self.draft}"
+        return base if self.seed == 0 else f"{base}-s{self.seed}"
+
+    def run_seed(self, s: RealSettings, prompt: int):
+        """The unkeyed seed of this configuration's run on prompt number ``prompt``."""
+        if self.seed == 0:
+            return s.run_seed + prompt
+        return np.random.SeedSequence([s.run_seed, prompt, self.seed])
 
 
 def resolve(specs, s: RealSettings) -> list[RunSpec]:
@@ -149,13 +170,69 @@ def prompt_texts(s: RealSettings, pair=None) -> list[tuple[str, int, str]]:
     out = []
     for name in s.sets:
         k = 0
-        for i, text in enumerate(llm.prompts(name, 64, seed=s.prompt_seed)):
-            if pair.encode_prompt(text).size <= s.max_prompt_tokens:
+        pool = (summarize_prompts(s.prompt_seed) if name == SUMMARIZE_SET
+                else llm.prompts(name, 64, seed=s.prompt_seed))
+        for i, text in enumerate(pool):
+            if pair.encode_prompt(text).size <= s.prompt_limit(name):
                 out.append((name, i, text))
                 k += 1
                 if k == s.per_set:
                     break
     return out
+
+
+#: the summarisation-like prompt set drawn from ShareGPT (:func:`summarize_prompts`)
+SUMMARIZE_SET = "sharegpt_summarize"
+_ASKS_SUMMARY = re.compile(r"\b(summari[sz]e|summary|summari[sz]ation)\b", re.IGNORECASE)
+_REFUSES_SUMMARY = re.compile(r"\b(not|don't|dont|never)\s+summar", re.IGNORECASE)
+SUMMARIZE_MAX_HEAD = 200
+SUMMARIZE_MIN_TEXT = 300
+
+
+def summarize_prompts(seed=0) -> list[str]:
+    """ShareGPT prompts that ask to summarise a text they contain, in the order of
+    ``specbound.llm.prompts("sharegpt", all, seed=seed)``.
+
+    The rule: the prompt's first line (up to the first newline) has at most
+    :data:`SUMMARIZE_MAX_HEAD` characters and contains "summarize", "summarise", "summary"
+    or "summarization" (any case, whole word) but no "not / don't / never summar...", and the
+    rest of the prompt (the text to summarise) has at least :data:`SUMMARIZE_MIN_TEXT`
+    characters once stripped.  The texts are read from the ShareGPT wheel at run time (about
+    30 of the 9,319 prompts qualify).
+    """
+    from specbound import llm
+    from specbound.llm.prompt_sets import prompt_set_size
+
+    return [text for text in llm.prompts("sharegpt", prompt_set_size("sharegpt"), seed=seed)
+            if asks_to_summarize(text)]
+
+
+def asks_to_summarize(text: str) -> bool:
+    """The selection rule of :func:`summarize_prompts` for one prompt."""
+    head, _, rest = text.partition("\n")
+    return bool(len(head) <= SUMMARIZE_MAX_HEAD and _ASKS_SUMMARY.search(head)
+                and not _REFUSES_SUMMARY.search(head)
+                and len(rest.strip()) >= SUMMARIZE_MIN_TEXT)
+
+
+class EntropyLog:
+    """A ``log=`` target for :func:`specbound.llm.generate` that keeps, per context length,
+    the entropy (nats) of the target's processed next-token law (the first record of each
+    length; an autoregressive run visits each length once)."""
+
+    def __init__(self):
+        self._h: dict[int, float] = {}
+
+    def record(self, prompt_id, context_tokens, p, qs) -> None:
+        n = int(np.asarray(context_tokens).size)
+        if n not in self._h:
+            p = np.asarray(p, dtype=np.float64).reshape(-1)
+            p = p[p > 0]
+            self._h[n] = float(-(p * np.log(p)).sum())
+
+    def entropy(self, n: int) -> float:
+        """Entropy at the context of length ``n`` (NaN if it was not recorded)."""
+        return self._h.get(int(n), float("nan"))
 
 
 def _join(a) -> str:
@@ -186,11 +263,12 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
     pair = pair_for(s, spec.draft)
     rows = []
     for i, (name, idx, text) in enumerate(prompt_texts(s)):
-        rec = llm.ContextRecorder()
+        rec = EntropyLog() if spec.decoder == "ar" else llm.ContextRecorder()
         cpu0 = time.process_time()
         r = llm.generate(pair, text, spec.decoder, L=spec.L, B=spec.B, key=s.key,
-                         window=None, max_new_tokens=s.max_new_tokens, seed=s.run_seed + i,
-                         stop_at_eos=False, tree=spec.B > 1, log=rec, prompt_id=i)
+                         window=None, max_new_tokens=s.max_new_tokens,
+                         seed=spec.run_seed(s, i), stop_at_eos=False, tree=spec.B > 1, log=rec,
+                         prompt_id=i)
         row = {"decoder": spec.decoder, "L": spec.L, "B": spec.B, "draft": spec.draft,
                "prompt": i, "prompt_set": name, "prompt_index": idx,
                "prompt_length": int(r.prompt_length), "n_generated": int(r.generated.size),
@@ -199,6 +277,9 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
                "total_seconds": r.total_seconds,
                "cpu_seconds": time.process_time() - cpu0, "tokens": _join(r.tokens),
                "emitted": _join(r.emitted_per_block)}
+        if spec.decoder == "ar":  # entropy of the law each generated token was drawn from
+            row["entropy"] = _join(rec.entropy(r.prompt_length + t)
+                                   for t in range(r.generated.size))
         if spec.decoder in DECODER_SCHEME:
             dec = llm.decision_acceptance(r, rec, prompt_id=i)
             blocks = llm.block_crosscheck(r, dec)
@@ -213,9 +294,11 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
 
 
 def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = True,
-         desc: str = RUNS) -> pd.DataFrame:
-    """Run (or resume) ``specs`` in the shared store ``real_runs.csv``; their rows."""
-    store = wc.ResumableCSV(out_path(out_dir, f"{RUNS}.csv"), s.signature())
+         desc: str = RUNS, store: str = RUNS) -> pd.DataFrame:
+    """Run (or resume) ``specs`` in the store ``STORE.csv`` (default the shared
+    ``real_runs.csv``; a study with other settings keeps its own, since a store holds the
+    rows of one signature); their rows."""
+    store = wc.ResumableCSV(out_path(out_dir, f"{store}.csv"), s.signature())
     specs = list(dict.fromkeys(resolve(specs, s)))
     configs = [(sp.id, (s, sp)) for sp in specs]
     df = wc.study_sweep(configs, worker, store, quick=s.quick, executor=executor, desc=desc,

@@ -18,7 +18,8 @@ REAL_KEYS = ("real_crosscheck", "real_pfr_vs_nowm", "real_pfr_vs_vsps",
              "real_pfr_dominates_mws", "real_pfr_dominates_mse", "real_pfr_dominates_mse_pseudo",
              "real_mpfr_vs_invariant", "real_mpfr_anlppt", "real_anlppt_stable",
              "real_tpr_match", "real_tpr_weaker", "real_h0_floor", "real_drift_pfr",
-             "real_drift_mse", "real_rouge_invariant", "real_rouge_variant")
+             "real_drift_mse", "real_rouge_invariant", "real_rouge_variant",
+             "real_rouge_paper_setting")
 
 
 def verdict(out_dir, key):
@@ -29,7 +30,7 @@ def verdict(out_dir, key):
 def test_every_real_claim_is_registered_as_real():
     for key in REAL_KEYS:
         assert CLAIMS[key].model == "real", key
-        assert CLAIMS[key].script in ("real_crosscheck", "real_watermarks")
+        assert CLAIMS[key].script in ("real_crosscheck", "real_watermarks", "real_wm_rouge")
 
 
 @pytest.mark.parametrize("key", REAL_KEYS)
@@ -143,6 +144,32 @@ def test_substitution_claims_flip(tmp_path):
     assert verdict(tmp_path, "real_rouge_variant") == ix.NOT_DISTINGUISHABLE
     _subst(tmp_path, 0.0, 1.0, 0.0, 0.4)
     assert verdict(tmp_path, "real_drift_mse") == ix.NOT_DISTINGUISHABLE
+
+
+def _rouge(tmp_path, vsps, mse, se=0.005):
+    rows = [{"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
+             "rouge_l_minpair": value if ps == ir.SUMMARIZE_SET and T == 64 else 0.9,
+             "rouge_l_minpair_se": se}
+            for ps in ("sharegpt", ir.SUMMARIZE_SET) for T in (8, 64)
+            for dec, value in (("vsps", vsps), ("mse", mse), ("floor", 0.2))]
+    rows.append({"row_type": "cell", "prompt_set": ir.SUMMARIZE_SET, "decoder": "floor",
+                 "T": 128, "rouge_l_minpair": 0.25, "rouge_l_minpair_se": se})  # floor only
+    pd.DataFrame(rows).to_csv(tmp_path / ir.ROUGE, index=False)
+
+
+def test_rouge_paper_setting_flips(tmp_path):
+    key = "real_rouge_paper_setting"
+    _rouge(tmp_path, 0.40, 0.41)  # the paper's values within a standard error
+    assert verdict(tmp_path, key) == ix.REPRODUCED
+    (row,) = ix.evaluate(tmp_path, [CLAIMS[key]])
+    assert "T = 64" in row.outcome.numbers and "T = 128: 0.25" in row.outcome.beyond
+    _rouge(tmp_path, 0.15, 0.41)  # VSpS 49 standard errors below the paper's 0.394
+    assert verdict(tmp_path, key) == ix.NOT_REPRODUCED
+    _rouge(tmp_path, 0.30, 0.41, se=0.05)  # z = -1.9 but 3 se = 0.15, no 5% resolution
+    assert verdict(tmp_path, key) == ix.NOT_DISTINGUISHABLE
+    pd.read_csv(tmp_path / ir.ROUGE).query("decoder != 'mse'").to_csv(tmp_path / ir.ROUGE,
+                                                                      index=False)
+    assert verdict(tmp_path, key) == ix.NOT_RUN
 
 
 def test_index_renders_real_rows_beside_synthetic(tmp_path):

@@ -183,3 +183,151 @@ def test_real_run_options_are_parsed():
     assert spec.id == "pfr-L4-B1-early_exit:20"
     with pytest.raises(ValueError, match="draft"):
         rr.settings(False, draft="nonsense")
+
+
+# ------------------------------------ Table 15's ROUGE-L: prompt type x length (real_wm_rouge)
+
+
+def test_summarisation_rule():
+    from paper_figs import _real_runs as rr
+
+    text = "x" * rr.SUMMARIZE_MIN_TEXT
+    assert rr.asks_to_summarize("Summarize this article:\n\n" + text)
+    assert rr.asks_to_summarize("Please summarise the passage below\n" + text)
+    assert rr.asks_to_summarize("Write a SUMMARY of:\n" + text)
+    assert not rr.asks_to_summarize("Do not summarize, just say ok\n" + text)
+    assert not rr.asks_to_summarize("Summarize this article:\n\n" + text[:-1])  # text too short
+    assert not rr.asks_to_summarize("Summaries are nice\n" + text)  # no whole word
+    assert not rr.asks_to_summarize("a" * rr.SUMMARIZE_MAX_HEAD + " summarize\n" + text)
+    assert not rr.asks_to_summarize(text + "\nSummarize")  # the request must come first
+
+
+def test_run_spec_seed():
+    from paper_figs import _real_runs as rr
+
+    s = rr.FULL
+    a, b = rr.RunSpec("ar", L=1, draft="d"), rr.RunSpec("ar", L=1, draft="d", seed=2)
+    assert a.id == "ar-L1-B1-d" and b.id == "ar-L1-B1-d-s2"  # seed 0 keeps the old ids
+    assert a.run_seed(s, 3) == s.run_seed + 3
+    u = [np.random.default_rng(rr.RunSpec("ar", seed=k).run_seed(s, 0)).random()
+         for k in (1, 2)]
+    assert u[0] != u[1]
+
+
+def test_rouge_pair_scores():
+    from paper_figs import real_wm_rouge as rg
+
+    assert rg.shared_prefix([1, 2, 3], [1, 2, 4]) == 2 and rg.shared_prefix([1], [1, 5]) == 1
+    outs = [np.array([1, 2, 3, 4]), np.array([1, 2, 3, 4]), np.array([5, 2, 6, 4])]
+    sc = rg.pair_scores(outs, 4)
+    # pairs: (0,1) identical -> 1; (0,2), (1,2): LCS [2, 4] -> 2*2/8 = 0.5
+    assert sc["minpair"] == 0.5 and sc["meanpair"] == pytest.approx(2 / 3)
+    assert sc["prefix"] == pytest.approx(1 / 3)
+    assert rg.pair_scores(outs, 1) == {"minpair": 0.0, "meanpair": 1 / 3, "prefix": 1 / 3}
+
+
+def _fake_runs(sp, sets, outputs, n0=5):
+    """A runs frame: ``outputs[decoder][prompt][k]`` generated tokens of the k-th run."""
+    rows = []
+    for dec, group in sp.items():
+        for k, x in enumerate(group):
+            for i, ps in enumerate(sets):
+                gen = outputs[dec][i][k]
+                rows.append({"config": x.id, "prompt": i, "prompt_set": ps, "prompt_length": n0,
+                             "tokens": " ".join(map(str, [0] * n0 + list(gen))),
+                             "entropy": " ".join(["1.5"] * len(gen)) if x.decoder == "ar"
+                             else np.nan})
+    return pd.DataFrame(rows)
+
+
+def test_rouge_study_on_fabricated_runs():
+    """Set A: identical outputs for VSpS, disjoint for MSE; set B the reverse; the floor
+    identical in A's first half only: every cell, effect and entropy row follows."""
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+
+    s = rg.FULL
+    sp = rg.specs(s)
+    sets = ["sharegpt", "sharegpt", rr.SUMMARIZE_SET, rr.SUMMARIZE_SET]
+    T = 8
+    same = [list(range(1, T + 1))] * 4
+    apart = [[100 * (k + 1) + t for t in range(T)] for k in range(4)]
+    half = [list(range(1, T // 2 + 1)) + [50 * (k + 1) + t for t in range(T // 2)]
+            for k in range(4)]
+    outputs = {"vsps": [same, same, apart, apart], "mse": [apart, apart, same, same],
+               "floor": [half, half, apart, apart]}
+    Ts = {"vsps": (4, 8), "mse": (4, 8), "floor": (4, 8)}
+    df = rg.compute_frame(_fake_runs(sp, sets, outputs), s, sp, Ts)
+    cell = df[df["row_type"] == "cell"].set_index(["prompt_set", "decoder", "T"])
+    assert cell.at[("sharegpt", "vsps", 8), "rouge_l_minpair"] == 1.0
+    assert cell.at[("sharegpt", "vsps", 8), "rouge_l_minpair_se"] == 0.0
+    assert cell.at[(rr.SUMMARIZE_SET, "vsps", 8), "rouge_l_minpair"] == 0.0
+    assert cell.at[(rr.SUMMARIZE_SET, "mse", 4), "rouge_l_minpair"] == 1.0
+    assert cell.at[("sharegpt", "floor", 4), "rouge_l_minpair"] == 1.0
+    assert cell.at[("sharegpt", "floor", 8), "rouge_l_minpair"] == 0.5
+    assert cell.at[("sharegpt", "floor", 8), "shared_prefix"] == 0.5
+    assert cell.at[("sharegpt", "vsps", 8), "paper_rouge_l"] == rg.PAPER["vsps"]
+    eff = df[df["row_type"] == "effect"].set_index(["effect", "prompt_set", "decoder", "T"])
+    assert eff.at[("length", "sharegpt", "floor", 8), "diff"] == -0.5
+    assert eff.at[("over_floor", "sharegpt", "vsps", 8), "diff"] == 0.5
+    assert eff.at[("over_floor", rr.SUMMARIZE_SET, "mse", 8), "diff"] == 1.0
+    key = ("type", f"{rr.SUMMARIZE_SET} - sharegpt")
+    assert eff.at[(*key, "vsps", 4), "diff"] == -1.0
+    assert eff.at[(*key, "mse", 8), "diff"] == 1.0
+    ent = df[df["row_type"] == "entropy"]
+    np.testing.assert_allclose(ent["entropy"], 1.5)
+    per = df[(df["row_type"] == "prompt") & (df["decoder"] == "floor") & (df["T"] == 8)]
+    assert list(per["rouge_l_minpair"]) == [0.5, 0.5, 0.0, 0.0]
+    md = rg.table(df)
+    assert "| sharegpt | vsps | 1.000 ± 0.000 | 1.000 ± 0.000 |" in md
+
+
+def test_real_wm_rouge_quick(tmp_path):
+    """One summarisation prompt, 8 tokens, two drafts, two plain samples on the embedded
+    model: the study's numbers are the ROUGE-L of the stored runs, the recorded entropy is
+    the target's processed law at the generated contexts."""
+    _needs_llm()
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+    from specbound.sim import rouge_l
+
+    written = rg.main(tmp_path, quick=True)
+    assert {p.suffix for p in written} == {".png", ".csv", ".md"}
+    df = pd.read_csv(tmp_path / "real_wm_rouge.csv")
+    dec_runs = pd.read_csv(tmp_path / "real_wm_rouge_runs.csv")
+    plain = pd.read_csv(tmp_path / "real_wm_rouge_floor_runs.csv")
+    runs = pd.concat([dec_runs, plain])
+    s = rg.settings(True)
+    sp = rg.specs(s)
+    assert set(dec_runs["config"]) == {x.id for d in rg.DECODERS for x in sp[d]}
+    assert set(plain["config"]) == {x.id for x in sp[rg.FLOOR]}
+    assert set(runs["prompt_set"]) == {rr.SUMMARIZE_SET}
+    assert (dec_runs["n_generated"] == s.max_new_tokens).all()
+    assert (plain["n_generated"] == rg.FLOOR_TOKENS[True]).all()
+    (text,) = [t for _, _, t in rr.prompt_texts(s)]
+    assert rr.asks_to_summarize(text)
+    cell = df[df["row_type"] == "cell"].set_index(["decoder", "T"])
+    sz = rg.sizes(s)["T"]
+    assert max(sz["vsps"]) == s.max_new_tokens and max(sz["floor"]) == rg.FLOOR_TOKENS[True]
+    for dec, group in sp.items():
+        a, b = (rr.parse(runs[runs["config"] == x.id]["tokens"].iloc[0], np.int64)
+                for x in group)
+        n0 = int(runs["prompt_length"].iloc[0])
+        for T in sz[dec]:
+            assert cell.at[(dec, T), "rouge_l_minpair"] == rouge_l(a[n0:n0 + T], b[n0:n0 + T])
+    # entropy at the first and last generated context, recomputed from the model
+    ar = plain[plain["config"] == sp[rg.FLOOR][0].id].iloc[0]
+    toks = rr.parse(ar["tokens"], np.int64)
+    pair = rr.pair_for(s, s.draft)
+    n0 = int(ar["prompt_length"])
+    for t in (0, rg.FLOOR_TOKENS[True] - 1):  # uncached forward: equal up to float32 rounding
+        p = pair.next_token_probs([toks[:n0 + t]])[0]
+        p = p[p > 0]
+        assert rr.parse(ar["entropy"])[t] == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
+    assert 0 < df[df["row_type"] == "entropy"]["entropy"].min() <= np.log(s.top_k)
+    # resuming recomputes nothing
+    names = ("real_wm_rouge_runs.csv", "real_wm_rouge_floor_runs.csv")
+    before = [(tmp_path / n).read_bytes() for n in names]
+    rg.main(tmp_path, quick=True)
+    assert [(tmp_path / n).read_bytes() for n in names] == before
+    assert "| sharegpt_summarize | floor |" in (tmp_path / "real_wm_rouge.md").read_text()

@@ -1,0 +1,357 @@
+"""Why VSpS and MSE reach ROUGE-L ≈ 0.40 under drafter substitution in the paper, not here.
+
+Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858), Table 15 and App. D.5: min-pair ROUGE-L F1
+between the realised *token* sequences of one prompt under four drafters (the minimum over
+the six drafter pairs, averaged over prompts) is 0.394 for VSpS and 0.406 for MSE, on
+Qwen2.5-7B-Instruct with CNN/DailyMail summarisation prompts and ``max_new_tokens = 128``
+(App. D.1).  On the embedded SmolLM2-135M-Instruct (``real_wm_substitution``: code and chat
+prompts, 20 tokens) the same statistic is about 0.1-0.2.  This study varies the two
+suspected causes one at a time, everything else fixed (target, temperature 1, top-k 50, the
+four drafts of ``real_wm_substitution``, one key, the same unkeyed seed for every draft,
+L = 4):
+
+prompt type
+    code (HumanEval), chat (ShareGPT) and summarisation (``sharegpt_summarize``: ShareGPT
+    prompts asking to summarise a text they contain, selected by the rule of
+    :func:`paper_figs._real_runs.summarize_prompts`, read at run time; prompts up to
+    ``summarize_prompt_tokens`` = 704 tokens, against 160 for the other two sets);
+generation length
+    every run generates its tokens once (64 for the speculative runs, 128 for the plain
+    samples) and ROUGE-L is scored on the first T of them, T in {8, 16, 32, 64} (and 128 for
+    the plain samples), so only the length differs between the T's.
+
+Rows of ``real_wm_rouge.csv`` (``row_type``):
+
+``cell``
+    per prompt set, decoder (``vsps``, ``mse``, or ``floor``) and T: min-pair and mean-pair
+    ROUGE-L (mean ± standard error over prompts) and the shared prefix (the fraction of the
+    first T tokens before two outputs first differ, mean over pairs).  ``floor``: four
+    independent plain samples of the target (``ar``, four unkeyed seeds) per prompt, i.e. the
+    content that unrelated outputs for the same prompt share; its mean-pair value is the
+    ROUGE-L of two independent samples, its min-pair value the one comparable to Table 15.
+``entropy``
+    per prompt set and T: per-token entropy (nats) of the target's processed next-token law
+    along the plain samples' first T tokens (mean over the samples, then over prompts).
+``effect``
+    paired differences with their standard errors and z: ``length`` (the min-pair value at the
+    largest T minus the smallest T, per prompt), ``type`` (summarisation minus code or chat
+    at each T; independent prompts), ``over_floor`` (decoder minus floor, per prompt).
+``prompt``
+    every prompt's min-pair ROUGE-L (the data behind the means).
+
+PFR is not rerun: its drafter invariance (min-pair ROUGE-L 1) does not depend on the prompt
+or the length and is shown by ``real_wm_substitution``.
+
+Scale: 2 prompts per set, 8 speculative runs of 64 tokens + 4 plain runs of 128 tokens per
+prompt (72 runs).  The cost is the model's forwards, 0.07-0.1 s each on one thread (prefill
+of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the speculative runs
+(MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
+tokens per step, cost twice the temperature drafts) and 230 for the 4 x 128 plain tokens
+per prompt, so about 7.5 minutes on two idle cores for everything (13 + 4 minutes of wall
+time on the shared machine under a load average of 2-5).  ``--quick``: one
+summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
+drafts, two plain samples.
+
+Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv`` and
+``real_wm_rouge_floor_runs.csv`` (resumable through ``specbound.sweep``; stores of their own,
+since their settings differ from the shared ``real_runs.csv``).
+
+Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
+[--target MODEL] [--draft SPEC]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_figs import _real_runs as rr
+from paper_figs._common import decoder_color, out_path, setup_matplotlib
+from specbound.sim import mean_se, rouge_l
+
+FIGURE = True
+NAME = "real_wm_rouge"
+RUNS = f"{NAME}_runs"
+FLOOR_RUNS = f"{NAME}_floor_runs"
+DECODERS = ("vsps", "mse")
+FLOOR = "floor"
+#: Table 15 of Liu et al. 2026: min-pair ROUGE-L under drafter substitution
+PAPER = {"vsps": 0.394, "mse": 0.406}
+SET_LABELS = {"humaneval": "code (HumanEval)", "sharegpt": "chat (ShareGPT)",
+              rr.SUMMARIZE_SET: "summarise (ShareGPT)"}
+
+
+@dataclass(frozen=True)
+class RougeSettings(rr.RealSettings):
+    """:class:`paper_figs._real_runs.RealSettings` with a longer prompt limit for the
+    summarisation set (its prompts carry the text to summarise)."""
+
+    summarize_prompt_tokens: int = 704
+    n_floor: int = 4
+
+    def prompt_limit(self, name: str) -> int:
+        return self.summarize_prompt_tokens if name == rr.SUMMARIZE_SET else self.max_prompt_tokens
+
+
+SETS = ("humaneval", "sharegpt", rr.SUMMARIZE_SET)
+FULL = RougeSettings(per_set=2, max_new_tokens=64, sets=SETS)
+QUICK = RougeSettings(per_set=1, max_new_tokens=8, sets=(rr.SUMMARIZE_SET,),
+                      summarize_prompt_tokens=256, n_floor=2, quick=True)
+
+
+def settings(quick: bool, target=None, draft=None) -> RougeSettings:
+    s = QUICK if quick else FULL
+    if target is not None:
+        s = replace(s, target=str(target))
+    if draft is not None:
+        from specbound.llm.drafts import parse_draft
+
+        s = replace(s, draft=str(parse_draft(draft)))
+    return s
+
+
+#: new tokens of the plain samples (the floor), full and quick: the paper's 128 (App. D.1);
+#: plain sampling costs a fifth of the four drafts' speculative runs
+FLOOR_TOKENS = {False: 128, True: 16}
+
+
+def floor_settings(s: RougeSettings) -> RougeSettings:
+    """The settings of the plain samples: ``s`` with :data:`FLOOR_TOKENS` new tokens."""
+    return replace(s, max_new_tokens=FLOOR_TOKENS[s.quick])
+
+
+def sizes(s: RougeSettings) -> dict:
+    """Drafts and scored lengths: ``T`` per decoder (the floor's grid goes on to its own
+    length)."""
+    drafts = rr.substitute_drafts(s)
+    grid = (2, 4, 8, 16) if s.quick else (8, 16, 32, 64, 128)
+    dec = tuple(T for T in grid if T <= s.max_new_tokens)
+    return {"T": {**dict.fromkeys(DECODERS, dec), FLOOR: grid},
+            "drafts": drafts[:2] if s.quick else drafts}
+
+
+def specs(s: RougeSettings) -> dict[str, list[rr.RunSpec]]:
+    z = sizes(s)
+    out = {dec: [rr.RunSpec(dec, L=4, draft=dr) for dr in z["drafts"]] for dec in DECODERS}
+    out[FLOOR] = [rr.RunSpec("ar", L=1, draft=s.draft, seed=k) for k in range(s.n_floor)]
+    return out
+
+
+# ------------------------------------------------------------------------------ metrics
+
+
+def shared_prefix(a, b) -> int:
+    """Number of leading tokens two sequences share."""
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
+
+
+def pair_scores(outputs: list[np.ndarray], T: int) -> dict:
+    """Min-pair and mean-pair ROUGE-L and the mean shared-prefix fraction of the first ``T``
+    tokens of ``outputs`` (the realised sequences of one prompt, one per draft or seed)."""
+    r, pre = [], []
+    for a, b in itertools.combinations(outputs, 2):
+        r.append(rouge_l(a[:T], b[:T]))
+        pre.append(shared_prefix(a[:T], b[:T]) / T)
+    return {"minpair": min(r), "meanpair": float(np.mean(r)), "prefix": float(np.mean(pre))}
+
+
+def _outputs(runs: pd.DataFrame, group: list[rr.RunSpec]) -> list[list[np.ndarray]]:
+    """``[prompt][run of group]`` generated tokens."""
+    per_run = [[t[n0:] for t, n0 in rr.sequences(rr.select(runs, x))] for x in group]
+    return [list(seqs) for seqs in zip(*per_run, strict=True)]
+
+
+def _prompt_sets(runs: pd.DataFrame, spec: rr.RunSpec) -> list[str]:
+    return list(rr.select(runs, spec)["prompt_set"])
+
+
+def _se_row(est) -> tuple[float, float]:
+    return est.mean, est.stderr
+
+
+def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> pd.DataFrame:
+    """The study's rows (module docstring) from the runs (``Ts``: the scored lengths of each
+    group of ``sp``)."""
+    sets_of = np.array(_prompt_sets(runs, sp[FLOOR][0]))
+    sets = list(dict.fromkeys(sets_of))
+    # per prompt: decoder -> T -> scores
+    scores = {dec: [{T: pair_scores(outs, T) for T in Ts[dec]}
+                    for outs in _outputs(runs, group)] for dec, group in sp.items()}
+    rows = []
+    for ps in sets:
+        idx = np.flatnonzero(sets_of == ps)
+        for dec in (*DECODERS, FLOOR):
+            for T in Ts[dec]:
+                vals = {k: mean_se([scores[dec][i][T][k] for i in idx])
+                        for k in ("minpair", "meanpair", "prefix")}
+                rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
+                             "n_prompts": idx.size,
+                             "rouge_l_minpair": vals["minpair"].mean,
+                             "rouge_l_minpair_se": vals["minpair"].stderr,
+                             "rouge_l_meanpair": vals["meanpair"].mean,
+                             "rouge_l_meanpair_se": vals["meanpair"].stderr,
+                             "shared_prefix": vals["prefix"].mean,
+                             "shared_prefix_se": vals["prefix"].stderr,
+                             "paper_rouge_l": PAPER.get(dec, math.nan)})
+                for i in idx:
+                    rows.append({"row_type": "prompt", "prompt_set": ps, "decoder": dec,
+                                 "T": T, "prompt": int(i),
+                                 "rouge_l_minpair": scores[dec][i][T]["minpair"]})
+        # entropy along the plain samples
+        ent = [[rr.parse(e) for e in rr.select(runs, x)["entropy"]] for x in sp[FLOOR]]
+        for T in Ts[FLOOR]:
+            per_prompt = [np.mean([ent[k][i][:T].mean() for k in range(len(ent))]) for i in idx]
+            est = mean_se(per_prompt)
+            rows.append({"row_type": "entropy", "prompt_set": ps, "decoder": "ar", "T": T,
+                         "n_prompts": idx.size, "entropy": est.mean, "entropy_se": est.stderr})
+        # paired effects within the set
+        for dec in (*DECODERS, FLOOR):
+            hi, lo = max(Ts[dec]), min(Ts[dec])
+            d = mean_se([scores[dec][i][hi]["minpair"] - scores[dec][i][lo]["minpair"]
+                         for i in idx])
+            rows.append(_effect("length", ps, dec, hi, lo, d.mean, d.stderr))
+        for dec in DECODERS:
+            for T in Ts[dec]:
+                d = mean_se([scores[dec][i][T]["minpair"] - scores[FLOOR][i][T]["minpair"]
+                             for i in idx])
+                rows.append(_effect("over_floor", ps, dec, T, T, d.mean, d.stderr))
+    if rr.SUMMARIZE_SET in sets:
+        cells = pd.DataFrame([r for r in rows if r["row_type"] == "cell"])
+        for other in (x for x in sets if x != rr.SUMMARIZE_SET):
+            for dec in (*DECODERS, FLOOR):
+                for T in Ts[dec]:
+                    a = _cell(cells, rr.SUMMARIZE_SET, dec, T)
+                    b = _cell(cells, other, dec, T)
+                    se = math.hypot(a["rouge_l_minpair_se"], b["rouge_l_minpair_se"])
+                    rows.append(_effect("type", f"{rr.SUMMARIZE_SET} - {other}", dec, T, T,
+                                        a["rouge_l_minpair"] - b["rouge_l_minpair"], se))
+    df = pd.DataFrame(rows)
+    for k, v in s.columns().items():
+        df[f"setting_{k}"] = v
+    return df
+
+
+def _cell(cells: pd.DataFrame, ps: str, dec: str, T: int) -> pd.Series:
+    return cells[(cells["prompt_set"] == ps) & (cells["decoder"] == dec)
+                 & (cells["T"] == T)].iloc[0]
+
+
+def _effect(kind, ps, dec, T, T_ref, diff, se) -> dict:
+    z = diff / se if se > 0 else (0.0 if diff == 0 else math.nan)
+    return {"row_type": "effect", "effect": kind, "prompt_set": ps, "decoder": dec, "T": T,
+            "T_ref": T_ref, "diff": diff, "diff_se": se, "z": z}
+
+
+# ------------------------------------------------------------------------ table, plot
+
+
+def _pm(m, se, d=3) -> str:
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "—"
+    return f"{m:.{d}f}" if se is None or math.isnan(se) else f"{m:.{d}f} ± {se:.{d}f}"
+
+
+def table(df: pd.DataFrame) -> str:
+    cells = df[df["row_type"] == "cell"]
+    Ts = sorted(cells["T"].unique())
+    lines = ["Min-pair ROUGE-L (mean ± se over prompts) under drafter substitution; floor: "
+             "four independent plain samples (mean-pair value in brackets).", "",
+             "| prompt set | decoder | " + " | ".join(f"T={T}" for T in Ts) + " |",
+             "|---|---|" + "---|" * len(Ts)]
+    for (ps, dec), g in cells.groupby(["prompt_set", "decoder"], sort=False):
+        g = g.set_index("T")
+        vals = []
+        for T in Ts:
+            if T not in g.index:
+                vals.append("—")
+                continue
+            v = _pm(g.at[T, "rouge_l_minpair"], g.at[T, "rouge_l_minpair_se"])
+            if dec == FLOOR:
+                v += f" [{g.at[T, 'rouge_l_meanpair']:.3f}]"
+            vals.append(v)
+        lines.append(f"| {ps} | {dec} | " + " | ".join(vals) + " |")
+    ent = df[df["row_type"] == "entropy"]
+    lines += ["", "| prompt set | entropy (nats/token) at " + ", ".join(f"T={T}" for T in Ts)
+              + " |", "|---|---|"]
+    for ps, g in ent.groupby("prompt_set", sort=False):
+        g = g.set_index("T")
+        lines.append(f"| {ps} | " + ", ".join(_pm(g.at[T, "entropy"], g.at[T, "entropy_se"], 2)
+                                              for T in Ts) + " |")
+    eff = df[df["row_type"] == "effect"]
+    lines += ["", "| effect | prompt set | decoder | T (ref) | difference ± se | z |",
+              "|---|---|---|---|---|---|"]
+    for _, r in eff.iterrows():
+        lines.append(f"| {r['effect']} | {r['prompt_set']} | {r['decoder']} | {int(r['T'])} "
+                     f"({int(r['T_ref'])}) | {_pm(r['diff'], r['diff_se'])} | "
+                     f"{_pm(r['z'], None, 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(df: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    cells = df[df["row_type"] == "cell"]
+    panels = (*DECODERS, FLOOR)
+    fig, axes = plt.subplots(1, len(panels), figsize=(12.0, 3.8), sharey=True)
+    colors = dict(zip(SETS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    for ax, dec in zip(axes, panels, strict=True):
+        for ps, g in cells[cells["decoder"] == dec].groupby("prompt_set", sort=False):
+            g = g.sort_values("T")
+            ax.errorbar(g["T"], g["rouge_l_minpair"], yerr=g["rouge_l_minpair_se"].fillna(0),
+                        capsize=2, marker="o", color=colors.get(ps, "k"),
+                        label=SET_LABELS.get(ps, ps))
+            if dec != FLOOR:  # the floor of the same prompts, for comparison
+                f = cells[(cells["decoder"] == FLOOR) & (cells["prompt_set"] == ps)
+                          & cells["T"].isin(g["T"])].sort_values("T")
+                ax.plot(f["T"], f["rouge_l_minpair"], ls=":", lw=1, color=colors.get(ps, "k"))
+        for d in (PAPER if dec == FLOOR else (dec,) if dec in PAPER else ()):
+            ax.axhline(PAPER[d], color=decoder_color(d), ls="--", lw=1,
+                       label=f"paper {d.upper()} ({PAPER[d]}, T = 128)")
+        ax.set_xscale("log", base=2)
+        ts = sorted(cells[cells["decoder"] == dec]["T"].unique())
+        ax.set_xticks(ts, [str(int(t)) for t in ts])
+        ax.set_xlabel("scored tokens T")
+        ax.set_title("floor: independent plain samples" if dec == FLOOR
+                     else f"{dec.upper()} (dotted: floor)", fontsize=10)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("min-pair ROUGE-L (mean over prompts)")
+    axes[0].set_ylim(0, 1.0)
+    fig.suptitle("ROUGE-L under drafter substitution: prompt type × length (embedded model)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
+            draft=None) -> pd.DataFrame:
+    s = settings(quick, target, draft)
+    sp = specs(s)
+    dec = [x for d in DECODERS for x in sp[d]]
+    runs = rr.runs(out_dir, dec, s, executor=executor, progress=progress, desc=NAME,
+                   store=RUNS)
+    plain = rr.runs(out_dir, sp[FLOOR], floor_settings(s), executor=executor,
+                    progress=progress, desc=f"{NAME} (plain samples)", store=FLOOR_RUNS)
+    return compute_frame(pd.concat([runs, plain], ignore_index=True), s, sp, sizes(s)["T"])
+
+
+def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
+    """Run (or resume) the runs; write ``real_wm_rouge.{csv,md,png}``."""
+    df = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+    csv = out_path(out_dir, f"{NAME}.csv")
+    df.to_csv(csv, index=False, float_format="%.10g")
+    md = out_path(out_dir, f"{NAME}.md")
+    md.write_text(table(df))
+    png = out_path(out_dir, f"{NAME}.png")
+    plot(df, png)
+    return [png, csv, md, out_path(out_dir, f"{RUNS}.csv"), out_path(out_dir, f"{FLOOR_RUNS}.csv")]
+
+
+if __name__ == "__main__":
+    rr.cli(main, __doc__)
