@@ -18,7 +18,17 @@ prompt type
 generation length
     every run generates its tokens once (64 for the speculative runs, 128 for the plain
     samples) and ROUGE-L is scored on the first T of them, T in {8, 16, 32, 64} (and 128 for
-    the plain samples), so only the length differs between the T's.
+    the plain samples), so only the length differs between the T's;
+entropy (the entropy section)
+    the target's sampling temperature lowered, tau in {0.5, 0.3} (:data:`TEMPERATURES`)
+    against the main runs' tau = 1, on the summarisation prompts (:data:`TAU_SETS`), every
+    run 64 tokens, scored at T in {8, 16, 32, 64}; the same prompts, drafts, key and seeds.
+    The pair's shared processing applies tau to the target and to every draft alike
+    (``specbound.llm.drafts``): ``early_exit:28`` and ``quantized:3`` are processed at tau,
+    the ``temperature:T`` drafts become the target at temperature ``T * tau`` (D0 at 1.5
+    tau, D2 at 0.5 tau), so the drafts stay as far from the target in ratio as at tau = 1,
+    and only the entropy of the laws changes.  The measured entropy (``tau_entropy``) is
+    that of the processed law at tau along that level's own plain samples.
 
 Rows of ``real_wm_rouge.csv`` (``row_type``):
 
@@ -38,6 +48,14 @@ Rows of ``real_wm_rouge.csv`` (``row_type``):
     at each T; independent prompts), ``over_floor`` (decoder minus floor, per prompt).
 ``prompt``
     every prompt's min-pair ROUGE-L (the data behind the means).
+``tau_cell``, ``tau_entropy``, ``tau_prompt``
+    the entropy section's ``cell``, ``entropy`` and ``prompt`` rows, with a ``temperature``
+    column (1.0: the main runs' first 64 tokens, scored again), and on ``tau_cell`` the
+    level's measured entropy at the same T and the paper's 0.47 nats (``paper_entropy``).
+``tau_effect``
+    ``temperature``: the level minus tau = 1 per prompt (``temperature_ref`` = 1), for the
+    min-pair value of each decoder and the floor, and for the entropy (``decoder = ar``);
+    ``over_floor``: decoder minus floor at each level.
 
 PFR is not rerun: its drafter invariance (min-pair ROUGE-L 1) does not depend on the prompt
 or the length and is shown by ``real_wm_substitution``.
@@ -128,7 +146,7 @@ def floor_settings(s: RougeSettings) -> RougeSettings:
 
 
 #: target temperatures of the entropy section besides the main study's tau = 1 (full, quick)
-TEMPERATURES = {False: (0.5, 0.3, 0.2), True: (0.5,)}
+TEMPERATURES = {False: (0.5, 0.3), True: (0.5,)}
 #: the prompt sets of the entropy section
 TAU_SETS = (rr.SUMMARIZE_SET,)
 #: new tokens of every run (speculative and plain) at a lowered temperature
