@@ -348,7 +348,7 @@ def check_rouge_entropy(data):
     levels = []
     for t in sorted(ent.index, reverse=True):
         g = cells[cells["temperature"] == t].set_index("decoder")["rouge_l_minpair"]
-        levels.append(f"τ = {t:g}: {ix._fmt(float(ent[t]), 2)} nats, "
+        levels.append(f"τ = {t:g}: {ix._fmt(float(ent[t]), 3)} nats, "
                       + ", ".join(f"{d} {ix._fmt(float(g[d]), 3)}" for d in g.index))
     return ix.Outcome(ix.combine(vs), f"summarisation prompts, T = {T}, temperature {tau:g} "
                       f"(entropy {ix._fmt(h, 2)} nats/token): " + ", ".join(parts),

@@ -6,9 +6,9 @@ the six drafter pairs, averaged over prompts) is 0.394 for VSpS and 0.406 for MS
 Qwen2.5-7B-Instruct with CNN/DailyMail summarisation prompts and ``max_new_tokens = 128``
 (App. D.1).  On the embedded SmolLM2-135M-Instruct (``real_wm_substitution``: code and chat
 prompts, 20 tokens) the same statistic is about 0.1-0.2.  This study varies the two
-suspected causes one at a time, everything else fixed (target, temperature 1, top-k 50, the
-four drafts of ``real_wm_substitution``, one key, the same unkeyed seed for every draft,
-L = 4):
+suspected causes and then the target's entropy, one at a time, everything else fixed
+(target, temperature 1, top-k 50, the four drafts of ``real_wm_substitution``, one key, the
+same unkeyed seed for every draft, L = 4):
 
 prompt type
     code (HumanEval), chat (ShareGPT) and summarisation (``sharegpt_summarize``: ShareGPT
@@ -66,13 +66,19 @@ of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the specu
 (MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
 tokens per step, cost twice the temperature drafts) and 230 for the 4 x 128 plain tokens
 per prompt, so about 7.5 minutes on two idle cores for everything (13 + 4 minutes of wall
-time on the shared machine under a load average of 2-5).  ``--quick``: one
+time on the shared machine under a load average of 2-5).  The entropy section adds 8
+speculative runs + 4 plain runs of 64 tokens per summarisation prompt and level: 277
+CPU-seconds at tau = 0.5 and 264 at 0.3 (VSpS 113 / 103, MSE 117 / 110, plain 47 / 51;
+measured 2026-12-01), 541 in all, about 4.5 minutes on two idle cores (a third level, chat
+prompts or 128 plain tokens would not fit the study's budget).  ``--quick``: one
 summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
-drafts, two plain samples.
+drafts, two plain samples; its entropy section one level (0.5), 4 tokens, VSpS and the
+floor only (19 CPU-seconds in all, measured).
 
-Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv`` and
-``real_wm_rouge_floor_runs.csv`` (resumable through ``specbound.sweep``; stores of their own,
-since their settings differ from the shared ``real_runs.csv``).
+Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv``,
+``real_wm_rouge_floor_runs.csv`` and ``real_wm_rouge_tau{050,030}_runs.csv`` (resumable
+through ``specbound.sweep``; stores of their own, since their settings differ from the
+shared ``real_runs.csv`` and from each other).
 
 Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
 [--target MODEL] [--draft SPEC]``.
