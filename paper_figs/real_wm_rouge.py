@@ -337,21 +337,25 @@ def tau_frame(levels: dict, s: RougeSettings, sp: dict, grid: tuple) -> pd.DataF
     decs = tuple(d for d in DECODERS if d in sp)
     per = {}  # tau -> (prompt sets, scores, entropy)
     for tau, runs in levels.items():
-        sets_of = np.array(_prompt_sets(runs, sp[FLOOR][0]))
+        first = rr.select(runs, sp[FLOOR][0])
+        sets_of = np.array(first["prompt_set"])
+        # which prompt of its set each run is (pairs the levels; absent: taken in order)
+        pidx = (np.array(first["prompt_index"]) if "prompt_index" in first
+                else np.full(len(first), -1))
         scores = {dec: [{T: pair_scores(outs, T) for T in grid}
                         for outs in _outputs(runs, group)] for dec, group in sp.items()}
         ent = {T: _per_prompt_entropy(runs, sp[FLOOR], T) for T in grid}
-        per[float(tau)] = (sets_of, scores, ent)
+        per[float(tau)] = (sets_of, scores, ent, pidx)
     rows = []
-    ref_sets = per[1.0][0]
+    ref_sets, ref_pidx = per[1.0][0], per[1.0][3]
     for ps in (x for x in dict.fromkeys(ref_sets) if x in TAU_SETS):
         ref_idx = np.flatnonzero(ref_sets == ps)
         for tau in sorted(per, reverse=True):
-            sets_of, scores, ent = per[tau]
+            sets_of, scores, ent, pidx = per[tau]
             idx = np.flatnonzero(sets_of == ps)
-            if idx.size != ref_idx.size:
-                raise ValueError(f"levels: temperature {tau} has {idx.size} prompts of {ps}, "
-                                 f"temperature 1 has {ref_idx.size}")
+            if idx.size != ref_idx.size or (pidx[idx] != ref_pidx[ref_idx]).any():
+                raise ValueError(f"levels: temperature {tau} has other prompts of {ps} than "
+                                 "temperature 1")
             for T in grid:
                 h = mean_se([ent[T][i] for i in idx])
                 rows.append({"row_type": "tau_entropy", "temperature": tau, "prompt_set": ps,
@@ -383,7 +387,7 @@ def tau_frame(levels: dict, s: RougeSettings, sp: dict, grid: tuple) -> pd.DataF
             if tau == 1.0:
                 continue
             # paired with tau = 1 by prompt (the same prompts in the same order, same seeds)
-            _, ref_scores, ref_ent = per[1.0]
+            _, ref_scores, ref_ent, _ = per[1.0]
             for T in grid:
                 d = mean_se([ent[T][i] - ref_ent[T][j] for i, j in zip(idx, ref_idx,
                                                                           strict=True)])

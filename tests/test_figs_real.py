@@ -234,7 +234,8 @@ def _fake_runs(sp, sets, outputs, n0=5, entropy=1.5):
         for k, x in enumerate(group):
             for i, ps in enumerate(sets):
                 gen = outputs[dec][i][k]
-                rows.append({"config": x.id, "prompt": i, "prompt_set": ps, "prompt_length": n0,
+                rows.append({"config": x.id, "prompt": i, "prompt_set": ps, "prompt_index": i,
+                             "prompt_length": n0,
                              "tokens": " ".join(map(str, [0] * n0 + list(gen))),
                              "entropy": " ".join([repr(entropy)] * len(gen))
                              if x.decoder == "ar"
@@ -337,6 +338,9 @@ def test_rouge_tau_frame_on_fabricated_runs():
         rg.tau_frame({0.5: lvl05}, s, sp, (4, 8))
     with pytest.raises(ValueError, match="levels"):  # another number of prompts
         rg.tau_frame({1.0: lvl1, 0.5: lvl05[lvl05["prompt"] != 2]}, s, sp, (4, 8))
+    other = lvl05.assign(prompt_index=lvl05["prompt_index"] + 7)
+    with pytest.raises(ValueError, match="other prompts"):  # not the same prompts
+        rg.tau_frame({1.0: lvl1, 0.5: other}, s, sp, (4, 8))
     with pytest.raises(ValueError, match="s:"):
         rg.tau_settings(rg.RougeSettings(sets=("sharegpt",)), 0.5)
     ts = rg.tau_settings(s, 0.3)
