@@ -6,9 +6,9 @@ the six drafter pairs, averaged over prompts) is 0.394 for VSpS and 0.406 for MS
 Qwen2.5-7B-Instruct with CNN/DailyMail summarisation prompts and ``max_new_tokens = 128``
 (App. D.1).  On the embedded SmolLM2-135M-Instruct (``real_wm_substitution``: code and chat
 prompts, 20 tokens) the same statistic is about 0.1-0.2.  This study varies the two
-suspected causes one at a time, everything else fixed (target, temperature 1, top-k 50, the
-four drafts of ``real_wm_substitution``, one key, the same unkeyed seed for every draft,
-L = 4):
+suspected causes and then the target's entropy, one at a time, everything else fixed
+(target, temperature 1, top-k 50, the four drafts of ``real_wm_substitution``, one key, the
+same unkeyed seed for every draft, L = 4):
 
 prompt type
     code (HumanEval), chat (ShareGPT) and summarisation (``sharegpt_summarize``: ShareGPT
@@ -18,7 +18,17 @@ prompt type
 generation length
     every run generates its tokens once (64 for the speculative runs, 128 for the plain
     samples) and ROUGE-L is scored on the first T of them, T in {8, 16, 32, 64} (and 128 for
-    the plain samples), so only the length differs between the T's.
+    the plain samples), so only the length differs between the T's;
+entropy (the entropy section)
+    the target's sampling temperature lowered, tau in {0.5, 0.3} (:data:`TEMPERATURES`)
+    against the main runs' tau = 1, on the summarisation prompts (:data:`TAU_SETS`), every
+    run 64 tokens, scored at T in {8, 16, 32, 64}; the same prompts, drafts, key and seeds.
+    The pair's shared processing applies tau to the target and to every draft alike
+    (``specbound.llm.drafts``): ``early_exit:28`` and ``quantized:3`` are processed at tau,
+    the ``temperature:T`` drafts become the target at temperature ``T * tau`` (D0 at 1.5
+    tau, D2 at 0.5 tau), so the drafts stay as far from the target in ratio as at tau = 1,
+    and only the entropy of the laws changes.  The measured entropy (``tau_entropy``) is
+    that of the processed law at tau along that level's own plain samples.
 
 Rows of ``real_wm_rouge.csv`` (``row_type``):
 
@@ -38,6 +48,14 @@ Rows of ``real_wm_rouge.csv`` (``row_type``):
     at each T; independent prompts), ``over_floor`` (decoder minus floor, per prompt).
 ``prompt``
     every prompt's min-pair ROUGE-L (the data behind the means).
+``tau_cell``, ``tau_entropy``, ``tau_prompt``
+    the entropy section's ``cell``, ``entropy`` and ``prompt`` rows, with a ``temperature``
+    column (1.0: the main runs' first 64 tokens, scored again), and on ``tau_cell`` the
+    level's measured entropy at the same T and the paper's 0.47 nats (``paper_entropy``).
+``tau_effect``
+    ``temperature``: the level minus tau = 1 per prompt (``temperature_ref`` = 1), for the
+    min-pair value of each decoder and the floor, and for the entropy (``decoder = ar``);
+    ``over_floor``: decoder minus floor at each level.
 
 PFR is not rerun: its drafter invariance (min-pair ROUGE-L 1) does not depend on the prompt
 or the length and is shown by ``real_wm_substitution``.
@@ -48,13 +66,19 @@ of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the specu
 (MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
 tokens per step, cost twice the temperature drafts) and 230 for the 4 x 128 plain tokens
 per prompt, so about 7.5 minutes on two idle cores for everything (13 + 4 minutes of wall
-time on the shared machine under a load average of 2-5).  ``--quick``: one
+time on the shared machine under a load average of 2-5).  The entropy section adds 8
+speculative runs + 4 plain runs of 64 tokens per summarisation prompt and level: 277
+CPU-seconds at tau = 0.5 and 264 at 0.3 (VSpS 113 / 103, MSE 117 / 110, plain 47 / 51;
+measured 2026-12-01), 541 in all, about 4.5 minutes on two idle cores (a third level, chat
+prompts or 128 plain tokens would not fit the study's budget).  ``--quick``: one
 summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
-drafts, two plain samples.
+drafts, two plain samples; its entropy section one level (0.5), 4 tokens, VSpS and the
+floor only (19 CPU-seconds in all, measured).
 
-Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv`` and
-``real_wm_rouge_floor_runs.csv`` (resumable through ``specbound.sweep``; stores of their own,
-since their settings differ from the shared ``real_runs.csv``).
+Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv``,
+``real_wm_rouge_floor_runs.csv`` and ``real_wm_rouge_tau{050,030}_runs.csv`` (resumable
+through ``specbound.sweep``; stores of their own, since their settings differ from the
+shared ``real_runs.csv`` and from each other).
 
 Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
 [--target MODEL] [--draft SPEC]``.
@@ -82,6 +106,8 @@ DECODERS = ("vsps", "mse")
 FLOOR = "floor"
 #: Table 15 of Liu et al. 2026: min-pair ROUGE-L under drafter substitution
 PAPER = {"vsps": 0.394, "mse": 0.406}
+#: the paper's target entropy on CNN/DailyMail (nats/token): its LPPL, Table 6
+PAPER_ENTROPY = 0.47
 SET_LABELS = {"humaneval": "code (HumanEval)", "sharegpt": "chat (ShareGPT)",
               rr.SUMMARIZE_SET: "summarise (ShareGPT)"}
 
@@ -123,6 +149,43 @@ FLOOR_TOKENS = {False: 128, True: 16}
 def floor_settings(s: RougeSettings) -> RougeSettings:
     """The settings of the plain samples: ``s`` with :data:`FLOOR_TOKENS` new tokens."""
     return replace(s, max_new_tokens=FLOOR_TOKENS[s.quick])
+
+
+#: target temperatures of the entropy section besides the main study's tau = 1 (full, quick)
+TEMPERATURES = {False: (0.5, 0.3), True: (0.5,)}
+#: the prompt sets of the entropy section
+TAU_SETS = (rr.SUMMARIZE_SET,)
+#: new tokens of every run (speculative and plain) at a lowered temperature
+TAU_TOKENS = {False: 64, True: 4}
+#: decoders of the entropy section (the quick run keeps one, to stay within its time)
+TAU_DECODERS = {False: DECODERS, True: ("vsps",)}
+
+
+def tau_settings(s: RougeSettings, tau: float) -> RougeSettings:
+    """The settings of the entropy section at target temperature ``tau``: ``s`` with
+    temperature ``tau``, the sets of :data:`TAU_SETS` and :data:`TAU_TOKENS` new tokens for
+    the speculative runs and the plain samples alike (one store per level)."""
+    sets = tuple(x for x in s.sets if x in TAU_SETS)
+    if not sets:
+        raise ValueError(f"s: the entropy section needs one of the sets {TAU_SETS}")
+    return replace(s, temperature=float(tau), sets=sets, max_new_tokens=TAU_TOKENS[s.quick])
+
+
+def tau_store(tau: float) -> str:
+    """The store (CSV stem) of the runs at target temperature ``tau``."""
+    return f"{NAME}_tau{round(100 * tau):03d}_runs"
+
+
+def tau_specs(s: RougeSettings) -> dict[str, list[rr.RunSpec]]:
+    """The configurations of the entropy section: :func:`specs` for the decoders of
+    :data:`TAU_DECODERS` and the floor."""
+    sp = specs(s)
+    return {dec: sp[dec] for dec in (*TAU_DECODERS[s.quick], FLOOR)}
+
+
+def tau_grid(s: RougeSettings) -> tuple:
+    """The scored lengths of the entropy section (every decoder and the floor)."""
+    return tuple(T for T in sizes(s)["T"][FLOOR] if T <= TAU_TOKENS[s.quick])
 
 
 def sizes(s: RougeSettings) -> dict:
@@ -249,6 +312,118 @@ def _effect(kind, ps, dec, T, T_ref, diff, se) -> dict:
             "T_ref": T_ref, "diff": diff, "diff_se": se, "z": z}
 
 
+# ------------------------------------------------------------- entropy (temperature)
+
+
+def _per_prompt_entropy(runs: pd.DataFrame, group: list[rr.RunSpec], T: int) -> list[float]:
+    """Per prompt: the mean entropy along the first ``T`` tokens of the plain samples
+    ``group`` (mean over samples)."""
+    ent = [[rr.parse(e) for e in rr.select(runs, x)["entropy"]] for x in group]
+    return [float(np.mean([e[i][:T].mean() for e in ent])) for i in range(len(ent[0]))]
+
+
+def tau_frame(levels: dict, s: RougeSettings, sp: dict, grid: tuple) -> pd.DataFrame:
+    """The entropy section's rows from ``levels`` (target temperature -> its runs, the
+    speculative runs and the plain samples of ``sp`` together; 1.0 must be among them), on
+    the prompts of :data:`TAU_SETS` and the scored lengths ``grid``.
+
+    Rows: ``tau_cell`` (as ``cell``, per temperature, with the measured entropy of that
+    temperature's plain samples at the same T), ``tau_entropy`` (as ``entropy``),
+    ``tau_effect`` (``temperature``: the level minus tau = 1, per prompt, for the min-pair
+    value and the entropy (``decoder = ar``); ``over_floor``: decoder minus floor at each
+    level), ``tau_prompt`` (every prompt's min-pair value)."""
+    if 1.0 not in levels:
+        raise ValueError("levels: must hold the runs at temperature 1.0 (the reference)")
+    decs = tuple(d for d in DECODERS if d in sp)
+    per = {}  # tau -> (prompt sets, scores, entropy)
+    for tau, runs in levels.items():
+        first = rr.select(runs, sp[FLOOR][0])
+        sets_of = np.array(first["prompt_set"])
+        # which prompt of its set each run is (pairs the levels; absent: taken in order)
+        pidx = (np.array(first["prompt_index"]) if "prompt_index" in first
+                else np.full(len(first), -1))
+        scores = {dec: [{T: pair_scores(outs, T) for T in grid}
+                        for outs in _outputs(runs, group)] for dec, group in sp.items()}
+        ent = {T: _per_prompt_entropy(runs, sp[FLOOR], T) for T in grid}
+        per[float(tau)] = (sets_of, scores, ent, pidx)
+    rows = []
+    ref_sets, ref_pidx = per[1.0][0], per[1.0][3]
+    for ps in (x for x in dict.fromkeys(ref_sets) if x in TAU_SETS):
+        ref_idx = np.flatnonzero(ref_sets == ps)
+        for tau in sorted(per, reverse=True):
+            sets_of, scores, ent, pidx = per[tau]
+            idx = np.flatnonzero(sets_of == ps)
+            if idx.size != ref_idx.size or (pidx[idx] != ref_pidx[ref_idx]).any():
+                raise ValueError(f"levels: temperature {tau} has other prompts of {ps} than "
+                                 "temperature 1")
+            for T in grid:
+                h = mean_se([ent[T][i] for i in idx])
+                rows.append({"row_type": "tau_entropy", "temperature": tau, "prompt_set": ps,
+                             "decoder": "ar", "T": T, "n_prompts": idx.size,
+                             "entropy": h.mean, "entropy_se": h.stderr})
+                for dec in (*decs, FLOOR):
+                    vals = {k: mean_se([scores[dec][i][T][k] for i in idx])
+                            for k in ("minpair", "meanpair", "prefix")}
+                    rows.append({"row_type": "tau_cell", "temperature": tau, "prompt_set": ps,
+                                 "decoder": dec, "T": T, "n_prompts": idx.size,
+                                 "rouge_l_minpair": vals["minpair"].mean,
+                                 "rouge_l_minpair_se": vals["minpair"].stderr,
+                                 "rouge_l_meanpair": vals["meanpair"].mean,
+                                 "rouge_l_meanpair_se": vals["meanpair"].stderr,
+                                 "shared_prefix": vals["prefix"].mean,
+                                 "shared_prefix_se": vals["prefix"].stderr,
+                                 "entropy": h.mean, "entropy_se": h.stderr,
+                                 "paper_rouge_l": PAPER.get(dec, math.nan),
+                                 "paper_entropy": PAPER_ENTROPY})
+                    for i in idx:
+                        rows.append({"row_type": "tau_prompt", "temperature": tau,
+                                     "prompt_set": ps, "decoder": dec, "T": T,
+                                     "prompt": int(i),
+                                     "rouge_l_minpair": scores[dec][i][T]["minpair"]})
+                for dec in decs:
+                    d = mean_se([scores[dec][i][T]["minpair"] - scores[FLOOR][i][T]["minpair"]
+                                 for i in idx])
+                    rows.append(_tau_effect("over_floor", tau, ps, dec, T, d))
+            if tau == 1.0:
+                continue
+            # paired with tau = 1 by prompt (the same prompts in the same order, same seeds)
+            _, ref_scores, ref_ent, _ = per[1.0]
+            for T in grid:
+                d = mean_se([ent[T][i] - ref_ent[T][j] for i, j in zip(idx, ref_idx,
+                                                                          strict=True)])
+                rows.append(_tau_effect("temperature", tau, ps, "ar", T, d))
+                for dec in (*decs, FLOOR):
+                    d = mean_se([scores[dec][i][T]["minpair"] - ref_scores[dec][j][T]["minpair"]
+                                 for i, j in zip(idx, ref_idx, strict=True)])
+                    rows.append(_tau_effect("temperature", tau, ps, dec, T, d))
+    return pd.DataFrame(rows)
+
+
+def _tau_effect(kind, tau, ps, dec, T, est) -> dict:
+    row = _effect(kind, ps, dec, T, T, est.mean, est.stderr)
+    row.update(row_type="tau_effect", temperature=tau,
+               temperature_ref=1.0 if kind == "temperature" else tau)
+    return row
+
+
+def tau_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per prompt set and temperature, at the largest scored length: the entropy, VSpS's,
+    MSE's and the floor's min-pair ROUGE-L (± se) and the floor's mean-pair value."""
+    c = df[df["row_type"] == "tau_cell"]
+    out = []
+    for (ps, tau), g in c.groupby(["prompt_set", "temperature"], sort=False):
+        T = g["T"].max()
+        g = g[g["T"] == T].set_index("decoder")
+        row = {"prompt_set": ps, "temperature": tau, "T": T,
+               "entropy": g["entropy"].iloc[0], "entropy_se": g["entropy_se"].iloc[0]}
+        for dec in (*DECODERS, FLOOR):
+            row[dec] = g.at[dec, "rouge_l_minpair"] if dec in g.index else math.nan
+            row[f"{dec}_se"] = g.at[dec, "rouge_l_minpair_se"] if dec in g.index else math.nan
+        row["floor_meanpair"] = g.at[FLOOR, "rouge_l_meanpair"]
+        out.append(row)
+    return pd.DataFrame(out)
+
+
 # ------------------------------------------------------------------------ table, plot
 
 
@@ -291,16 +466,50 @@ def table(df: pd.DataFrame) -> str:
         lines.append(f"| {r['effect']} | {r['prompt_set']} | {r['decoder']} | {int(r['T'])} "
                      f"({int(r['T_ref'])}) | {_pm(r['diff'], r['diff_se'])} | "
                      f"{_pm(r['z'], None, 2)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _tau_table(df)) + "\n"
+
+
+def _tau_table(df: pd.DataFrame) -> list[str]:
+    cells = df[df["row_type"] == "tau_cell"]
+    if cells.empty:
+        return []
+    Ts = sorted(cells["T"].unique())
+    lines = ["", f"Entropy section: the target's temperature lowered (target and drafts alike); "
+             f"min-pair ROUGE-L (floor: [mean-pair]) and the measured entropy (nats/token) of "
+             f"the plain samples; the paper: {PAPER['vsps']} / {PAPER['mse']} at "
+             f"{PAPER_ENTROPY} nats.", "",
+             "| prompt set | temperature | decoder | " + " | ".join(f"T={T}" for T in Ts)
+             + " |", "|---|---|---|" + "---|" * len(Ts)]
+    for (ps, tau), g in cells.groupby(["prompt_set", "temperature"], sort=False):
+        ent = g[g["decoder"] == FLOOR].set_index("T")
+        lines.append(f"| {ps} | {tau:g} | entropy | "
+                     + " | ".join(_pm(ent.at[T, "entropy"], ent.at[T, "entropy_se"], 2)
+                                  for T in Ts) + " |")
+        for dec, h in g.groupby("decoder", sort=False):
+            h = h.set_index("T")
+            vals = [_pm(h.at[T, "rouge_l_minpair"], h.at[T, "rouge_l_minpair_se"])
+                    + (f" [{h.at[T, 'rouge_l_meanpair']:.3f}]" if dec == FLOOR else "")
+                    for T in Ts]
+            lines.append(f"| {ps} | {tau:g} | {dec} | " + " | ".join(vals) + " |")
+    eff = df[df["row_type"] == "tau_effect"]
+    lines += ["", "| effect | prompt set | temperature (ref) | decoder | T | "
+              "difference ± se | z |", "|---|---|---|---|---|---|---|"]
+    for _, r in eff.iterrows():
+        lines.append(f"| {r['effect']} | {r['prompt_set']} | {r['temperature']:g} "
+                     f"({r['temperature_ref']:g}) | {r['decoder']} | {int(r['T'])} | "
+                     f"{_pm(r['diff'], r['diff_se'])} | {_pm(r['z'], None, 2)} |")
+    return lines
 
 
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     cells = df[df["row_type"] == "cell"]
     panels = (*DECODERS, FLOOR)
-    fig, axes = plt.subplots(1, len(panels), figsize=(12.0, 3.8), sharey=True)
+    summ = tau_summary(df) if (df["row_type"] == "tau_cell").any() else pd.DataFrame()
+    fig, axes = plt.subplots(1, len(panels) + (not summ.empty),
+                             figsize=(16.0 if not summ.empty else 12.0, 3.8), sharey=True)
     colors = dict(zip(SETS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
-    for ax, dec in zip(axes, panels, strict=True):
+    for ax, dec in zip(axes, panels, strict=False):
         for ps, g in cells[cells["decoder"] == dec].groupby("prompt_set", sort=False):
             g = g.sort_values("T")
             ax.errorbar(g["T"], g["rouge_l_minpair"], yerr=g["rouge_l_minpair_se"].fillna(0),
@@ -320,13 +529,42 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         ax.set_title("floor: independent plain samples" if dec == FLOOR
                      else f"{dec.upper()} (dotted: floor)", fontsize=10)
         ax.legend(fontsize=7)
+    if not summ.empty:
+        _plot_entropy(axes[-1], summ)
     axes[0].set_ylabel("min-pair ROUGE-L (mean over prompts)")
     axes[0].set_ylim(0, 1.0)
-    fig.suptitle("ROUGE-L under drafter substitution: prompt type × length (embedded model)",
+    fig.suptitle("ROUGE-L under drafter substitution: prompt type × length × target entropy "
+                 "(embedded model)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)
+
+
+def _plot_entropy(ax, summ: pd.DataFrame) -> None:
+    """ROUGE-L against the measured entropy, one point per temperature (the largest T)."""
+    for ps, g in summ.groupby("prompt_set", sort=False):
+        g = g.sort_values("entropy")
+        for dec, mk in (("vsps", "o"), ("mse", "s"), (FLOOR, "^")):
+            if g[dec].isna().all():  # a decoder the run left out (the quick run's MSE)
+                continue
+            ax.errorbar(g["entropy"], g[dec], xerr=g["entropy_se"].fillna(0),
+                        yerr=g[f"{dec}_se"].fillna(0), capsize=2, marker=mk,
+                        color=decoder_color(dec) if dec != FLOOR else "k",
+                        label=f"{dec.upper() if dec != FLOOR else 'floor'} "
+                              f"({SET_LABELS.get(ps, ps)})")
+        ax.plot(g["entropy"], g["floor_meanpair"], ls=":", color="k", lw=1,
+                label="floor, mean-pair")
+        for _, r in g.iterrows():
+            ax.annotate(f"τ={r['temperature']:g}", (r["entropy"], r[FLOOR]), fontsize=6,
+                        xytext=(3, -9), textcoords="offset points")
+    for d, mk in (("vsps", "*"), ("mse", "P")):
+        ax.plot([PAPER_ENTROPY], [PAPER[d]], marker=mk, ms=11, ls="none",
+                color=decoder_color(d), markeredgecolor="k",
+                label=f"paper {d.upper()} ({PAPER[d]} at {PAPER_ENTROPY} nats)")
+    ax.set_xlabel(f"measured entropy (nats/token, T = {int(summ['T'].max())})")
+    ax.set_title("target temperature lowered: ROUGE-L vs entropy", fontsize=10)
+    ax.legend(fontsize=6)
 
 
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
@@ -338,7 +576,21 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
                    store=RUNS)
     plain = rr.runs(out_dir, sp[FLOOR], floor_settings(s), executor=executor,
                     progress=progress, desc=f"{NAME} (plain samples)", store=FLOOR_RUNS)
-    return compute_frame(pd.concat([runs, plain], ignore_index=True), s, sp, sizes(s)["T"])
+    base = pd.concat([runs, plain], ignore_index=True)
+    df = compute_frame(base, s, sp, sizes(s)["T"])
+    if not any(x in TAU_SETS for x in s.sets):
+        return df
+    levels = {1.0: base}
+    tsp = tau_specs(s)
+    for tau in TEMPERATURES[s.quick]:
+        levels[tau] = rr.runs(out_dir, [x for g in tsp.values() for x in g], tau_settings(s, tau),
+                              executor=executor, progress=progress,
+                              desc=f"{NAME} (temperature {tau:g})", store=tau_store(tau))
+    tf = tau_frame(levels, s, tsp, tau_grid(s))
+    for k, v in s.columns().items():
+        tf[f"setting_{k}"] = v
+    tf["setting_temperature"] = tf["temperature"]
+    return pd.concat([df, tf], ignore_index=True)
 
 
 def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
@@ -350,7 +602,8 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
     md.write_text(table(df))
     png = out_path(out_dir, f"{NAME}.png")
     plot(df, png)
-    return [png, csv, md, out_path(out_dir, f"{RUNS}.csv"), out_path(out_dir, f"{FLOOR_RUNS}.csv")]
+    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in TEMPERATURES[quick])]
+    return [png, csv, md, *(out_path(out_dir, f"{x}.csv") for x in stores)]
 
 
 if __name__ == "__main__":

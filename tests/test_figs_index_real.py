@@ -19,7 +19,7 @@ REAL_KEYS = ("real_crosscheck", "real_pfr_vs_nowm", "real_pfr_vs_vsps",
              "real_mpfr_vs_invariant", "real_mpfr_anlppt", "real_anlppt_stable",
              "real_tpr_match", "real_tpr_weaker", "real_h0_floor", "real_drift_pfr",
              "real_drift_mse", "real_rouge_invariant", "real_rouge_variant",
-             "real_rouge_paper_setting")
+             "real_rouge_paper_setting", "real_rouge_entropy")
 
 
 def verdict(out_dir, key):
@@ -169,6 +169,39 @@ def test_rouge_paper_setting_flips(tmp_path):
     assert verdict(tmp_path, key) == ix.NOT_DISTINGUISHABLE
     pd.read_csv(tmp_path / ir.ROUGE).query("decoder != 'mse'").to_csv(tmp_path / ir.ROUGE,
                                                                       index=False)
+    assert verdict(tmp_path, key) == ix.NOT_RUN
+
+
+def _rouge_tau(tmp_path, vsps, mse, se=0.005, h_low=0.45):
+    """Entropy-section cells: tau = 1 at 1.9 nats (values 0.1), tau = 0.3 at ``h_low`` nats
+    with the given VSpS/MSE values, at T = 8 (0.9 everywhere) and T = 64."""
+    rows = [{"row_type": "tau_cell", "temperature": tau, "prompt_set": ps, "decoder": dec,
+             "T": T, "entropy": h, "rouge_l_minpair": 0.9 if T == 8 else value,
+             "rouge_l_minpair_se": se}
+            for ps in ("sharegpt", ir.SUMMARIZE_SET) for T in (8, 64)
+            for tau, h, vals in ((1.0, 1.9, (0.1, 0.1)), (0.3, h_low, (vsps, mse)))
+            for dec, value in (("vsps", vals[0]), ("mse", vals[1]), ("floor", 0.2))]
+    # a chat level at the paper's entropy with the paper's values must not be picked
+    rows.append({"row_type": "tau_cell", "temperature": 0.4, "prompt_set": "sharegpt",
+                 "decoder": "vsps", "T": 64, "entropy": 0.47, "rouge_l_minpair": 0.394,
+                 "rouge_l_minpair_se": se})
+    pd.DataFrame(rows).to_csv(tmp_path / ir.ROUGE, index=False)
+
+
+def test_rouge_entropy_flips(tmp_path):
+    key = "real_rouge_entropy"
+    _rouge_tau(tmp_path, 0.40, 0.41)  # the paper's values within a standard error
+    assert verdict(tmp_path, key) == ix.REPRODUCED
+    (row,) = ix.evaluate(tmp_path, [CLAIMS[key]])
+    assert "temperature 0.3" in row.outcome.numbers and "T = 64" in row.outcome.numbers
+    assert "τ = 1: 1.9 nats" in row.outcome.beyond
+    _rouge_tau(tmp_path, 0.15, 0.41)  # VSpS 49 standard errors below the paper's 0.394
+    assert verdict(tmp_path, key) == ix.NOT_REPRODUCED
+    _rouge_tau(tmp_path, 0.30, 0.41, se=0.05)  # z = -1.9, no 5% resolution
+    assert verdict(tmp_path, key) == ix.NOT_DISTINGUISHABLE
+    _rouge_tau(tmp_path, 0.40, 0.41, h_low=0.8)  # no level near 0.47 nats
+    assert verdict(tmp_path, key) == ix.NOT_RUN
+    _rouge(tmp_path, 0.40, 0.41)  # no entropy section at all
     assert verdict(tmp_path, key) == ix.NOT_RUN
 
 

@@ -226,16 +226,19 @@ def test_rouge_pair_scores():
     assert rg.pair_scores(outs, 1) == {"minpair": 0.0, "meanpair": 1 / 3, "prefix": 1 / 3}
 
 
-def _fake_runs(sp, sets, outputs, n0=5):
-    """A runs frame: ``outputs[decoder][prompt][k]`` generated tokens of the k-th run."""
+def _fake_runs(sp, sets, outputs, n0=5, entropy=1.5):
+    """A runs frame: ``outputs[decoder][prompt][k]`` generated tokens of the k-th run; the
+    plain samples' recorded entropy ``entropy`` at every position."""
     rows = []
     for dec, group in sp.items():
         for k, x in enumerate(group):
             for i, ps in enumerate(sets):
                 gen = outputs[dec][i][k]
-                rows.append({"config": x.id, "prompt": i, "prompt_set": ps, "prompt_length": n0,
+                rows.append({"config": x.id, "prompt": i, "prompt_set": ps, "prompt_index": i,
+                             "prompt_length": n0,
                              "tokens": " ".join(map(str, [0] * n0 + list(gen))),
-                             "entropy": " ".join(["1.5"] * len(gen)) if x.decoder == "ar"
+                             "entropy": " ".join([repr(entropy)] * len(gen))
+                             if x.decoder == "ar"
                              else np.nan})
     return pd.DataFrame(rows)
 
@@ -282,6 +285,69 @@ def test_rouge_study_on_fabricated_runs():
     assert "| sharegpt | vsps | 1.000 ± 0.000 | 1.000 ± 0.000 |" in md
 
 
+def test_rouge_tau_frame_on_fabricated_runs():
+    """Entropy section: at tau = 1 the outputs are disjoint (min-pair 0), at tau = 0.5 VSpS's
+    and the floor's agree in their first half and MSE's fully: the cells, the entropy of each
+    level, the paired effects against tau = 1 and the summary follow; chat prompts are left
+    out (the section's sets only)."""
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+
+    s = rg.FULL
+    sp = rg.tau_specs(s)
+    assert set(sp) == {"vsps", "mse", "floor"} and len(sp["floor"]) == s.n_floor
+    sets = ["sharegpt", rr.SUMMARIZE_SET, rr.SUMMARIZE_SET]
+    T = 8
+    apart = [[100 * (k + 1) + t for t in range(T)] for k in range(4)]
+    same = [list(range(1, T + 1))] * 4
+    half = [list(range(1, T // 2 + 1)) + [50 * (k + 1) + t for t in range(T // 2)]
+            for k in range(4)]
+    lvl1 = _fake_runs(sp, sets, {d: [apart] * 3 for d in sp}, entropy=2.0)
+    lvl05 = _fake_runs(sp, sets, {"vsps": [half] * 3, "mse": [same] * 3,
+                                  "floor": [apart, half, half]}, entropy=0.5)
+    df = rg.tau_frame({1.0: lvl1, 0.5: lvl05}, s, sp, (4, 8))
+    assert set(df["prompt_set"]) == {rr.SUMMARIZE_SET}
+    cell = df[df["row_type"] == "tau_cell"].set_index(["temperature", "decoder", "T"])
+    assert cell.at[(1.0, "vsps", 8), "rouge_l_minpair"] == 0.0
+    assert cell.at[(0.5, "vsps", 8), "rouge_l_minpair"] == 0.5
+    assert cell.at[(0.5, "vsps", 4), "rouge_l_minpair"] == 1.0
+    assert cell.at[(0.5, "mse", 8), "rouge_l_minpair"] == 1.0
+    assert cell.at[(0.5, "floor", 8), "rouge_l_meanpair"] == 0.5  # the chat prompt left out
+    assert cell.at[(0.5, "floor", 8), "entropy"] == 0.5
+    assert cell.at[(1.0, "mse", 4), "entropy"] == 2.0
+    assert (cell["n_prompts"] == 2).all() and (cell["paper_entropy"] == rg.PAPER_ENTROPY).all()
+    ent = df[df["row_type"] == "tau_entropy"].set_index(["temperature", "T"])
+    assert ent.at[(0.5, 8), "entropy"] == 0.5 and ent.at[(1.0, 8), "entropy"] == 2.0
+    eff = df[df["row_type"] == "tau_effect"].set_index(["effect", "temperature", "decoder",
+                                                        "T"])
+    assert eff.at[("temperature", 0.5, "vsps", 8), "diff"] == 0.5
+    assert eff.at[("temperature", 0.5, "vsps", 8), "temperature_ref"] == 1.0
+    assert eff.at[("temperature", 0.5, "ar", 8), "diff"] == -1.5
+    assert eff.at[("over_floor", 0.5, "mse", 8), "diff"] == 0.5
+    assert eff.at[("over_floor", 1.0, "vsps", 4), "diff"] == 0.0
+    per = df[(df["row_type"] == "tau_prompt") & (df["temperature"] == 0.5)
+             & (df["decoder"] == "mse") & (df["T"] == 8)]
+    assert list(per["rouge_l_minpair"]) == [1.0, 1.0]
+    summ = rg.tau_summary(df).set_index("temperature")
+    assert summ.at[0.5, "T"] == 8 and summ.at[0.5, "mse"] == 1.0
+    assert summ.at[0.5, "floor_meanpair"] == 0.5 and summ.at[1.0, "entropy"] == 2.0
+    md = rg.table(df)
+    assert f"| {rr.SUMMARIZE_SET} | 0.5 | mse | 1.000 ± 0.000 | 1.000 ± 0.000 |" in md
+    assert f"| {rr.SUMMARIZE_SET} | 0.5 | entropy | 0.50 ± 0.00 | 0.50 ± 0.00 |" in md
+    with pytest.raises(ValueError, match="levels"):
+        rg.tau_frame({0.5: lvl05}, s, sp, (4, 8))
+    with pytest.raises(ValueError, match="levels"):  # another number of prompts
+        rg.tau_frame({1.0: lvl1, 0.5: lvl05[lvl05["prompt"] != 2]}, s, sp, (4, 8))
+    other = lvl05.assign(prompt_index=lvl05["prompt_index"] + 7)
+    with pytest.raises(ValueError, match="other prompts"):  # not the same prompts
+        rg.tau_frame({1.0: lvl1, 0.5: other}, s, sp, (4, 8))
+    with pytest.raises(ValueError, match="s:"):
+        rg.tau_settings(rg.RougeSettings(sets=("sharegpt",)), 0.5)
+    ts = rg.tau_settings(s, 0.3)
+    assert ts.temperature == 0.3 and ts.sets == rg.TAU_SETS and ts.max_new_tokens == 64
+    assert ts.signature() != s.signature() and rg.tau_store(0.3) == "real_wm_rouge_tau030_runs"
+
+
 def test_real_wm_rouge_quick(tmp_path):
     """One summarisation prompt, 8 tokens, two drafts, two plain samples on the embedded
     model: the study's numbers are the ROUGE-L of the stored runs, the recorded entropy is
@@ -326,8 +392,34 @@ def test_real_wm_rouge_quick(tmp_path):
         assert rr.parse(ar["entropy"])[t] == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
     assert 0 < df[df["row_type"] == "entropy"]["entropy"].min() <= np.log(s.top_k)
     # resuming recomputes nothing
-    names = ("real_wm_rouge_runs.csv", "real_wm_rouge_floor_runs.csv")
+    names = ("real_wm_rouge_runs.csv", "real_wm_rouge_floor_runs.csv",
+             *(f"{rg.tau_store(t)}.csv" for t in rg.TEMPERATURES[True]))
     before = [(tmp_path / n).read_bytes() for n in names]
     rg.main(tmp_path, quick=True)
     assert [(tmp_path / n).read_bytes() for n in names] == before
     assert "| sharegpt_summarize | floor |" in (tmp_path / "real_wm_rouge.md").read_text()
+    # entropy section: the lowered temperature's own store, scored like the main runs
+    (tau,) = rg.TEMPERATURES[True]
+    ts = rg.tau_settings(s, tau)
+    tsp = rg.tau_specs(s)
+    low = pd.read_csv(tmp_path / f"{rg.tau_store(tau)}.csv")
+    assert set(low["config"]) == {x.id for g in tsp.values() for x in g}
+    assert (low["setting_temperature"] == tau).all()
+    assert (low["n_generated"] == rg.TAU_TOKENS[True]).all()
+    tcell = df[df["row_type"] == "tau_cell"].set_index(["temperature", "decoder", "T"])
+    assert set(tcell.index.get_level_values(0)) == {1.0, tau}
+    for dec, group in tsp.items():
+        for t, rr_ in ((1.0, runs), (tau, low)):
+            a, b = (rr.parse(rr_[rr_["config"] == x.id]["tokens"].iloc[0], np.int64)
+                    for x in group)
+            for T in rg.tau_grid(s):
+                assert tcell.at[(t, dec, T), "rouge_l_minpair"] == rouge_l(a[n0:n0 + T],
+                                                                           b[n0:n0 + T])
+    # the first generated context is the prompt at either temperature: the lowered one's
+    # processed law has the lower entropy, recomputed from the model at tau
+    first = low[low["config"] == tsp[rg.FLOOR][0].id].iloc[0]
+    p = rr.pair_for(ts, ts.draft).next_token_probs([toks[:n0]])[0]
+    p = p[p > 0]
+    h_low = rr.parse(first["entropy"])[0]
+    assert h_low == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
+    assert h_low < rr.parse(ar["entropy"])[0]
