@@ -282,6 +282,17 @@ def synthetic_probs_rows(ints, uints, floats, base, table, rows, ctx, out):
 
 
 @njit(**JIT)
+def token_probs(ints, uints, floats, base, table, rows, toks, n0, out):
+    """``out[t - n0] = p(toks[t] | toks[:t])`` for ``t = n0 .. len(toks) - 1`` (each
+    evaluation is :func:`synthetic_probs_rows`, so bit for bit the model's
+    ``next_distribution(toks[:t])[toks[t]]``)."""
+    p = np.empty(base.shape[0])
+    for t in range(n0, toks.shape[0]):
+        synthetic_probs_rows(ints, uints, floats, base, table, rows, toks[:t], p)
+        out[t - n0] = p[toks[t]]
+
+
+@njit(**JIT)
 def unigram_field(field_seed, scale, m, n):
     """The k = 0 (context-free) term ``scale / sqrt(m+1) * g^(0)`` of the Gaussian logits."""
     out = np.zeros(n)

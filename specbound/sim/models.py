@@ -620,8 +620,16 @@ def log_perplexity(model, tokens, prompt_length=None) -> float:
     n0 = as_int(prompt_length, "prompt_length", min_value=0, max_value=toks.size)
     if n0 == toks.size:
         return float("nan")
+    if type(model) is SyntheticLM:
+        # the probabilities of the tokens in one compiled loop (the same evaluations)
+        probs = np.empty(toks.size - n0)
+        _mk.token_probs(model._ints, model._uints, model._floats, model._base, model._table,
+                        model._rows(), toks, n0, probs)
+    else:
+        probs = [model.next_distribution(toks[:t])[toks[t]] for t in range(n0, toks.size)]
     with np.errstate(divide="ignore"):
-        lp = [np.log(model.next_distribution(toks[:t])[toks[t]]) for t in range(n0, toks.size)]
+        # the logarithm one float64 at a time, as before (not NumPy's vectorised loop)
+        lp = [np.log(x) for x in probs]
     return float(-np.mean(lp))
 
 
