@@ -33,6 +33,10 @@ Outputs: ``fidelity_entropy.csv`` (columns ``section, family, entropy_target,
 entropy_achieved, decoder, L, B, drafter, metric, mean, se``), ``fidelity_entropy.png`` and
 ``fidelity_entropy.md``.
 
+Each family runs as two tasks (:data:`PARTS`) on the studies' executor
+(``paper_figs._wm_common.study_map``: a 2-process pool in full mode, serial in quick mode);
+the rows are those of a serial run, in its order.
+
 Run: ``python -m paper_figs.fidelity_entropy [--quick] [--out DIR]``.
 """
 
