@@ -8,6 +8,11 @@ sweep tasks' CPU seconds, excepted)::
     PYTHONPATH=/path/to/new python scripts/study_outputs.py run OUT_NEW medium
     python scripts/study_outputs.py compare OUT_OLD OUT_NEW
 
+``task STUDY NAME OUT.json`` runs one full-size sweep task in this process (``L1``..``L4``,
+``hh``, ``basic_uwm`` of ``wm_single_draft_frontier``; ``B2``..``B8`` of
+``wm_multidraft_scaling``), prints its wall and CPU seconds and writes its rows (without
+``task_cpu_s``) as JSON, to compare with ``cmp``.
+
 Sizes: ``quick`` (the studies' ``--quick``), ``medium`` (the full settings with 24 prompts,
 8 for ``fidelity_entropy``; the drafter-substitution study keeps its own 500 prompts), and
 ``full``.  The sweeps run serially in the calling process unless ``--pool`` is given (the
@@ -48,6 +53,27 @@ def run(out: Path, size: str, studies, pool: bool) -> None:
                   f"{time.process_time() - c0:.1f} s", flush=True)
 
 
+def task(study: str, name: str, out: Path) -> None:
+    import json
+    import os
+    import tempfile
+
+    mod = importlib.import_module(f"paper_figs.{study}")
+    s = mod.settings(False)
+    if study == "wm_single_draft_frontier":
+        t = ("L", int(name[1:])) if name.startswith("L") else (name,)
+    else:
+        t = int(name[1:])
+    with tempfile.TemporaryDirectory() as d:
+        t0, c0 = time.time(), time.process_time()
+        rows = mod.worker((s, t, d, name))
+        w, c = time.time() - t0, time.process_time() - c0
+    for r in rows:
+        r.pop("task_cpu_s", None)
+    out.write_text(json.dumps(rows, sort_keys=True, default=str))
+    print(f"{study} {name}: wall {w:.1f} s, CPU {c:.1f} s, load {os.getloadavg()}")
+
+
 def _rows(text: str) -> list:
     rows = list(csv.reader(io.StringIO(text)))
     if rows and "task_cpu_s" in rows[0]:
@@ -84,12 +110,19 @@ def main(argv=None) -> int:
     r.add_argument("size", choices=("quick", "medium", "full"))
     r.add_argument("studies", nargs="*", default=list(STUDIES))
     r.add_argument("--pool", action="store_true")
+    t = sub.add_parser("task")
+    t.add_argument("study")
+    t.add_argument("name")
+    t.add_argument("out", type=Path)
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         run(args.out, args.size, args.studies, args.pool)
+        return 0
+    if args.cmd == "task":
+        task(args.study, args.name, args.out)
         return 0
     return 1 if compare(args.a, args.b) else 0
 
