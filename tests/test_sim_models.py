@@ -256,12 +256,15 @@ def test_first_order_rows_are_bit_for_bit(kind, m, n):
     """Evaluations from the precomputed rows equal the full evaluation bit for bit (targets,
     drafts with noise, temperature and top-k, contexts shorter and longer than the window);
     a copy of a wrong row (or a row of another model) would differ in every entry."""
+    from numba import config
+
     rng = np.random.default_rng(11)
+    has_rows = kind != "zipf" and m >= 1 and not config.DISABLE_JIT
     t = SyntheticLM(n, m, seed=5, kind=kind, top_k=None if n < 7 else 5)
     models = (t, t.draft(0.3, seed=1), t.draft(0.2, seed=2, temperature=0.5))
     for d in models:
         rows = d._rows()
-        assert rows.shape == ((n, n) if kind != "zipf" and m >= 1 else (1, 1))
+        assert rows.shape == ((n, n) if has_rows else (1, 1))
         for length in (0, 1, 2, 6):
             for _ in range(4):
                 ctx = rng.integers(0, n, size=length)
@@ -271,7 +274,7 @@ def test_first_order_rows_are_bit_for_bit(kind, m, n):
                                         ctx, b)
                 assert a.tobytes() == b.tobytes()
                 assert d.next_distribution(ctx).tobytes() == a.tobytes()
-    if kind != "zipf" and m >= 1:
+    if has_rows:
         assert models[1]._rows() is models[0]._rows()  # a target and its drafts share them
 
 

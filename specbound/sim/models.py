@@ -92,6 +92,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import config as _numba_config
 
 from specbound._deprecation import legacy_positional
 from specbound._validation import (
@@ -249,11 +250,11 @@ class SyntheticLM:
         """The first-order rows of the logits (``_model_kernels.first_order_rows``), built
         on first use and shared by every model with the same fields (a target and its
         drafts); a ``(1, 1)`` placeholder where they do not apply (Zipf kind, window 0,
-        vocabulary above :data:`MAX_ROWS_VOCAB`).  A pure performance device: evaluations
-        with and without them are bit for bit the same."""
+        vocabulary above :data:`MAX_ROWS_VOCAB`, Numba's JIT disabled).  A pure performance
+        device: evaluations with and without them are bit for bit the same."""
         if (self.kind == "zipf" or self.context_length < 1
-                or self.vocab_size > MAX_ROWS_VOCAB):
-            return _NO_ROWS
+                or self.vocab_size > MAX_ROWS_VOCAB or _numba_config.DISABLE_JIT):
+            return _NO_ROWS  # (without the JIT, building them would cost more than it saves)
         key = (self.kind, int(self._field_seed), self.scale, self.context_length,
                self.vocab_size)
         rows = _ROWS_CACHE.pop(key, None)
