@@ -50,7 +50,8 @@ Standard errors (:func:`ratio_stats`, :func:`paired_ratio_diff`, :func:`paired_m
 Sweeps
     :class:`ResumableCSV` and :func:`run_sweep` are re-exported from :mod:`specbound.sweep`
     (crash-safe, resumable sweeps on any ``concurrent.futures`` executor);
-    :func:`study_sweep` is the studies' choice of executor.
+    :func:`study_sweep` is the studies' choice of executor (:func:`study_map` the same for a
+    study that is not a resumable sweep).
 
 Theory prediction of AATPS
     :func:`specbound.sim.acceptance_compensator` (the martingale compensator of the accepted
@@ -96,6 +97,7 @@ __all__ = [
     "ratio_stats",
     "run_sweep",
     "save_prompt_stats",
+    "study_map",
     "study_sweep",
     "with_extra",
     "with_task_cpu",
@@ -225,6 +227,31 @@ def study_sweep(configs, worker: Callable, store: ResumableCSV, *, quick: bool,
             shutdown_now(ex)
         raise
     if own and ex is not None:
+        ex.shutdown()
+    return out
+
+
+def study_map(worker: Callable, args: list, *, quick: bool, executor: Executor | None = None
+              ) -> list:
+    """``[worker(a) for a in args]`` on the studies' executor (the policy of
+    :func:`study_sweep`: the caller's, else the driver's, else a 2-process pool in full mode
+    and serial in quick mode), in the order of ``args`` whatever the order of completion;
+    for a study that is not a resumable sweep.  A pool made here is shut down afterwards (at
+    once if interrupted)."""
+    ex = executor if executor is not None else current_executor(_STUDY_DEFAULT)
+    own = ex is _STUDY_DEFAULT
+    if own:
+        ex = default_executor(quick)
+    if ex is None:
+        return [worker(a) for a in args]
+    try:
+        futures = [ex.submit(worker, a) for a in args]
+        out = [f.result() for f in futures]
+    except BaseException:
+        if own:
+            shutdown_now(ex)
+        raise
+    if own:
         ex.shutdown()
     return out
 

@@ -33,6 +33,10 @@ Outputs: ``fidelity_entropy.csv`` (columns ``section, family, entropy_target,
 entropy_achieved, decoder, L, B, drafter, metric, mean, se``), ``fidelity_entropy.png`` and
 ``fidelity_entropy.md``.
 
+Each family runs as two tasks (:data:`PARTS`) on the studies' executor
+(``paper_figs._wm_common.study_map``: a 2-process pool in full mode, serial in quick mode);
+the rows are those of a serial run, in its order.
+
 Run: ``python -m paper_figs.fidelity_entropy [--quick] [--out DIR]``.
 """
 
@@ -87,19 +91,23 @@ def ratio_gap(num1, den1, num2, den2) -> tuple[float, float]:
     return float(g - 1.0), se
 
 
-def models(cfg: Config):
-    """(family, target entropy, target, drafters D0, D2, D3, achieved entropy)."""
-    out = []
-    for h in cfg.entropies:
+def _family(cfg: Config, i: int):
+    """Family ``i`` of :func:`models` (built on its own: the same models)."""
+    if i < len(cfg.entropies):
+        h = cfg.entropies[i]
         t = sim.calibrated_lm(h, cfg.vocab_size, n_contexts=1024, seed=2026)
         d0 = t.draft(MISMATCH, seed=1)
-        out.append(("calibrated", h, t, d0, d0.draft(0.0, temperature=0.5),
-                    d0.draft(0.0, temperature=1.5), t.entropy))
+        return ("calibrated", h, t, d0, d0.draft(0.0, temperature=0.5),
+                d0.draft(0.0, temperature=1.5), t.entropy)
     t = sim.SyntheticLM(cfg.vocab_size, 2, seed=2026)
     d0 = t.draft(0.3, seed=1)
-    out.append(("default SyntheticLM", float("nan"), t, d0, d0.draft(0.0, temperature=0.5),
-                d0.draft(0.0, temperature=1.5), t.mean_entropy(500)))
-    return out
+    return ("default SyntheticLM", float("nan"), t, d0, d0.draft(0.0, temperature=0.5),
+            d0.draft(0.0, temperature=1.5), t.mean_entropy(500))
+
+
+def models(cfg: Config):
+    """(family, target entropy, target, drafters D0, D2, D3, achieved entropy)."""
+    return [_family(cfg, i) for i in range(len(cfg.entropies) + 1)]
 
 
 def _runs(target, draft, prompts, decoder, L, B, n):
@@ -114,17 +122,25 @@ def _runs(target, draft, prompts, decoder, L, B, n):
     return np.array(emitted), np.array(blocks), gens
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
-    cfg = QUICK if quick else FULL
+#: the two tasks of a family, in the order of their rows: the exact token-level acceptances
+#: and section 1 (multi-draft); sections 2 and 3 (single-draft; section 3's D0 runs repeat
+#: section 2's at L = 4, so they share a process and its model memo)
+PARTS = ("multi", "single")
+
+
+def _family_rows(arg) -> list[dict]:
+    """The rows of one family and part (``arg = (cfg, family index, part)``)."""
+    cfg, i, part = arg
+    fam, h, target, d0, d2, d3, h_ach = _family(cfg, i)
     prompts = sim.random_prompts(cfg.n_prompts, 8, cfg.vocab_size, seed=12)
     rows = []
-    for fam, h, target, d0, d2, d3, h_ach in models(cfg):
-        base = {"family": fam, "entropy_target": h, "entropy_achieved": h_ach}
+    base = {"family": fam, "entropy_target": h, "entropy_achieved": h_ach}
 
-        def add(section, decoder, L, B, drafter, metric, mean, se, base=base):
-            rows.append({"section": section, **base, "decoder": decoder, "L": L, "B": B,
-                         "drafter": drafter, "metric": metric, "mean": mean, "se": se})
+    def add(section, decoder, L, B, drafter, metric, mean, se):
+        rows.append({"section": section, **base, "decoder": decoder, "L": L, "B": B,
+                     "drafter": drafter, "metric": metric, "mean": mean, "se": se})
 
+    if part == "multi":
         # exact token-level acceptances on random contexts (noise-free)
         rng = np.random.default_rng(5)
         ctxs = [rng.integers(0, cfg.vocab_size, size=2) for _ in range(cfg.n_contexts)]
@@ -149,27 +165,40 @@ def compute(quick: bool = False) -> pd.DataFrame:
             g, se = ratio_gap(runs["invariant"][0], runs["invariant"][1], runs["mpfr"][0],
                               runs["mpfr"][1])
             add("multidraft", "invariant/mpfr", 4, B, "D0", "aatps_gap", g, se)
+        return rows
 
-        # 2. PFR vs VSpS / MWS / MSE over L
-        for L in cfg.Ls:
-            runs = {d: _runs(target, d0, prompts, d, L, 1, cfg.new_tokens)
-                    for d in ("pfr", "vsps", "mws", "mse")}
-            for d, (em, bl, _) in runs.items():
-                est = sim.cluster_ratio_se(em, bl)
-                add("single", d, L, 1, "D0", "aatps", est.mean, est.stderr)
-            for other in ("vsps", "mws", "mse"):
-                g, se = ratio_gap(runs["pfr"][0], runs["pfr"][1], runs[other][0],
-                                  runs[other][1])
-                add("single", f"pfr/{other}", L, 1, "D0", "aatps_gap", g, se)
+    # 2. PFR vs VSpS / MWS / MSE over L
+    for L in cfg.Ls:
+        runs = {d: _runs(target, d0, prompts, d, L, 1, cfg.new_tokens)
+                for d in ("pfr", "vsps", "mws", "mse")}
+        for d, (em, bl, _) in runs.items():
+            est = sim.cluster_ratio_se(em, bl)
+            add("single", d, L, 1, "D0", "aatps", est.mean, est.stderr)
+        for other in ("vsps", "mws", "mse"):
+            g, se = ratio_gap(runs["pfr"][0], runs["pfr"][1], runs[other][0],
+                              runs[other][1])
+            add("single", f"pfr/{other}", L, 1, "D0", "aatps_gap", g, se)
 
-        # 3. ROUGE-L between the outputs with D0 and with D2 / D3
-        for d in ("vsps", "mse", "pfr"):
-            ref = _runs(target, d0, prompts, d, 4, 1, cfg.new_tokens)[2]
-            for name, drafter in (("D2", d2), ("D3", d3)):
-                gens = _runs(target, drafter, prompts, d, 4, 1, cfg.new_tokens)[2]
-                e = sim.mean_se([sim.rouge_l(a, b) for a, b in zip(ref, gens, strict=True)])
-                add("rouge", d, 4, 1, name, "rouge_l", e.mean, e.stderr)
-    return pd.DataFrame(rows)
+    # 3. ROUGE-L between the outputs with D0 and with D2 / D3
+    for d in ("vsps", "mse", "pfr"):
+        ref = _runs(target, d0, prompts, d, 4, 1, cfg.new_tokens)[2]
+        for name, drafter in (("D2", d2), ("D3", d3)):
+            gens = _runs(target, drafter, prompts, d, 4, 1, cfg.new_tokens)[2]
+            e = sim.mean_se([sim.rouge_l(a, b) for a, b in zip(ref, gens, strict=True)])
+            add("rouge", d, 4, 1, name, "rouge_l", e.mean, e.stderr)
+    return rows
+
+
+def compute(quick: bool = False, executor=None) -> pd.DataFrame:
+    """Every family and part (:data:`PARTS`) as one task on the studies' executor
+    (``paper_figs._wm_common.study_map``: a 2-process pool in full mode, serial in quick
+    mode), the rows in the order of a serial run."""
+    from paper_figs._wm_common import study_map
+
+    cfg = QUICK if quick else FULL
+    args = [(cfg, i, part) for i in range(len(cfg.entropies) + 1) for part in PARTS]
+    parts = study_map(_family_rows, args, quick=quick, executor=executor)
+    return pd.DataFrame([r for rows in parts for r in rows])
 
 
 def _fmt(mean, se, pct=False):

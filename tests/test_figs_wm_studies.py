@@ -72,6 +72,19 @@ def test_prompts_and_seeds_deterministic():
         x.generate_state(2).tolist() for x in ref_seeds]
 
 
+def _slow_square(x):
+    import time
+
+    time.sleep(0.02 * (3 - x))  # the first task finishes last
+    return x * x
+
+
+def test_study_map_keeps_the_order_of_its_arguments():
+    assert wc.study_map(_slow_square, [0, 1, 2, 3], quick=True) == [0, 1, 4, 9]
+    with ThreadPoolExecutor(2) as ex:
+        assert wc.study_map(_slow_square, [0, 1, 2, 3], quick=False, executor=ex) == [0, 1, 4, 9]
+
+
 def test_settings_signature_and_columns():
     s = wc.QUICK
     assert s.signature() == wc.Settings(**{**s.__dict__}).signature()

@@ -137,3 +137,26 @@ def test_decoders_run_on_calibrated_models(lm047):
         res = sim.speculative_decode(lm047, d, [1, 2], dec, L=3, B=B, key="k",
                                      max_new_tokens=12, seed=0)
         assert res.tokens.size == 14
+
+
+def test_memo_is_bit_for_bit_and_follows_parameters():
+    """Remembered rows equal a fresh model's rows bit for bit, whatever the batch they were
+    computed in; changing the sharpness drops the memo (a stale row would differ)."""
+    lm = calibrated_lm(1.0, 200, seed=4)
+    d = lm.draft(0.3, seed=1, temperature=1.5)
+    rng = np.random.default_rng(2)
+    ctxs = [rng.integers(0, 200, size=int(k)) for k in rng.integers(0, 6, size=60)]
+    ctxs += [np.concatenate([rng.integers(0, 200, size=3), c[-2:]]) for c in ctxs[:20]]
+    for model, fresh in ((lm, lambda: calibrated_lm(1.0, 200, seed=4)),
+                         (d, lambda: calibrated_lm(1.0, 200, seed=4).draft(
+                             0.3, seed=1, temperature=1.5))):
+        first = model.next_distributions(ctxs)
+        again = model.next_distributions(ctxs[::-1])[::-1]
+        one = np.array([fresh().next_distribution(c) for c in ctxs])
+        assert first.tobytes() == again.tobytes() == one.tobytes()
+    before = lm.next_distribution(ctxs[5])
+    lm.sharpness *= 2.0
+    after = lm.next_distribution(ctxs[5])
+    lm.sharpness /= 2.0
+    assert not np.array_equal(before, after)
+    assert lm.next_distribution(ctxs[5]).tobytes() == before.tobytes()

@@ -244,3 +244,59 @@ def test_markov_validation():
         MarkovLM(np.eye(2)).sequence_law([0], 0)
     with pytest.raises(ValueError, match="concentration"):
         MarkovLM.random(3, concentration=0.0)
+
+
+# ------------------------------------------------- first-order rows (performance device)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "gaussian16", "zipf"])
+@pytest.mark.parametrize("m", [0, 1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2, 37, 400])
+def test_first_order_rows_are_bit_for_bit(kind, m, n):
+    """Evaluations from the precomputed rows equal the full evaluation bit for bit (targets,
+    drafts with noise, temperature and top-k, contexts shorter and longer than the window);
+    a copy of a wrong row (or a row of another model) would differ in every entry."""
+    from numba import config
+
+    rng = np.random.default_rng(11)
+    has_rows = kind != "zipf" and m >= 1 and not config.DISABLE_JIT
+    t = SyntheticLM(n, m, seed=5, kind=kind, top_k=None if n < 7 else 5)
+    models = (t, t.draft(0.3, seed=1), t.draft(0.2, seed=2, temperature=0.5))
+    for d in models:
+        rows = d._rows()
+        assert rows.shape == ((n, n) if has_rows else (1, 1))
+        for length in (0, 1, 2, 6):
+            for _ in range(4):
+                ctx = rng.integers(0, n, size=length)
+                a, b = np.empty(n), np.empty(n)
+                mk.synthetic_probs(d._ints, d._uints, d._floats, d._base, d._table, ctx, a)
+                mk.synthetic_probs_rows(d._ints, d._uints, d._floats, d._base, d._table, rows,
+                                        ctx, b)
+                assert a.tobytes() == b.tobytes()
+                assert d.next_distribution(ctx).tobytes() == a.tobytes()
+    if has_rows:
+        assert models[1]._rows() is models[0]._rows()  # a target and its drafts share them
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "zipf"])
+def test_log_perplexity_fast_path_matches_protocol_path(kind):
+    """The compiled token loop of ``log_perplexity`` gives the float of the generic
+    protocol path (a wrapper that is not a SyntheticLM) exactly."""
+    from specbound.sim.models import log_perplexity
+
+    class Plain:
+        def __init__(self, model):
+            self.vocab_size = model.vocab_size
+            self._m = model
+
+        def next_distribution(self, ctx):
+            return self._m.next_distribution(ctx)
+
+    rng = np.random.default_rng(4)
+    t = SyntheticLM(300, 2, seed=3, kind=kind)
+    for model in (t, t.draft(0.4, seed=2)):
+        for _ in range(10):
+            toks = rng.integers(0, 300, size=int(rng.integers(1, 40)))
+            n0 = int(rng.integers(0, toks.size))
+            assert log_perplexity(model, toks, n0) == log_perplexity(Plain(model), toks, n0)
+    assert np.isnan(log_perplexity(t, [1, 2], 2))

@@ -39,7 +39,7 @@ from specbound.sim._config import JIT
 from specbound.sim._model_kernels import (
     add_field,
     finalize_probs,
-    synthetic_probs,
+    synthetic_probs_rows,
     window_label,
 )
 from specbound.sim.prf import prf_uniform
@@ -138,11 +138,13 @@ def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
 
 
 def model_spec(model, unwrap_cached=False):
-    """The compiled form of a model: ``(kind, ints, uints, floats, base, matrix, initial)``.
+    """The compiled form of a model: ``(kind, ints, uints, floats, base, matrix, initial,
+    rows)``.
 
     For a ``SyntheticLM``, ``matrix`` holds the quantile table of the ``"gaussian16"`` kind
     as its one row (a placeholder for the other kinds); for a ``MarkovLM`` it is the
-    transition matrix.
+    transition matrix.  ``rows`` are the first-order rows of a ``SyntheticLM``
+    (``SyntheticLM._rows``; a ``(1, 1)`` placeholder otherwise).
 
     None when the model has no compiled evaluation (the reference loop then runs).  A
     :class:`~specbound.sim.models.CachedLM` is evaluated through its model only with
@@ -160,11 +162,11 @@ def model_spec(model, unwrap_cached=False):
                 np.ascontiguousarray(model._uints), np.ascontiguousarray(model._floats),
                 np.ascontiguousarray(model._base, dtype=np.float64),
                 np.ascontiguousarray(model._table, dtype=np.float64).reshape(1, -1),
-                np.zeros(1))
+                np.zeros(1), model._rows())
     if type(model) is MarkovLM:
         return (MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
                 np.ascontiguousarray(model.transition_matrix, dtype=np.float64),
-                np.ascontiguousarray(model.initial, dtype=np.float64))
+                np.ascontiguousarray(model.initial, dtype=np.float64), np.zeros((1, 1)))
     return None
 
 
@@ -173,7 +175,7 @@ def model_probs(m, ctx, out):
     """Next-token distribution of the compiled model ``m`` after ``ctx`` into ``out``
     (bit for bit the model's ``next_distribution``)."""
     if m[0] == MODEL_SYNTHETIC:
-        synthetic_probs(m[1], m[2], m[3], m[4], m[5][0], ctx, out)
+        synthetic_probs_rows(m[1], m[2], m[3], m[4], m[5][0], m[7], ctx, out)
     elif ctx.shape[0] == 0:
         out[:] = m[6]
     else:
@@ -187,8 +189,14 @@ def model_partial(m, ctx, S):
     :func:`specbound.sim._model_kernels.synthetic_logits`, the same operations in the same
     order).  A target and a draft with the same fields share it (:func:`shares_fields`)."""
     w = m[3][0] / np.sqrt(m[1][1] + 1.0)
-    S[:] = m[4]
-    for k in range(1, m[1][1] + 1):
+    k0 = 1
+    if m[7].shape[0] == S.shape[0] and m[1][1] >= 1 and ctx.shape[0] > 0:
+        # the first-order rows (SyntheticLM._rows): base + w g^(1), the same numbers
+        S[:] = m[7][ctx[ctx.shape[0] - 1]]
+        k0 = 2
+    else:
+        S[:] = m[4]
+    for k in range(k0, m[1][1] + 1):
         add_field(m[1][0], window_label(m[2][0], k, ctx), w, m[5][0], S)
 
 

@@ -56,6 +56,8 @@ __all__ = ["CalibratedLM", "calibrated_lm", "entropy_bounds"]
 
 #: bracket of the sharpness ``beta0`` searched by :func:`calibrated_lm`
 BETA_RANGE = (1e-3, 1e3)
+#: largest number of float64 entries of a model's memo (:meth:`CalibratedLM.next_distributions`)
+MEMO_ENTRIES = 2**23
 #: largest number of generated tokens one :meth:`CalibratedLM.lppl` call scores
 MAX_LPPL_TOKENS = 3 * 10**4
 
@@ -139,14 +141,62 @@ class CalibratedLM:
         u = prf_uniform(digest_label(self._digest, np.ascontiguousarray(win)), 0, 0)
         return self.sharpness * float(np.exp(self.spread * special.ndtri(u))) / self.temperature
 
-    def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
-        """Next-token distributions after each context (the batched model protocol)."""
-        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+    def _evaluate(self, ctxs: list) -> np.ndarray:
         base = self.base.next_distributions(ctxs, validate=False)
         if not ctxs:
             return base
         beta = np.array([self._beta(c) for c in ctxs])
         return _power(base, beta)
+
+    def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
+        """Next-token distributions after each context (the batched model protocol).
+
+        Rows are memoised by the context's window (the last ``max(context_length, noise
+        window)`` tokens, or the whole of a shorter context), of which the law is a pure
+        function: every row is computed on its own (the base kernel per context, then
+        row-wise NumPy), so a remembered row is bit for bit the one a new evaluation would
+        give.  The memo holds at most :data:`MEMO_ENTRIES` float64 entries and is dropped
+        when ``sharpness``, ``spread``, ``temperature`` or ``base`` change.
+        """
+        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        if not ctxs:
+            return self._evaluate(ctxs)
+        memo = self._memo_for()
+        w = self._memo_window
+        keys = [np.ascontiguousarray(c[max(c.shape[0] - w, 0):], dtype=np.int64).tobytes()
+                for c in ctxs]
+        out = np.empty((len(ctxs), self.vocab_size))
+        miss = []
+        for i, k in enumerate(keys):
+            row = memo.get(k)
+            if row is None:
+                miss.append(i)
+            else:
+                out[i] = row
+        if miss:
+            new = self._evaluate([ctxs[i] for i in miss])
+            cap = max(1, MEMO_ENTRIES // self.vocab_size)
+            for j, i in enumerate(miss):
+                out[i] = new[j]
+                if keys[i] not in memo:
+                    if len(memo) >= cap:
+                        memo.pop(next(iter(memo)))  # the oldest entry
+                    memo[keys[i]] = new[j]
+        return out
+
+    def _memo_for(self) -> dict:
+        state = (self.sharpness, self.spread, self.temperature, id(self.base))
+        if getattr(self, "_memo_state", None) != state:
+            self._memo_state = state
+            self._memo = {}
+            self._memo_window = max(int(self.base.context_length),
+                                    int(self.base._noise_order), int(self.context_length))
+        return self._memo
+
+    def __getstate__(self):
+        # the memo is a cache: not pickled (rebuilt on use)
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_memo", "_memo_state", "_memo_window")}
 
     def next_distribution(self, context) -> np.ndarray:
         """Next-token distribution after ``context`` (1-D float64, sums to 1)."""

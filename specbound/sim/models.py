@@ -92,6 +92,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import config as _numba_config
 
 from specbound._deprecation import legacy_positional
 from specbound._validation import (
@@ -116,6 +117,13 @@ _KINDS = ("gaussian", "zipf", "gaussian16")
 _KIND_CODES = {"gaussian": _mk.KIND_GAUSSIAN, "zipf": _mk.KIND_ZIPF,
                "gaussian16": _mk.KIND_GAUSSIAN16}
 _NO_TABLE = np.zeros(1)
+_NO_ROWS = np.zeros((1, 1))
+#: largest vocabulary whose first-order rows (``n x n`` float64) a model precomputes
+MAX_ROWS_VOCAB = 2048
+#: first-order rows by (kind, field seed, scale, window, vocabulary): a target and its drafts
+#: share them; the least recently used table is dropped beyond this many
+_ROWS_CACHE: dict = {}
+_ROWS_CACHE_SIZE = 4
 #: largest window ``context_length`` of a :class:`SyntheticLM` (an evaluation costs
 #: ``O(m^2 + m n)`` for the Gaussian kind)
 MAX_CONTEXT_LENGTH = 256
@@ -238,11 +246,32 @@ class SyntheticLM:
             self._base = np.zeros(self.vocab_size)
 
     # ------------------------------------------------------------------ evaluation
+    def _rows(self) -> np.ndarray:
+        """The first-order rows of the logits (``_model_kernels.first_order_rows``), built
+        on first use and shared by every model with the same fields (a target and its
+        drafts); a ``(1, 1)`` placeholder where they do not apply (Zipf kind, window 0,
+        vocabulary above :data:`MAX_ROWS_VOCAB`, Numba's JIT disabled).  A pure performance
+        device: evaluations with and without them are bit for bit the same."""
+        if (self.kind == "zipf" or self.context_length < 1
+                or self.vocab_size > MAX_ROWS_VOCAB or _numba_config.DISABLE_JIT):
+            return _NO_ROWS  # (without the JIT, building them would cost more than it saves)
+        key = (self.kind, int(self._field_seed), self.scale, self.context_length,
+               self.vocab_size)
+        rows = _ROWS_CACHE.pop(key, None)
+        if rows is None:
+            rows = _mk.first_order_rows(_KIND_CODES[self.kind], self._field_seed, self.scale,
+                                        self.context_length, self._base, self._table)
+            rows.setflags(write=False)
+            while len(_ROWS_CACHE) >= _ROWS_CACHE_SIZE:
+                _ROWS_CACHE.pop(next(iter(_ROWS_CACHE)))
+        _ROWS_CACHE[key] = rows  # most recently used last
+        return rows
+
     def _probs(self, ctx: np.ndarray) -> np.ndarray:
         """Unvalidated fast path: ``ctx`` is a C-contiguous int64 array of valid ids."""
         out = np.empty(self.vocab_size)
-        _mk.synthetic_probs(self._ints, self._uints, self._floats, self._base, self._table,
-                            ctx, out)
+        _mk.synthetic_probs_rows(self._ints, self._uints, self._floats, self._base,
+                                 self._table, self._rows(), ctx, out)
         return out
 
     def next_distribution(self, context) -> np.ndarray:
@@ -267,9 +296,10 @@ class SyntheticLM:
         """
         ctxs = _as_contexts(contexts, self.vocab_size, validate)
         out = np.empty((len(ctxs), self.vocab_size))
+        rows = self._rows() if ctxs else _NO_ROWS
         for i, ctx in enumerate(ctxs):
-            _mk.synthetic_probs(self._ints, self._uints, self._floats, self._base, self._table,
-                                ctx, out[i])
+            _mk.synthetic_probs_rows(self._ints, self._uints, self._floats, self._base,
+                                     self._table, rows, ctx, out[i])
         return out
 
     @legacy_positional("seed")
@@ -521,11 +551,15 @@ class CachedLM:
         self.misses = 0
 
     def _lookup(self, ctx: np.ndarray) -> np.ndarray:
-        k = np.ascontiguousarray(ctx, dtype=np.int64).tobytes()
+        arr = np.ascontiguousarray(ctx, dtype=np.int64)
+        k = arr.tobytes()
         out = self._cache.get(k)
         if out is None:
             self.misses += 1
-            out = np.asarray(self.model.next_distribution(ctx), dtype=np.float64)
+            if type(self.model) is SyntheticLM:  # ``ctx`` is checked already: no second check
+                out = self.model._probs(arr)
+            else:
+                out = np.asarray(self.model.next_distribution(ctx), dtype=np.float64)
             out.setflags(write=False)
             self._cache[k] = out
         else:
@@ -591,8 +625,16 @@ def log_perplexity(model, tokens, prompt_length=None) -> float:
     n0 = as_int(prompt_length, "prompt_length", min_value=0, max_value=toks.size)
     if n0 == toks.size:
         return float("nan")
+    if type(model) is SyntheticLM:
+        # the probabilities of the tokens in one compiled loop (the same evaluations)
+        probs = np.empty(toks.size - n0)
+        _mk.token_probs(model._ints, model._uints, model._floats, model._base, model._table,
+                        model._rows(), toks, n0, probs)
+    else:
+        probs = [model.next_distribution(toks[:t])[toks[t]] for t in range(n0, toks.size)]
     with np.errstate(divide="ignore"):
-        lp = [np.log(model.next_distribution(toks[:t])[toks[t]]) for t in range(n0, toks.size)]
+        # the logarithm one float64 at a time, as before (not NumPy's vectorised loop)
+        lp = [np.log(x) for x in probs]
     return float(-np.mean(lp))
 
 
