@@ -80,6 +80,12 @@ Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv``,
 through ``specbound.sweep``; stores of their own, since their settings differ from the
 shared ``real_runs.csv`` and from each other).
 
+Extended run (not part of ``make reproduce``; about 30 minutes on one core):
+``python -m paper_figs.real_wm_rouge --summaries N --out DIR`` runs only the summarisation
+set with ``N`` prompts (the first ``N`` of the same selection) at tau = 1 and
+:data:`EXTENDED_TEMPERATURES`, everything else as in the full study, so that the
+entropy effect at the paper's entropy is measured with more than two prompts.
+
 Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
 [--target MODEL] [--draft SPEC]``.
 """
@@ -130,8 +136,20 @@ QUICK = RougeSettings(per_set=1, max_new_tokens=8, sets=(rr.SUMMARIZE_SET,),
                       summarize_prompt_tokens=256, n_floor=2, quick=True)
 
 
-def settings(quick: bool, target=None, draft=None) -> RougeSettings:
+#: the lowered temperatures of the extended run (``--summaries N``): the level nearest the
+#: paper's 0.47 nats
+EXTENDED_TEMPERATURES = (0.5,)
+
+
+def settings(quick: bool, target=None, draft=None, summaries=None) -> RougeSettings:
+    """The study's settings; ``summaries``: the extended run's (the summarisation set only,
+    ``summaries`` prompts)."""
     s = QUICK if quick else FULL
+    if summaries is not None:
+        from specbound._validation import as_int
+
+        s = replace(s, per_set=as_int(summaries, "summaries", min_value=1),
+                    sets=(rr.SUMMARIZE_SET,))
     if target is not None:
         s = replace(s, target=str(target))
     if draft is not None:
@@ -567,9 +585,13 @@ def _plot_entropy(ax, summ: pd.DataFrame) -> None:
     ax.legend(fontsize=6)
 
 
+def _temperatures(quick: bool, summaries) -> tuple:
+    return EXTENDED_TEMPERATURES if summaries is not None else TEMPERATURES[quick]
+
+
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None) -> pd.DataFrame:
-    s = settings(quick, target, draft)
+            draft=None, summaries=None) -> pd.DataFrame:
+    s = settings(quick, target, draft, summaries)
     sp = specs(s)
     dec = [x for d in DECODERS for x in sp[d]]
     runs = rr.runs(out_dir, dec, s, executor=executor, progress=progress, desc=NAME,
@@ -582,7 +604,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
         return df
     levels = {1.0: base}
     tsp = tau_specs(s)
-    for tau in TEMPERATURES[s.quick]:
+    for tau in _temperatures(s.quick, summaries):
         levels[tau] = rr.runs(out_dir, [x for g in tsp.values() for x in g], tau_settings(s, tau),
                               executor=executor, progress=progress,
                               desc=f"{NAME} (temperature {tau:g})", store=tau_store(tau))
@@ -593,18 +615,32 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     return pd.concat([df, tf], ignore_index=True)
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
-    """Run (or resume) the runs; write ``real_wm_rouge.{csv,md,png}``."""
-    df = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+def main(out_dir, quick: bool = False, executor=None, target=None, draft=None,
+         summaries=None) -> list[Path]:
+    """Run (or resume) the runs; write ``real_wm_rouge.{csv,md,png}`` (``summaries``: the
+    extended run, module docstring)."""
+    df = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft,
+                 summaries=summaries)
     csv = out_path(out_dir, f"{NAME}.csv")
     df.to_csv(csv, index=False, float_format="%.10g")
     md = out_path(out_dir, f"{NAME}.md")
     md.write_text(table(df))
     png = out_path(out_dir, f"{NAME}.png")
     plot(df, png)
-    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in TEMPERATURES[quick])]
+    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in _temperatures(quick, summaries))]
     return [png, csv, md, *(out_path(out_dir, f"{x}.csv") for x in stores)]
 
 
+def _cli(argv=None) -> None:
+    import argparse
+    import functools
+
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--summaries", type=int, default=None,
+                    help="extended run: N summarisation prompts at tau = 1 and 0.5")
+    known, rest = ap.parse_known_args(argv)
+    rr.cli(functools.partial(main, summaries=known.summaries), __doc__, rest)
+
+
 if __name__ == "__main__":
-    rr.cli(main, __doc__)
+    _cli()

@@ -285,6 +285,24 @@ def test_rouge_study_on_fabricated_runs():
     assert "| sharegpt | vsps | 1.000 ± 0.000 | 1.000 ± 0.000 |" in md
 
 
+def test_rouge_extended_settings():
+    """``--summaries N``: the summarisation set only, N prompts, tau = 1 and 0.5; everything
+    else (and so the run signature of a given N) as the full study."""
+    from dataclasses import replace
+
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+
+    s = rg.settings(False, summaries=5)
+    assert s.per_set == 5 and s.sets == (rr.SUMMARIZE_SET,)
+    assert s == replace(rg.FULL, per_set=5, sets=(rr.SUMMARIZE_SET,))
+    assert s.signature() != rg.FULL.signature()
+    assert rg._temperatures(False, 5) == rg.EXTENDED_TEMPERATURES == (0.5,)
+    assert rg._temperatures(False, None) == rg.TEMPERATURES[False]
+    with pytest.raises(ValueError, match="^summaries"):
+        rg.settings(False, summaries=0)
+
+
 def test_rouge_tau_frame_on_fabricated_runs():
     """Entropy section: at tau = 1 the outputs are disjoint (min-pair 0), at tau = 0.5 VSpS's
     and the floor's agree in their first half and MSE's fully: the cells, the entropy of each
