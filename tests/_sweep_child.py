@@ -92,6 +92,10 @@ def install_crash(crash_at: int, tear_seed: int) -> list[int]:
 
 
 def main(argv=None) -> int:
+    # a runner started in the background of a non-interactive shell hands its children
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: restore it, so
+    # the Ctrl-C tests do not depend on how the test run was launched
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
     ap.add_argument("--n", type=int, required=True)
