@@ -257,6 +257,17 @@ def _se_row(est) -> tuple[float, float]:
     return est.mean, est.stderr
 
 
+def _pair_stats(scores, idx, T) -> dict:
+    """Min-pair and mean-pair ROUGE-L and the shared prefix at ``T`` (mean and standard
+    error over the prompts ``idx`` of one decoder's :func:`pair_scores`)."""
+    out = {}
+    for k, col in (("minpair", "rouge_l_minpair"), ("meanpair", "rouge_l_meanpair"),
+                   ("prefix", "shared_prefix")):
+        est = mean_se([scores[i][T][k] for i in idx])
+        out[col], out[f"{col}_se"] = est.mean, est.stderr
+    return out
+
+
 def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> pd.DataFrame:
     """The study's rows (module docstring) from the runs (``Ts``: the scored lengths of each
     group of ``sp``)."""
@@ -270,16 +281,8 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> p
         idx = np.flatnonzero(sets_of == ps)
         for dec in (*DECODERS, FLOOR):
             for T in Ts[dec]:
-                vals = {k: mean_se([scores[dec][i][T][k] for i in idx])
-                        for k in ("minpair", "meanpair", "prefix")}
                 rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
-                             "n_prompts": idx.size,
-                             "rouge_l_minpair": vals["minpair"].mean,
-                             "rouge_l_minpair_se": vals["minpair"].stderr,
-                             "rouge_l_meanpair": vals["meanpair"].mean,
-                             "rouge_l_meanpair_se": vals["meanpair"].stderr,
-                             "shared_prefix": vals["prefix"].mean,
-                             "shared_prefix_se": vals["prefix"].stderr,
+                             "n_prompts": idx.size, **_pair_stats(scores[dec], idx, T),
                              "paper_rouge_l": PAPER.get(dec, math.nan)})
                 for i in idx:
                     rows.append({"row_type": "prompt", "prompt_set": ps, "decoder": dec,
@@ -380,16 +383,9 @@ def tau_frame(levels: dict, s: RougeSettings, sp: dict, grid: tuple) -> pd.DataF
                              "decoder": "ar", "T": T, "n_prompts": idx.size,
                              "entropy": h.mean, "entropy_se": h.stderr})
                 for dec in (*decs, FLOOR):
-                    vals = {k: mean_se([scores[dec][i][T][k] for i in idx])
-                            for k in ("minpair", "meanpair", "prefix")}
                     rows.append({"row_type": "tau_cell", "temperature": tau, "prompt_set": ps,
                                  "decoder": dec, "T": T, "n_prompts": idx.size,
-                                 "rouge_l_minpair": vals["minpair"].mean,
-                                 "rouge_l_minpair_se": vals["minpair"].stderr,
-                                 "rouge_l_meanpair": vals["meanpair"].mean,
-                                 "rouge_l_meanpair_se": vals["meanpair"].stderr,
-                                 "shared_prefix": vals["prefix"].mean,
-                                 "shared_prefix_se": vals["prefix"].stderr,
+                                 **_pair_stats(scores[dec], idx, T),
                                  "entropy": h.mean, "entropy_se": h.stderr,
                                  "paper_rouge_l": PAPER.get(dec, math.nan),
                                  "paper_entropy": PAPER_ENTROPY})
