@@ -183,7 +183,8 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     s = settings(quick)
     Bs = B_QUICK if quick else B_FULL
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
-    configs = [(f"B{B}", (s, B, str(out_dir), f"B{B}")) for B in Bs]
+    # largest B first (the costliest), so that the 2-process pool ends with the short tasks
+    configs = [(f"B{B}", (s, B, str(out_dir), f"B{B}")) for B in sorted(Bs, reverse=True)]
     df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)
     stats = wc.load_prompt_stats(out_dir, NAME, s.signature())

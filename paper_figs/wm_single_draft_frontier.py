@@ -259,8 +259,11 @@ def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
     s = settings(quick)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
-    tasks = [("hh",)] + [("L", L) for L in L_VALUES] + [("basic_uwm",)]
-    names = ["hh"] + [f"L{L}" for L in L_VALUES] + ["basic_uwm"]
+    # costliest first (the cost of an L task grows with L; Hu & Huang's setting and BASIC-UWM
+    # are the cheapest), so that the 2-process pool ends with the short tasks
+    Ls = sorted(L_VALUES, reverse=True)
+    tasks = [("L", L) for L in Ls] + [("hh",), ("basic_uwm",)]
+    names = [f"L{L}" for L in Ls] + ["hh", "basic_uwm"]
     configs = [(n, (s, t, str(out_dir), n)) for n, t in zip(names, tasks, strict=True)]
     df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)

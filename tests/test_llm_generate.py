@@ -391,3 +391,118 @@ def test_lossy_first_token_follows_the_induced_law_on_the_embedded_model(llm_pai
         G.generate_lossy(llm_pair, real_ids, "nope")
     with pytest.raises(ValueError, match="^ell:"):
         G.generate_lossy(llm_pair, real_ids, "lenience", ell=2.0, max_new_tokens=2)
+
+
+# ----------------------------------------------------------------------------- prefix cache
+
+PREFIX_CASES = [("ar", 1, False), ("basic_uwm", 1, False), ("vsps", 1, False), ("pfr", 1, False),
+                ("mse", 1, False), ("mpfr", 3, False), ("mpfr", 3, True), ("specinfer", 2, False),
+                ("invariant", 2, True)]
+
+
+@pytest.mark.parametrize("decoder,B,tree", PREFIX_CASES)
+def test_prefix_cache_gives_the_same_run_without_the_prefill_forwards(synth, decoder, B, tree):
+    """A second run of a prompt through a PrefixCache emits the same result field for field
+    and makes every forward of the first run but its prefills (one per model used)."""
+    _, _, pair = synth
+    kw = dict(L=2, B=B, key=4, window=None, max_new_tokens=20, seed=7, tree=tree)
+    ref = G.generate(pair, PROMPT, decoder, **kw)
+    pc = G.PrefixCache()
+    calls = []
+    for _ in range(3):
+        pair.target.calls.clear()
+        pair.draft.calls.clear()
+        res = G.generate(pair, PROMPT, decoder, prefix_cache=pc, **kw)
+        _same(res, ref)
+        calls.append((list(pair.target.calls), list(pair.draft.calls)))
+    (t1, d1), (t2, d2), (t3, d3) = calls
+    uses_draft = bool(d1)
+    assert t1[0] == (1, PROMPT.size - 1) and t2 == t3 == t1[1:]
+    if uses_draft:
+        assert d1[0] == (1, PROMPT.size) and d2 == d3 == d1[1:]
+    n = 1 + uses_draft
+    assert (pc.misses, pc.hits, len(pc)) == (n, 2 * n, n)
+    assert pc.nbytes > 0
+
+
+def test_prefix_cache_keys_on_model_processing_and_tokens(synth):
+    """Another prompt, another processing of the same modules or other modules do not hit;
+    another decoder and seed on the same prompt and pair do."""
+    target, draft, pair = synth
+    pc = G.PrefixCache()
+    kw = dict(L=2, key=4, window=None, max_new_tokens=12)
+    other_prompt = PROMPT[::-1].copy()
+    hot = pair.with_processing(temperature=0.7)
+    other_draft = _synthetic_pair(target, sim.SyntheticLM(V, context_length=1, seed=5))
+    runs = [(pair, PROMPT, "vsps", 0), (pair, PROMPT, "pfr", 1), (pair, other_prompt, "vsps", 0),
+            (hot, PROMPT, "vsps", 0), (other_draft, PROMPT, "vsps", 0)]
+    for p_, prompt, decoder, seed in runs:
+        before = (pc.hits, pc.misses)
+        res = G.generate(p_, prompt, decoder, prefix_cache=pc, seed=seed, **kw)
+        _same(res, G.generate(p_, prompt, decoder, seed=seed, **kw))
+        # only the second decoder on the first prompt finds both prefills (the other pairs
+        # are other modules or another processing of the same modules)
+        shared = p_ is pair and prompt is PROMPT and decoder == "pfr"
+        assert (pc.hits - before[0], pc.misses - before[1]) == ((2, 0) if shared else (0, 2))
+
+
+def test_prefix_cache_byte_bound_drops_the_least_recently_used(synth):
+    _, _, pair = synth
+    kw = dict(L=2, key=4, window=None, max_new_tokens=8)
+    probe = G.PrefixCache()
+    G.generate(pair, PROMPT, "vsps", prefix_cache=probe, **kw)
+    per_run = probe.nbytes  # two entries: the target's and the draft's prefill
+    small = G.PrefixCache(max_bytes=per_run)  # room for one prompt's two entries
+    prompts = [PROMPT, PROMPT[::-1].copy(), PROMPT + 1]
+    for prompt in prompts:
+        res = G.generate(pair, prompt, "vsps", prefix_cache=small, **kw)
+        _same(res, G.generate(pair, prompt, "vsps", **kw))
+        assert small.nbytes <= per_run and len(small) == 2
+    G.generate(pair, prompts[-1], "vsps", prefix_cache=small, **kw)
+    assert small.hits == 2  # the last prompt is held
+    G.generate(pair, prompts[0], "vsps", prefix_cache=small, **kw)
+    assert small.hits == 2 and small.misses == 8  # the first was dropped
+    none = G.PrefixCache(max_bytes=0)
+    res = G.generate(pair, PROMPT, "vsps", prefix_cache=none, **kw)
+    _same(res, G.generate(pair, PROMPT, "vsps", **kw))
+    assert len(none) == 0 and none.nbytes == 0 and none.misses == 2
+    none.clear()
+    small.clear()
+    assert len(small) == 0 and small.nbytes == 0 and small.hits == 2
+
+
+def test_prefix_cache_bad_input_names_the_argument(synth):
+    _, _, pair = synth
+    for bad in (-1, 1.5, "big", True):
+        with pytest.raises(ValueError, match="^max_bytes:"):
+            G.PrefixCache(max_bytes=bad)
+    with pytest.raises(ValueError, match="^prefix_cache:"):
+        G.generate(pair, PROMPT, "ar", max_new_tokens=2, prefix_cache={})
+    with pytest.raises(ValueError, match="^prefix_cache:"):
+        G.generate_lossy(pair, PROMPT, "lossless", max_new_tokens=2, prefix_cache=object())
+
+
+def test_prefix_cache_on_the_lossy_rules(synth):
+    _, _, pair = synth
+    pc = G.PrefixCache()
+    for rule, params in LOSSY_CASES[:3]:
+        ref = G.generate_lossy(pair, PROMPT, rule, L=3, max_new_tokens=16, seed=2, **params)
+        res = G.generate_lossy(pair, PROMPT, rule, L=3, max_new_tokens=16, seed=2,
+                               prefix_cache=pc, **params)
+        _same(res, ref)
+    assert (pc.misses, pc.hits) == (2, 4)
+
+
+def test_prefix_cache_same_tokens_on_the_embedded_model(llm_pair, real_ids):
+    """Real transformers caches: runs started from copies of a stored prefill emit the same
+    tokens and predicted acceptances as runs that compute it (bit for bit), for a shared-weight
+    draft and an early-exit draft."""
+    pc = G.PrefixCache()
+    kw = dict(L=3, key=5, window=None, max_new_tokens=8, seed=3, stop_at_eos=False)
+    for draft in ("temperature:1.5", "early_exit:20"):
+        pair = llm_pair if draft == "temperature:1.5" else llm_pair.with_draft(draft)
+        for decoder, B, tree in (("vsps", 1, False), ("mpfr", 2, True), ("mse", 1, False)):
+            ref = G.generate(pair, real_ids, decoder, B=B, tree=tree, **kw)
+            res = G.generate(pair, real_ids, decoder, B=B, tree=tree, prefix_cache=pc, **kw)
+            _same(res, ref)
+    assert pc.misses == 3 and pc.hits == 9  # one target entry, one per draft module

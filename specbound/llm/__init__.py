@@ -11,7 +11,8 @@ and one sampled in a Numba kernel under the same key and context are the same to
   keyed PRF on torch devices, bit for bit equal to :mod:`specbound.sim.prf`.
 - :func:`prompts`: HumanEval and ShareGPT prompts read from their wheels.
 - :func:`generate` -> :class:`GenerationResult`: every decoder of the simulator on a model
-  pair, through the simulator's own decision logic with a KV-cached :class:`PairBackend`.
+  pair, through the simulator's own decision logic with a KV-cached :class:`PairBackend`;
+  :class:`PrefixCache` shares the prompt's prefill across the runs of one prompt.
 - :class:`ContextRecorder`, :func:`decision_acceptance`, :func:`block_crosscheck`: the
   theory's exact acceptance of every decision of a real run (realised vs predicted).
 - :func:`detect`: watermark detection of text, token ids or a result (tokenizer and key only).
@@ -46,6 +47,7 @@ _EXPORTS = {
     "generate": "generation",
     "GenerationResult": "generation",
     "PairBackend": "generation",
+    "PrefixCache": "generation",
     "DEFAULT_WINDOW": "generation",
     "as_protocol_models": "generation",
     "generate_lossy": "generation",

@@ -30,10 +30,16 @@ The backend
   (:meth:`~specbound.llm.ModelPair.target_logprobs`), converted to NumPy for the
   simulator's Numba kernels.
 
+- **Prefill**: a run starts with the target's forward over the prompt without its last
+  token and the draft's over the whole prompt.  A :class:`PrefixCache` passed as
+  ``prefix_cache`` keeps those forwards' KV caches and distributions, so that further runs
+  of the same prompt (other decoders, seeds, drafts) start from copies of them instead of
+  repeating the forwards; the tokens are the same bit for bit.
+
 Timings: ``target_seconds`` / ``draft_seconds`` are wall-clock time inside the pair's
 forward calls (the model's forward and the float64 logits processing; the prompt's prefill
-included); everything else (the decision logic, the conversion to NumPy, cache selection)
-is ``total_seconds - forward_seconds``.
+included, unless a :class:`PrefixCache` supplied it); everything else (the decision logic,
+the conversion to NumPy, cache selection) is ``total_seconds - forward_seconds``.
 """
 
 from __future__ import annotations
@@ -50,8 +56,8 @@ from specbound.sim.lossy_seq import _rule_params  # noqa: F401  (per-context par
 
 torch = require_llm_extra()
 
-__all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "generate", "generate_lossy",
-           "lossy_decode"]
+__all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "PrefixCache", "generate",
+           "generate_lossy", "lossy_decode"]
 
 #: default watermark context window of :func:`generate` (the last 4 tokens): a finite window
 #: lets :func:`specbound.llm.detect` score text without its prompt
@@ -145,6 +151,105 @@ def _leaves(paths) -> list[tuple]:
     return [p for p in uniq if p not in inner]
 
 
+def _tensor_bytes(obj, depth: int = 0) -> int:
+    """Bytes of the torch tensors held by ``obj`` (a transformers cache), a few levels deep."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if depth > 3:
+        return 0
+    if isinstance(obj, list | tuple):
+        return sum(_tensor_bytes(x, depth + 1) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(x, depth + 1) for x in obj.values())
+    attrs = getattr(obj, "__dict__", None)
+    return sum(_tensor_bytes(x, depth + 1) for x in attrs.values()) if attrs else 0
+
+
+class PrefixCache:
+    """Prompt prefills kept for later runs of the same prompt (least recently used first out).
+
+    Every run of :class:`PairBackend` starts with two prefill forwards: the target over the
+    prompt without its last token, the draft over the whole prompt.  Studies decode each
+    prompt many times (decoders, lookaheads, seeds, drafts), so they repeat these forwards;
+    for a prompt of a few hundred tokens each costs as much as ten single-token forwards.
+    Pass one ``PrefixCache`` to :func:`generate` / :func:`generate_lossy` (``prefix_cache=``)
+    for all those runs: the first run of a (model, processing, tokens) triple makes the
+    forward and stores a copy of its KV cache and its processed distribution; later runs
+    start from copies of them.  The same forward on the same input gives the same values, so
+    the tokens, acceptance counts and distributions are the same bit for bit as without the
+    cache (tested); only the timings lose the prefill.
+
+    Parameters
+    ----------
+    max_bytes : int, default 512 MiB
+        Bound on the bytes of the stored KV caches (SmolLM2-135M: about 46 KB per prompt
+        token); the least recently used entries are dropped first.  An entry larger than the
+        bound is not stored.
+
+    Attributes
+    ----------
+    hits, misses : int
+        Prefills supplied from the cache, and prefills computed.
+    nbytes : int
+        Bytes of the KV caches held now.
+    """
+
+    def __init__(self, max_bytes: int = 512 * 2**20):
+        self.max_bytes = as_int(max_bytes, "max_bytes", min_value=0)
+        self._entries: dict = {}  # key -> (model, kv cache, logprobs, bytes), in use order
+        self.hits = 0
+        self.misses = 0
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop every entry (the hit and miss counts are kept)."""
+        self._entries.clear()
+        self.nbytes = 0
+
+    @staticmethod
+    def _key(model, processing, tokens) -> tuple:
+        return (id(model), processing, tuple(int(t) for t in tokens))
+
+    def get(self, model, processing, tokens):
+        """A fresh copy ``(kv_cache, logprobs)`` of a stored prefill, or None."""
+        import copy
+
+        key = self._key(model, processing, tokens)
+        entry = self._entries.pop(key, None)
+        if entry is None or entry[0] is not model:
+            if entry is not None:  # a model with a reused id: the entry is stale
+                self.nbytes -= entry[3]
+            self.misses += 1
+            return None
+        self._entries[key] = entry  # most recently used last
+        self.hits += 1
+        return copy.deepcopy(entry[1]), entry[2]
+
+    def put(self, model, processing, tokens, kv_cache, logprobs) -> None:
+        """Store a copy of a prefill's KV cache and its processed log-probabilities."""
+        import copy
+
+        size = _tensor_bytes(kv_cache) + _tensor_bytes(logprobs)
+        key = self._key(model, processing, tokens)
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.nbytes -= old[3]
+        if size > self.max_bytes:
+            return
+        while self._entries and self.nbytes + size > self.max_bytes:
+            _, dropped = self._pop_oldest()
+            self.nbytes -= dropped[3]
+        self._entries[key] = (model, copy.deepcopy(kv_cache), logprobs.clone(), size)
+        self.nbytes += size
+
+    def _pop_oldest(self):
+        key = next(iter(self._entries))
+        return key, self._entries.pop(key)
+
+
 class PairBackend:
     """The simulator's backend protocol on a :class:`~specbound.llm.ModelPair`, with KV caches.
 
@@ -174,10 +279,13 @@ class PairBackend:
         Token ids that end the run (after the block that emitted one).
     progress : tqdm-like, optional
         ``update(n)`` is called with the number of tokens of every block.
+    prefix_cache : PrefixCache, optional
+        Where the prompt's two prefill forwards are looked up and stored (see
+        :class:`PrefixCache`; the tokens do not change).
     """
 
     def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
-                 stop_tokens=(), progress=None):
+                 stop_tokens=(), progress=None, prefix_cache=None):
         self.pair = pair
         self.batch_verify = as_bool(batch_verify, "batch_verify")
         self.tree = as_bool(tree, "tree")
@@ -185,6 +293,10 @@ class PairBackend:
         self.prompt_id = prompt_id
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
         self.progress = progress
+        if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
+            raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
+                             f"{type(prefix_cache).__name__}")
+        self.prefix_cache = prefix_cache
         self.target_seconds = 0.0
         self.draft_seconds = 0.0
         self.n_target_forwards = 0
@@ -206,6 +318,26 @@ class PairBackend:
         self.n_draft_forwards += 1
         return out
 
+    def _prefill(self, which, tokens):
+        """The first forward of a model over ``tokens`` (no cache), through the prefix cache."""
+        pc = self.prefix_cache
+        model = self.pair.target if which == "t" else self.pair.draft
+        if pc is not None:
+            hit = pc.get(model, self.pair.processing, tokens)
+            if hit is not None:
+                from specbound.llm.models import NextTokenLogprobs
+
+                if which == "t":
+                    self.n_target_forwards += 1
+                else:
+                    self.n_draft_forwards += 1
+                return NextTokenLogprobs(hit[1], hit[0])
+        ids = self._ids([list(tokens)])
+        out = self._target(ids, None, 1) if which == "t" else self._draft(ids, None)
+        if pc is not None:
+            pc.put(model, self.pair.processing, tokens, out.cache, out.logprobs)
+        return out
+
     def _ids(self, rows):
         return torch.tensor(rows, dtype=torch.long, device=self.pair.device)
 
@@ -224,7 +356,7 @@ class PairBackend:
         self.d_rows: list[tuple] = [()]
         self._q_block: dict = {}
         if len(self.committed) > 1:
-            out = self._target(self._ids([self.committed[:-1]]), None, 1)
+            out = self._prefill("t", self.committed[:-1])
             self.t_cache, self.t_len = out.cache, len(self.committed) - 1
 
     def _pending(self, which):
@@ -246,7 +378,10 @@ class PairBackend:
         s = len(paths[0])
         if s == 0:
             pending = self._pending("d")
-            out = self._draft(self._ids([pending]), self.d_cache)
+            if self.d_cache is None:
+                out = self._prefill("d", pending)
+            else:
+                out = self._draft(self._ids([pending]), self.d_cache)
             self.d_cache, self.d_len, self.d_rows = out.cache, len(self.committed), [()]
         else:
             index = {p: i for i, p in enumerate(self.d_rows)}
@@ -456,7 +591,7 @@ def _generation_result(pair, res, backend, prompt_text, total) -> GenerationResu
 def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
              max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
              stop_at_eos=True, batch_verify=True, tree=False, progress=False, log=None, prompt_id=0,
-             **options) -> GenerationResult:
+             prefix_cache=None, **options) -> GenerationResult:
     """Generate text with a (speculative) decoder on a real target/draft pair.
 
     The decision logic is :func:`specbound.sim.speculative_decode`'s (Liu, Wan, Gao &
@@ -505,6 +640,9 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         ``specbound.llm.DistributionLog``.
     prompt_id : int, default 0
         Identifier passed to ``log.record``.
+    prefix_cache : PrefixCache, optional
+        Reuse the prompt's prefill forwards across runs that share it (same tokens bit for
+        bit; :class:`PrefixCache`).
     **options
         Further options of :func:`specbound.sim.speculative_decode` (``mask_repeats``,
         ``max_blocks``, ...).
@@ -552,7 +690,8 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
 
         bar = tqdm(total=max_new_tokens, desc=f"generate ({decoder})", unit="tok")
     backend = PairBackend(pair, batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
-                          stop_tokens=_stop_tokens(pair, stop_at_eos), progress=bar)
+                          stop_tokens=_stop_tokens(pair, stop_at_eos), progress=bar,
+                          prefix_cache=prefix_cache)
     target, draft_lm = as_protocol_models(pair)
     t0 = time.perf_counter()
     try:
@@ -604,10 +743,11 @@ def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
 
 def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=True,
                    template="default", draft=None, stop_at_eos=True, progress=False,
-                   log=None, prompt_id=0, **params) -> GenerationResult:
+                   log=None, prompt_id=0, prefix_cache=None, **params) -> GenerationResult:
     """:func:`lossy_decode` on a real pair with the KV-cached :class:`PairBackend`.
 
-    Arguments as :func:`generate` (no key: the lossy rules are unwatermarked) plus the
+    Arguments as :func:`generate` (no key: the lossy rules are unwatermarked; ``prefix_cache``
+    as there) plus the
     rule's parameters (constants or callables ``f(p, q)``).  ``result.decoder`` is
     ``"lossy:<rule>"``.
 
@@ -637,7 +777,7 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
         bar = tqdm(total=max_new_tokens, desc=f"generate (lossy:{rule})", unit="tok")
     backend = PairBackend(pair, log=log, prompt_id=prompt_id,
                           stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos")),
-                          progress=bar)
+                          progress=bar, prefix_cache=prefix_cache)
     t0 = time.perf_counter()
     try:
         res = lossy_decode(backend, ids, rule, L=L, max_new_tokens=max_new_tokens, seed=seed,
