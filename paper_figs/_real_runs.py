@@ -149,19 +149,25 @@ _PAIRS: dict = {}
 
 
 def pair_for(s: RealSettings, draft: str):
-    """The model pair of the settings with ``draft`` (loaded once per process)."""
+    """The model pair of the settings with ``draft``: the target is loaded once per process and
+    each draft built from it once; the settings' logits processing is applied with
+    :meth:`~specbound.llm.ModelPair.with_processing`, so studies at other temperatures share
+    the loaded modules (the processing is the same computation either way)."""
     import torch
 
     from specbound import llm
 
     torch.set_num_threads(1)
-    base_key = (s.target, s.temperature, s.top_k)
-    if base_key not in _PAIRS:
-        _PAIRS[base_key] = llm.load_pair(s.target, draft=D0, device="cpu",
-                                         temperature=s.temperature, top_k=s.top_k)
-    key = base_key + (draft,)
+    model_key = (s.target,)
+    if model_key not in _PAIRS:
+        _PAIRS[model_key] = llm.load_pair(s.target, draft=D0, device="cpu")
+    draft_key = (s.target, draft)
+    if draft_key not in _PAIRS:
+        _PAIRS[draft_key] = _PAIRS[model_key].with_draft(draft)
+    key = (s.target, draft, s.temperature, s.top_k)
     if key not in _PAIRS:
-        _PAIRS[key] = _PAIRS[base_key].with_draft(draft)
+        _PAIRS[key] = _PAIRS[draft_key].with_processing(temperature=s.temperature,
+                                                        top_k=s.top_k)
     return _PAIRS[key]
 
 

@@ -119,7 +119,16 @@ def compute(out_dir, quick: bool = False, log=None, executor=None,
                          wc.ResumableCSV(out_path(out_dir, f"{NAME}_lemma1.csv"), sig),
                          quick=quick, executor=executor, desc=f"{NAME} lemma 1",
                          progress=progress)
-    return front, lem
+    # the log's draft order (a store holds its configurations in completion order)
+    rank = {d: i for i, d in enumerate(lg.drafts)}
+
+    def in_draft_order(df: pd.DataFrame) -> pd.DataFrame:
+        if df.empty:
+            return df
+        return (df.assign(_o=df["draft"].map(rank)).sort_values("_o", kind="stable")
+                .drop(columns="_o").reset_index(drop=True))
+
+    return in_draft_order(front), in_draft_order(lem)
 
 
 def table(front: pd.DataFrame, lem: pd.DataFrame) -> str:

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
+from paper_figs import _wm_common as wc
 from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
 from specbound.results import proportion_ci
 from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
@@ -383,15 +384,8 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
     frames = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
     written = []
     for study, df in frames.items():
-        name = f"real_wm_{study}"
         plot, table = STUDIES[study]
-        csv = out_path(out_dir, f"{name}.csv")
-        df.to_csv(csv, index=False, float_format="%.10g")
-        md = out_path(out_dir, f"{name}.md")
-        md.write_text(table(df))
-        png = out_path(out_dir, f"{name}.png")
-        plot(df, png)
-        written += [png, csv, md]
+        written += wc.write_frame_outputs(out_dir, f"real_wm_{study}", df, plot, table)
     return written + [out_path(out_dir, f"{rr.RUNS}.csv")]
 
 

@@ -101,6 +101,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
+from paper_figs import _wm_common as wc
 from paper_figs._common import decoder_color, out_path, setup_matplotlib
 from specbound.sim import mean_se, rouge_l
 
@@ -617,14 +618,9 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None,
     extended run, module docstring)."""
     df = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft,
                  summaries=summaries)
-    csv = out_path(out_dir, f"{NAME}.csv")
-    df.to_csv(csv, index=False, float_format="%.10g")
-    md = out_path(out_dir, f"{NAME}.md")
-    md.write_text(table(df))
-    png = out_path(out_dir, f"{NAME}.png")
-    plot(df, png)
+    written = wc.write_frame_outputs(out_dir, NAME, df, plot, table)
     stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in _temperatures(quick, summaries))]
-    return [png, csv, md, *(out_path(out_dir, f"{x}.csv") for x in stores)]
+    return written + [out_path(out_dir, f"{x}.csv") for x in stores]
 
 
 def _cli(argv=None) -> None:

@@ -13,7 +13,11 @@ reproduce EXECUTOR=SPEC``) sends every sweep to one executor, e.g. ``dask://host
 a Dask ``distributed`` scheduler (extra ``dist``; the workers must be able to import
 ``paper_figs`` and ``specbound``, e.g. started from this folder).  It is passed as
 ``executor=`` to a script's ``main`` that accepts it and made the current executor
-(:func:`specbound.sweep.use_executor`) for the others.
+(:func:`specbound.sweep.use_executor`) for the others.  Without one, a full run on two or
+more cores opens one 2-process pool (``process:2``) for all the studies, so that its two
+workers load the embedded model, its drafts and the compiled kernels once for the whole run
+instead of once per study (each study alone makes its own pool of the same size); a quick
+run stays serial.
 
 Verdict: each study's wall time is recorded in ``timings.csv`` (columns ``study, seconds,
 quick, finished_utc``; a rerun of a study replaces its row), and at the end
@@ -93,12 +97,22 @@ def _accepts_executor(func) -> bool:
     return "executor" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def default_executor_spec(executor, quick: bool) -> str | None:
+    """The executor of a run (module docstring): ``executor`` if given; else ``"process:2"``
+    in full mode on two or more cores; else None (serial)."""
+    if executor:
+        return executor
+    if quick or (os.cpu_count() or 1) < 2:
+        return None
+    return "process:2"
+
+
 def main(argv=None, modules=None) -> int:
     """Run every figure script (``modules``: the scripts to run, default all of them)."""
     args = parse_args(__doc__.splitlines()[0], argv)
     mods = figure_modules() if modules is None else list(modules)
     try:
-        with sweep_executor(args.executor) as ex:
+        with sweep_executor(default_executor_spec(args.executor, args.quick)) as ex:
             if args.executor:
                 print(f"[reproduce] executor: {args.executor}", flush=True)
             for mod in mods:

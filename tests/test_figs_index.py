@@ -10,6 +10,7 @@ by chance.
 from __future__ import annotations
 
 import math
+import os
 import types
 
 import numpy as np
@@ -410,6 +411,40 @@ def test_run_all_records_timings_and_prints_the_summary(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "verdicts of" in out and ix.NOT_RUN in out
     assert (tmp_path / ix.INDEX).is_file()
+
+
+def test_run_all_shares_one_pool_in_full_mode(tmp_path, monkeypatch):
+    """A full run without --executor gives every study one 2-process pool (the same workers
+    for all studies); quick runs and 1-core machines stay serial; a given executor wins."""
+    from paper_figs import run_all
+    from specbound import sweep
+
+    assert run_all.default_executor_spec("dask://h:1", False) == "dask://h:1"
+    assert run_all.default_executor_spec(None, True) is None
+    monkeypatch.setattr(run_all.os, "cpu_count", lambda: 1)
+    assert run_all.default_executor_spec(None, False) is None
+    monkeypatch.setattr(run_all.os, "cpu_count", lambda: 2)
+    assert run_all.default_executor_spec(None, False) == "process:2"
+    seen = []
+
+    def main(out_dir, quick=False):
+        ex = sweep.current_executor(None)
+        seen.append(ex)
+        assert ex.submit(os.getpid).result() != os.getpid()  # runs in a worker process
+        return []
+
+    mods = []
+    for name in ("a", "b"):
+        mod = types.ModuleType(f"paper_figs.pool_fake_{name}")
+        mod.main = main
+        mods.append(mod)
+    assert run_all.main(["--out", str(tmp_path)], modules=mods) == 0
+    assert len(seen) == 2 and seen[0] is seen[1] and seen[0] is not None
+    quick_seen = []
+    q = types.ModuleType("paper_figs.pool_fake_quick")
+    q.main = lambda out_dir, quick=False: quick_seen.append(sweep.current_executor("none")) or []
+    assert run_all.main(["--out", str(tmp_path), "--quick"], modules=[q]) == 0
+    assert quick_seen == ["none"]  # no executor set: each study's own (serial in quick mode)
 
 
 def test_index_shows_runtime(tmp_path):

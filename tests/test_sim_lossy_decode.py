@@ -26,27 +26,14 @@ from specbound.sim import (
 from specbound.sim import _compiled as C
 from specbound.sim import _compiled_lossy as CL
 from specbound.sim import lossy_seq as LS
+from tests._results import assert_same_result
 from tests._stats import assert_gof, assert_not_gof
 
 THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
-_ARRAYS = ("tokens", "emitted_per_block", "accepted_per_block", "nu", "decision_accepted",
-           "decision_position", "pivots", "skipped", "decision_skipped")
-_SCALARS = ("prompt_length", "n_target_evals", "n_draft_evals", "n_target_contexts",
-            "n_draft_contexts", "decoder", "L", "B", "watermark", "unkeyed")
 
 
 def assert_same(ref, got, drafts=True, label=""):
-    for f in _ARRAYS:
-        a, b = getattr(ref, f), getattr(got, f)
-        assert a.dtype == b.dtype and a.shape == b.shape, (label, f)
-        np.testing.assert_array_equal(a, b, err_msg=f"{label} {f}")
-    for f in _SCALARS:
-        assert getattr(ref, f) == getattr(got, f), (label, f)
-    if drafts:
-        assert len(ref.drafts) == len(got.drafts), label
-        for x, y in zip(ref.drafts, got.drafts, strict=True):
-            assert x.dtype == y.dtype and x.shape == y.shape, label
-            np.testing.assert_array_equal(x, y, err_msg=f"{label} drafts")
+    assert_same_result(ref, got, drafts=drafts, label=label)
 
 
 def _reference(target, draft, prompt, rule, *, L, max_new_tokens, seed, **params):
