@@ -32,10 +32,11 @@ versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdow
     (Table 15) and the fraction of prompts whose four outputs are identical.
 
 Scale: 41 decoding configurations x 6 prompts x 20 tokens (4,920 generated tokens; the six
-runs of ``real_crosscheck`` are reused): 747 CPU-seconds for all 41 together (one torch thread
-per process), i.e. about 6.5 minutes on two idle cores with the default 2-process pool
-(measured 2026-12-01: 62 s for ``real_crosscheck`` + 646 s for this script on the shared
-2-core machine under a load average of 2-7).  Every number is a small-sample estimate with
+runs of ``real_crosscheck`` are reused): 653 CPU-seconds for all 41 together (one torch thread
+per process; each prompt's prefill made once per model in a worker process,
+``specbound.llm.PrefixCache``), i.e. about 5.5 minutes on two idle cores with the 2-process
+pool (measured 2026-12-02 in ``make reproduce``: 56 s for ``real_crosscheck`` + 283 s for this
+script).  Every number is a small-sample estimate with
 its standard error.  ``--quick``: one ShareGPT prompt of at most
 64 tokens, 6 new tokens, L = 2, B = 2, one substitute draft.
 

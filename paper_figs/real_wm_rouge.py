@@ -62,15 +62,15 @@ or the length and is shown by ``real_wm_substitution``.
 
 Scale: 2 prompts per set, 8 speculative runs of 64 tokens + 4 plain runs of 128 tokens per
 prompt (72 runs).  The cost is the model's forwards, 0.07-0.1 s each on one thread (prefill
-of a 650-token prompt 1.6 s); measured 2026-12-01: 647 CPU-seconds for the speculative runs
-(MSE 306, VSpS 339; the ``quantized:3`` and ``early_exit:28`` drafts, accepted at 1.4-1.6
-tokens per step, cost twice the temperature drafts) and 230 for the 4 x 128 plain tokens
-per prompt, so about 7.5 minutes on two idle cores for everything (13 + 4 minutes of wall
-time on the shared machine under a load average of 2-5).  The entropy section adds 8
-speculative runs + 4 plain runs of 64 tokens per summarisation prompt and level: 277
-CPU-seconds at tau = 0.5 and 264 at 0.3 (VSpS 113 / 103, MSE 117 / 110, plain 47 / 51;
-measured 2026-12-01), 541 in all, about 4.5 minutes on two idle cores (a third level, chat
-prompts or 128 plain tokens would not fit the study's budget).  ``--quick``: one
+of a 650-token prompt 1.6 s, made once per prompt and model in a worker process: the runs
+share it through ``specbound.llm.PrefixCache``); measured 2026-12-02 in ``make reproduce``:
+618 CPU-seconds for the speculative runs (MSE 294, VSpS 324; the ``quantized:3`` and
+``early_exit:28`` drafts, accepted at 1.4-1.6 tokens per step, cost twice the temperature
+drafts) and 218 for the 4 x 128 plain tokens per prompt.  The entropy section adds 8
+speculative runs + 4 plain runs of 64 tokens per summarisation prompt and level: 239
+CPU-seconds at tau = 0.5 and 229 at 0.3 (VSpS 103 / 99, MSE 97 / 90, plain 39 / 40), so
+1,304 CPU-seconds in all, 695 s of wall time on the two cores (a third level, chat prompts
+or 128 plain tokens would not fit the study's budget).  ``--quick``: one
 summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
 drafts, two plain samples; its entropy section one level (0.5), 4 tokens, VSpS and the
 floor only (19 CPU-seconds in all, measured).
