@@ -633,7 +633,9 @@ def test_run_all_executor_option_and_environment(tmp_path, monkeypatch, capsys):
                                                           main=main_with_executor)]
     monkeypatch.delenv("SPECBOUND_EXECUTOR", raising=False)
     assert run_all.main(["--out", str(tmp_path)], modules=mods) == 0
-    assert seen[0] == "unset" and explicit == [None]  # no executor: the studies' own
+    # no executor in full mode: one 2-process pool shared by every study (made current, not
+    # passed as an argument)
+    assert isinstance(seen[0], ProcessPoolExecutor) and explicit == [None]
     monkeypatch.setenv("SPECBOUND_EXECUTOR", "process:1")
     assert run_all.main(["--quick", "--out", str(tmp_path)], modules=mods) == 0
     assert isinstance(seen[2], ProcessPoolExecutor) and explicit[1] is seen[2]
