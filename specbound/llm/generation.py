@@ -281,7 +281,8 @@ class PairBackend:
         ``update(n)`` is called with the number of tokens of every block.
     prefix_cache : PrefixCache, optional
         Where the prompt's two prefill forwards are looked up and stored (see
-        :class:`PrefixCache`; the tokens do not change).
+        :class:`PrefixCache`; the tokens do not change).  A prefill found there still counts
+        in ``n_target_forwards`` / ``n_draft_forwards`` but adds nothing to the timings.
     """
 
     def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
