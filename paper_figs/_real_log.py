@@ -57,6 +57,16 @@ def log_signature(log) -> str:
     return h.hexdigest()[:16]
 
 
+def in_draft_order(df, drafts, by=()):
+    """``df`` sorted by the position of its ``draft`` in ``drafts`` (the log's order), then
+    by the columns ``by``, stably (a sweep store holds its rows in completion order)."""
+    if df.empty:
+        return df
+    rank = {d: i for i, d in enumerate(drafts)}
+    return (df.assign(_o=df["draft"].map(rank)).sort_values(["_o", *by], kind="stable")
+            .drop(columns="_o").reset_index(drop=True))
+
+
 def subsample(n: int, k: int | None) -> np.ndarray:
     """``k`` evenly spaced positions out of ``n`` (all when ``k`` is None or >= n)."""
     if k is None or k >= n:

@@ -277,13 +277,8 @@ def write_outputs(out_dir, name: str, df, plot, table=None) -> list:
 def write_frame_outputs(out_dir, name: str, df, plot, table) -> list:
     """Write a study table computed from stored runs: ``NAME.csv`` (``df``), ``NAME.md``
     (``table(df)``) and ``NAME.png`` (``plot(df, png)``); their paths, PNG first."""
-    csv = out_path(out_dir, f"{name}.csv")
-    df.to_csv(csv, index=False, float_format="%.10g")
-    md = out_path(out_dir, f"{name}.md")
-    md.write_text(table(df))
-    png = out_path(out_dir, f"{name}.png")
-    plot(df, png)
-    return [png, csv, md]
+    df.to_csv(out_path(out_dir, f"{name}.csv"), index=False, float_format="%.10g")
+    return write_outputs(out_dir, name, df, plot, table)
 
 
 # ------------------------------------------------------------------------------ decoding

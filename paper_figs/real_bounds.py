@@ -46,7 +46,7 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import out_path, setup_matplotlib
-from paper_figs._real_log import cli, log_signature, open_log, subsample
+from paper_figs._real_log import cli, in_draft_order, log_signature, open_log, subsample
 from specbound.theory import (
     exact_acceptance,
     lml_bound,
@@ -130,9 +130,7 @@ def compute(out_dir, quick: bool = False, log=None, executor=None,
                for d in lg.drafts for B in Bs]
     df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)
-    order = df["draft"].map({d: i for i, d in enumerate(lg.drafts)})
-    return (df.assign(_o=order).sort_values(["_o", "B", "position"], kind="stable")
-            .drop(columns="_o").reset_index(drop=True))
+    return in_draft_order(df, lg.drafts, by=("B", "position"))
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:

@@ -48,7 +48,14 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import out_path, setup_matplotlib
-from paper_figs._real_log import cli, log_signature, open_log, padded_pairs, subsample
+from paper_figs._real_log import (
+    cli,
+    in_draft_order,
+    log_signature,
+    open_log,
+    padded_pairs,
+    subsample,
+)
 from paper_figs.efficiency_frontier import sweeps
 from specbound.theory import block_efficiency
 from specbound.theory.lossy import acceptance_rate, distortion, induced_distribution
@@ -119,16 +126,7 @@ def compute(out_dir, quick: bool = False, log=None, executor=None,
                          wc.ResumableCSV(out_path(out_dir, f"{NAME}_lemma1.csv"), sig),
                          quick=quick, executor=executor, desc=f"{NAME} lemma 1",
                          progress=progress)
-    # the log's draft order (a store holds its configurations in completion order)
-    rank = {d: i for i, d in enumerate(lg.drafts)}
-
-    def in_draft_order(df: pd.DataFrame) -> pd.DataFrame:
-        if df.empty:
-            return df
-        return (df.assign(_o=df["draft"].map(rank)).sort_values("_o", kind="stable")
-                .drop(columns="_o").reset_index(drop=True))
-
-    return in_draft_order(front), in_draft_order(lem)
+    return in_draft_order(front, lg.drafts), in_draft_order(lem, lg.drafts)
 
 
 def table(front: pd.DataFrame, lem: pd.DataFrame) -> str:

@@ -51,6 +51,7 @@ import numpy as np
 
 from specbound._validation import as_bool, as_choice, as_int
 from specbound.llm._deps import require_llm_extra
+from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
 from specbound.sim.lossy_seq import _rule_params  # noqa: F401  (per-context parameters)
 
@@ -196,7 +197,9 @@ class PrefixCache:
 
     def __init__(self, max_bytes: int = 512 * 2**20):
         self.max_bytes = as_int(max_bytes, "max_bytes", min_value=0)
-        self._entries: dict = {}  # key -> (model, kv cache, logprobs, bytes), in use order
+        # key -> (model, kv cache, logprobs, bytes), in use order; the entry holds the model,
+        # so its id in the key cannot be reused by another object while the entry exists
+        self._entries: dict = {}
         self.hits = 0
         self.misses = 0
         self.nbytes = 0
@@ -219,9 +222,7 @@ class PrefixCache:
 
         key = self._key(model, processing, tokens)
         entry = self._entries.pop(key, None)
-        if entry is None or entry[0] is not model:
-            if entry is not None:  # a model with a reused id: the entry is stale
-                self.nbytes -= entry[3]
+        if entry is None:
             self.misses += 1
             return None
         self._entries[key] = entry  # most recently used last
@@ -326,8 +327,6 @@ class PairBackend:
         if pc is not None:
             hit = pc.get(model, self.pair.processing, tokens)
             if hit is not None:
-                from specbound.llm.models import NextTokenLogprobs
-
                 if which == "t":
                     self.n_target_forwards += 1
                 else:
