@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from specbound.sim import MarkovLM
 from specbound.sim import expected_block_tokens as sim_block_tokens
-from specbound.theory import exact_acceptance, tv_distance
+from specbound.theory import exact_acceptance, pml_bound, tv_distance
 from specbound.theory.blocks import (
     BLOCK_SCHEMES,
     _race_joint,
@@ -161,3 +161,65 @@ def test_enumeration_size_is_refused_up_front():
     with pytest.raises(ValueError, match="p_fn: vocabulary size changed"):
         expected_block_tokens(p_fn, q_fn, [0], "sd", L=2)
     assert set(BLOCK_SCHEMES) == {"sd", "exp_race", "mpfr"}
+
+
+#: entries that break ratio arithmetic: subnormal (q_j / q_i overflows), the smallest normal,
+#: tiny normal, and near-degenerate
+_AWKWARD = (5e-324, 1e-320, 1e-310, 2.2250738585072014e-308, 1e-300, 1e-200, 1e-16)
+
+
+@st.composite
+def awkward_pairs(draw, max_size=4):
+    """(p, q) pairs (heavy-tailed, sparse, one-hot, ...) where one entry of p or q may be set
+    to a subnormal or tiny value (the rest rescaled so the vector still sums to 1)."""
+    p, q = draw(prob_pairs(min_size=2, max_size=max_size))
+    p, q = p.copy(), q.copy()
+    for v in draw(st.sampled_from([(), (q,), (p,), (p, q)])):
+        i = draw(st.integers(0, v.size - 1))
+        rest = np.arange(v.size) != i
+        if v[rest].sum() <= 0:
+            continue
+        tiny = draw(st.sampled_from(_AWKWARD))
+        v[rest] *= (1.0 - tiny) / v[rest].sum()
+        v[i] = tiny
+    return p, q
+
+
+@settings(max_examples=25, deadline=None)
+@given(awkward_pairs(), st.integers(1, 3))
+def test_multiplicity_law_is_a_law_on_awkward_inputs(pq, nu):
+    """A subnormal entry of q made q_j / q_i overflow: NaN rows (and entries of -2.2e-16
+    from the quadrature elsewhere).  The law must be a probability table whose rows sum to
+    p and whose acceptance is the exact one (exact_acceptance and pml_bound, Liu, Wan, Gao &
+    Gündüz 2026, arXiv:2609.21858, Thm. B.1)."""
+    p, q = pq
+    J = mpfr_multiplicity_law(p, q, nu)
+    assert J.shape == (p.size, nu + 1)
+    assert np.all(np.isfinite(J)) and np.all(J >= 0) and np.all(J <= 1)
+    np.testing.assert_allclose(J.sum(axis=1), p, atol=1e-7)
+    acc = 1 - J[:, 0].sum()
+    assert acc == pytest.approx(exact_acceptance(p, q, "mpfr", nu), abs=1e-9)
+    assert acc == pytest.approx(pml_bound(p, q, nu), abs=1e-9)
+
+
+def test_multiplicity_law_with_a_subnormal_draft_probability():
+    # q_1 = 5e-324: token 1 is (in floating point) never drafted twice; once with
+    # probability ~ nu q_1 / p_1, which rounds to the smallest subnormals
+    for nu in (1, 2, 3):
+        J = mpfr_multiplicity_law([0.5, 0.5], [1.0, 5e-324], nu)
+        assert np.all(np.isfinite(J)) and np.all(J >= 0)
+        assert J[1, 0] == 0.5 and np.all(J[1, 1:] <= 1e-320)
+        np.testing.assert_allclose(J[0], [0.0] * nu + [0.5], atol=1e-9)
+        assert 1 - J[:, 0].sum() == exact_acceptance([0.5, 0.5], [1.0, 5e-324], "mpfr", nu)
+
+
+def test_multiplicity_law_is_continuous_into_the_subnormal_range():
+    """The law of N_i given Y = i (row i over p_i) tends to a limit as p_i -> 0: the integral
+    in the winner's score g lived on [0, ~p_i] and adaptive quadrature missed it from
+    p_i ~ 1e-6 on (0.357 instead of 0.657 for P(N_0 >= 2)); subnormal p_i overflowed."""
+    q = np.array([0.3, 0.7])
+    rows = {tiny: mpfr_multiplicity_law([tiny, 1 - tiny], q, 3)[0] / tiny
+            for tiny in (1e-3, 1e-6, 1e-12, 1e-300, 1e-310)}
+    for tiny in (1e-6, 1e-12, 1e-300, 1e-310):
+        np.testing.assert_allclose(rows[tiny], rows[1e-12], atol=1e-5)
+    np.testing.assert_allclose(rows[1e-3], rows[1e-12], atol=1e-3)

@@ -83,10 +83,49 @@ def _race_joint(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def _multiplicity_law(p: np.ndarray, q: np.ndarray, nu: int) -> np.ndarray:
-    """:func:`mpfr_multiplicity_law` on valid 1-D input (no checks)."""
+def _scaled_ge(p_i: float, q_i: float, pj: np.ndarray, qj: np.ndarray, nu: int,
+               k: int) -> float:
+    """``P(Y = i, N_i >= k)`` (``k >= 2``) of :func:`mpfr_multiplicity_law`, valid input.
+
+    The integral of the Notes there with the winner's score ``g = p_i t`` as variable:
+    ``p_i int_0^inf e^{-t} E[F_Pois(nu - k; Lambda)] dt`` with ``Lambda = sum_{j != i}
+    (c_j (p_i t + s) - t p_j)_+``, ``c_j = q_j / q_i`` and ``s ~ Gamma(k - 1)``.  In ``t``
+    the integrand lives on a scale of 1 whatever ``p_i`` (in ``g`` it lives on ``[0, ~p_i]``,
+    which adaptive quadrature on ``[0, inf)`` misses for ``p_i`` below about ``1e-5``), and no
+    ratio ``p_j / p_i`` appears (it overflows when ``p_i`` is subnormal).  A ratio ``c_j``
+    that overflows (``q_i`` subnormal) makes ``Lambda`` infinite for every ``(t, s) != 0``:
+    token ``i`` is drafted twice with probability 0 in floating point, and the value is 0.
+    """
     from scipy import integrate, special, stats
 
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        c = qj / q_i
+    if np.any(np.isinf(c)):
+        return 0.0
+    slope = c * p_i - pj  # d Lambda_j / dt; finite (c <= 1 / q_i, p_i <= 1)
+
+    def inner(s):
+        icpt = c * s
+
+        def f(t):
+            lam = np.sum(np.maximum(icpt + slope * t, 0.0))
+            return np.exp(-t) * special.pdtr(nu - k, lam)
+
+        neg = slope < 0
+        kinks = np.sort(icpt[neg] / -slope[neg])
+        kinks = kinks[np.isfinite(kinks) & (kinks > 0)]
+        edges = np.concatenate([[0.0], kinks])
+        val = 0.0
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            val += integrate.quad(f, lo, hi, epsabs=1e-11, epsrel=1e-8)[0]
+        val += integrate.quad(f, edges[-1], np.inf, epsabs=1e-11, epsrel=1e-8)[0]
+        return val * stats.gamma.pdf(s, k - 1)
+
+    return p_i * integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7, limit=200)[0]
+
+
+def _multiplicity_law(p: np.ndarray, q: np.ndarray, nu: int) -> np.ndarray:
+    """:func:`mpfr_multiplicity_law` on valid 1-D input (no checks)."""
     n = p.shape[0]
     ge = np.zeros((n, nu + 2))  # ge[i, k] = P(Y = i, N_i >= k)
     for i in np.flatnonzero(p > 0):
@@ -95,30 +134,23 @@ def _multiplicity_law(p: np.ndarray, q: np.ndarray, nu: int) -> np.ndarray:
             continue
         others = np.arange(n) != i
         qj, pj = q[others], p[others]
-        a = np.sum(np.maximum(qj / q[i] - pj / p[i], 0.0))  # alpha_i / p_i
-        alpha = a * p[i]
-        ge[i, 1] = p[i] * (1.0 - (alpha / (1.0 + alpha)) ** nu)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            finite = bool(np.all(np.isfinite(qj / q[i])) and np.all(np.isfinite(pj / p[i])))
+        if finite:
+            a = np.sum(np.maximum(qj / q[i] - pj / p[i], 0.0))  # alpha_i / p_i
+            alpha = a * p[i]
+            ge[i, 1] = p[i] * (1.0 - (alpha / (1.0 + alpha)) ** nu)
+        else:
+            # a subnormal p_i or q_i: q_j / q_i or p_j / p_i overflows.  1 / (1 + alpha_i)
+            # = q_i / (q_i + sum_j (q_j p_i - p_j q_i)_+) has only products of numbers <= 1
+            r = q[i] / (q[i] + np.sum(np.maximum(qj * p[i] - pj * q[i], 0.0)))
+            ge[i, 1] = p[i] * -math.expm1(nu * math.log1p(-r)) if r < 1 else p[i]
         for k in range(2, nu + 1):
-            def inner(s, k=k, qj=qj, pj=pj, i=i):
-                slope = qj / q[i] - pj / p[i]
-                icpt = qj * s / q[i]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    kinks = np.where(slope < 0, -icpt / slope, np.nan)
-                kinks = np.sort(kinks[np.isfinite(kinks) & (kinks > 0)])
-
-                def f(g):
-                    lam = np.sum(np.maximum(icpt + slope * g, 0.0))
-                    return np.exp(-g / p[i]) * special.pdtr(nu - k, lam)
-
-                edges = np.concatenate([[0.0], kinks])
-                val = 0.0
-                for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-                    val += integrate.quad(f, lo, hi, epsabs=1e-11, epsrel=1e-8)[0]
-                val += integrate.quad(f, edges[-1], np.inf, epsabs=1e-11, epsrel=1e-8)[0]
-                return val * stats.gamma.pdf(s, k - 1)
-
-            ge[i, k] = integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7,
-                                      limit=200)[0]
+            ge[i, k] = _scaled_ge(float(p[i]), float(q[i]), pj, qj, nu, k)
+    # P(N_i >= k) is non-increasing in k and in [0, p_i]: quadrature errors (about 1e-16
+    # near the ends) must not make a probability of the law negative
+    np.clip(ge, 0.0, None, out=ge)
+    np.minimum.accumulate(ge, axis=1, out=ge)
     return ge[:, :-1] - ge[:, 1:]
 
 
@@ -156,10 +188,14 @@ def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
     ``P(Y=i, N_i>=k) = int_0^inf e^{-g/p_i} E[F_Pois(nu-k; Lambda(g, Gamma_{k-1}))] dg`` with
     ``Lambda(g, s) = sum_{j != i} (q_j (g + s)/q_i - g p_j/p_i)_+``.  ``k = 1`` has the closed
     form ``p_i (1 - (alpha_i/(1+alpha_i))^nu)``; ``k >= 2`` is a nested adaptive quadrature
-    (scipy ``quad``, split at the kinks of ``Lambda``), ``n (nu - 1)`` of them, hence the
-    bound on ``nu``.  Checked against Monte Carlo of the kernels in
-    ``tests/test_theory_blocks.py``.  Zeros: a token with ``p_i = 0`` has an all-zero row; one
-    with ``q_i = 0`` is never drafted (``J[i, 0] = p_i``).
+    (scipy ``quad`` in ``t = g / p_i``, split at the kinks of ``Lambda``), ``n (nu - 1)`` of
+    them, hence the bound on ``nu``.  Checked against Monte Carlo of the kernels in
+    ``tests/test_sim_decode.py``.  Zeros: a token with ``p_i = 0`` has an all-zero row; one
+    with ``q_i = 0`` is never drafted (``J[i, 0] = p_i``).  Subnormal entries (where
+    ``q_j / q_i`` or ``p_j / p_i`` overflow) use the overflow-free forms
+    ``1 / (1 + alpha_i) = q_i / (q_i + sum_j (q_j p_i - p_j q_i)_+)`` and the integral in
+    ``t``; every entry of ``J`` is in ``[0, p_i]`` and non-negative (``P(N_i >= k)`` is made
+    non-increasing in ``k`` against quadrature rounding).
 
     Raises
     ------
