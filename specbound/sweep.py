@@ -328,6 +328,17 @@ class ResumableCSV:
             raise ValueError(f"path: must be a file path, got {path!r}") from None
         if self.path.name in ("", ".", ".."):
             raise ValueError(f"path: must name a file, got {path!r}")
+        if self.path.is_dir():
+            raise ValueError(f"path: {str(self.path)!r} is a directory; give the path of the "
+                             "CSV file (e.g. DIR/study.csv)")
+        if self.path.exists() and not self.path.is_file():
+            raise ValueError(f"path: {str(self.path)!r} exists and is not a regular file")
+        for folder in self.path.parents:
+            if folder.exists():
+                if not folder.is_dir():
+                    raise ValueError(f"path: {str(folder)!r} (a folder of the path) is not "
+                                     "a directory")
+                break
         self.signature = signature
         self.dir = self.path.parent / f".{self.path.name}.sweep"
         self._records_dir = self.dir / "records"
@@ -362,7 +373,10 @@ class ResumableCSV:
         ``config`` is a non-empty id other than ``"nan"`` not stored yet; ``rows`` a
         sequence of mappings from column name to value (an empty sequence marks the
         configuration done without adding rows).  Each stored row is
-        ``{"config": config, "signature": signature, "config_rows": len(rows), **row}``.
+        ``{"config": config, "signature": signature, "config_rows": len(rows), **row}``;
+        a row may not have a column of the store's own (``config``, ``signature``,
+        ``config_rows``: :data:`KEY_COLUMNS`), which would overwrite it (``ValueError``
+        naming the column).
         """
         if not isinstance(config, str) or config in ("", "nan"):
             raise ValueError(f"config: must be a non-empty string other than 'nan', got "
@@ -375,6 +389,11 @@ class ResumableCSV:
             if not isinstance(r, Mapping):
                 raise ValueError(f"rows: every row must be a mapping (dict), got "
                                  f"{type(r).__name__}")
+            clash = [c for c in KEY_COLUMNS if c in r]
+            if clash:
+                raise ValueError(
+                    f"rows: column {clash[0]!r} of configuration {config!r} is one of the "
+                    f"store's own columns {KEY_COLUMNS}; rename it in the worker's rows")
         n = len(rows)
         full = [{"config": config, "signature": self.signature, "config_rows": n, **r}
                 for r in rows]
