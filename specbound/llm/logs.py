@@ -48,6 +48,7 @@ skipped.  :func:`shipped_log` opens the small log committed with the package (ma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -59,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from specbound._validation import as_bool, as_int
+from specbound.sim.logged import _ARRAYS as _LOGGED_ARRAYS
 from specbound.sim.logged import LogReader, LogWriter
 
 __all__ = ["DistributionLog", "LoggedDistributions", "LoggedPair", "log_distributions",
@@ -75,6 +77,10 @@ _ZERO_TAIL = 1e-12
 #: sub-log of the contexts recorded without a draft distribution (its q column repeats p)
 TARGET_ONLY = "target-only"
 TARGET_ONLY_NAME = "(target only)"
+#: checksums of the files of a published log (``scripts/make_log.py``); checked on reading
+SUMS = "SHA256SUMS"
+_SUB_ARRAYS = tuple(f"{name}.npy" for name in _LOGGED_ARRAYS)
+_SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -122,30 +128,138 @@ def sparse_top(p, max_stored: int = DEFAULT_MAX_STORED, name: str = "p"):
 # ----------------------------------------------------------------------------- contexts
 
 
-def _read_contexts(path: Path, repair: bool) -> list[dict]:
-    """Complete lines of ``contexts.jsonl``; a torn last line is cut off when ``repair``."""
+def _is_int(x) -> bool:
+    """A JSON integer (not a bool, not a float)."""
+    return type(x) is int
+
+
+def _check_refs(refs, seqs: list, key: str, count: int, where: str) -> None:
+    if not isinstance(refs, list) or len(refs) != count:
+        got = f"{len(refs)} entries" if isinstance(refs, list) else type(refs).__name__
+        raise ValueError(f"{where}: {key!r} must list one [sequence, length] pair per "
+                         f"position ({count}), got {got}")
+    for ref in refs:
+        if not (isinstance(ref, list) and len(ref) == 2 and _is_int(ref[0])
+                and _is_int(ref[1]) and 0 <= ref[0] < len(seqs)
+                and 1 <= ref[1] <= len(seqs[ref[0]])):
+            raise ValueError(f"{where}: {key!r} holds {ref!r}, not a [sequence, length] pair "
+                             f"of its {len(seqs)} 'sequences'")
+
+
+def _check_line(rec, where: str, vocab_size: int) -> dict:
+    """Schema of one ``contexts.jsonl`` line (``ValueError`` naming the field)."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: must be a JSON object, got {type(rec).__name__}")
+    for key in ("prompt_id", "positions", "sequences", "contexts"):
+        if key not in rec:
+            raise ValueError(f"{where}: lacks the field {key!r}")
+    if ("target_positions" in rec) != ("target_contexts" in rec):
+        raise ValueError(f"{where}: 'target_positions' and 'target_contexts' go together")
+    for key in ("prompt_id", "positions", "target_positions"):
+        if key in rec and not (_is_int(rec[key]) and rec[key] >= 0):
+            raise ValueError(f"{where}: {key!r} must be an integer >= 0, got {rec[key]!r}")
+    seqs = rec["sequences"]
+    if not isinstance(seqs, list) or not all(isinstance(q, list) and q for q in seqs):
+        raise ValueError(f"{where}: 'sequences' must be a list of non-empty lists of token ids")
+    for q in seqs:
+        for t in q:
+            if not (_is_int(t) and 0 <= t < vocab_size):
+                raise ValueError(f"{where}: 'sequences' holds {t!r}, not a token id in "
+                                 f"[0, {vocab_size - 1}] (vocab_size)")
+    _check_refs(rec["contexts"], seqs, "contexts", rec["positions"], where)
+    if "target_contexts" in rec:
+        _check_refs(rec["target_contexts"], seqs, "target_contexts", rec["target_positions"],
+                    where)
+    return rec
+
+
+def _read_contexts(path: Path, vocab_size: int, *, repair: bool = False,
+                   missing_ok: bool = False) -> tuple[list[dict], bool]:
+    """The lines of ``contexts.jsonl`` (schema-checked) and whether a torn last line (bytes
+    after the last line break: a write cut by a crash) was found.
+
+    Every complete line must decode and pass :func:`_check_line`, prompt ids must be
+    distinct: otherwise ``ValueError`` naming the file and the line number (a bad line is
+    never skipped, and nothing after it is lost).  The torn last line is not a line of the
+    log (its prompt was not committed); ``repair`` cuts it off the file.  A missing file is
+    an error unless ``missing_ok`` (a log whose creation was interrupted, when resuming).
+    """
     f = path / CONTEXTS
-    if not f.exists():
-        return []
+    if not f.is_file():
+        if missing_ok and not f.exists():
+            return [], False
+        raise ValueError(f"path: {path} has no {CONTEXTS} (the commit lines of a "
+                         "distribution log's prompts): not a complete log")
     data = f.read_bytes()
-    out, good = [], 0
-    pos = 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break
+    raw = data.split(b"\n")
+    tail = raw.pop()  # after the last line break: empty unless the last write was torn
+    out: list[dict] = []
+    seen: dict[int, int] = {}
+    for k, line in enumerate(raw, 1):
+        where = f"path: {f}, line {k}"
         try:
-            rec = json.loads(data[pos:end].decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            break
+            rec = json.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise ValueError(f"{where}: not a JSON line ({exc})") from None
+        rec = _check_line(rec, where, vocab_size)
+        pid = rec["prompt_id"]
+        if pid in seen:
+            raise ValueError(f"{where}: 'prompt_id' {pid} is already committed on line "
+                             f"{seen[pid]}")
+        seen[pid] = k
         out.append(rec)
-        pos = good = end + 1
-    if good < len(data) and repair:
+    if tail and repair:
         with open(f, "r+b") as fh:
-            fh.truncate(good)
+            fh.truncate(len(data) - len(tail))
             fh.flush()
             os.fsync(fh.fileno())
+    return out, bool(tail)
+
+
+# ----------------------------------------------------------------------------- checksums
+
+
+def _read_sums(path: Path) -> dict[str, str]:
+    """``SHA256SUMS`` of a log folder: relative file name -> hex digest (lines
+    ``<digest>  <name>``; ``#`` starts a comment line)."""
+    f = path / SUMS
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"path: {f} is not UTF-8 text ({exc})") from None
+    out: dict[str, str] = {}
+    for k, line in enumerate(text.split("\n"), 1):
+        if line.startswith("#") or (not line and k == text.count("\n") + 1):
+            continue
+        m = _SUM_LINE.fullmatch(line)
+        name = m.group(2) if m else ""
+        parts = name.split("/")
+        if m is None or any(p in ("", ".", "..") for p in parts) or "\\" in name:
+            raise ValueError(f"path: {f}, line {k}: not '<sha256 hex digest>  <file>' with a "
+                             f"file inside the log, got {line[:80]!r}")
+        if name in out:
+            raise ValueError(f"path: {f}, line {k}: lists {name!r} a second time")
+        out[name] = m.group(1)
     return out
+
+
+def _verify_sums(path: Path, required: bool) -> dict[str, str] | None:
+    """Check every file listed in ``SHA256SUMS`` against its digest; None if there is no
+    such file and it is not ``required``."""
+    f = path / SUMS
+    if not f.is_file():
+        if required:
+            raise ValueError(f"path: {path} has no {SUMS}: the shipped log cannot be checked")
+        return None
+    sums = _read_sums(path)
+    for name, digest in sums.items():
+        g = path / name
+        if not g.is_file():
+            raise ValueError(f"path: {SUMS} lists {name!r}, which is missing from {path}")
+        if hashlib.sha256(g.read_bytes()).hexdigest() != digest:
+            raise ValueError(f"path: {name} in {path} does not match its SHA-256 in {SUMS} "
+                             "(the file was changed or corrupted)")
+    return sums
 
 
 def _compress_contexts(contexts: list[np.ndarray]) -> tuple[list[list[int]], list[list[int]]]:
@@ -271,18 +385,23 @@ class DistributionLog:
                 meta["prompts"] = {**old_prompts, **new_prompts}
                 manifest["meta"] = meta
                 _fsync_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
-            lines = _read_contexts(self.path, repair=True)
+            if (self.path / SUMS).exists():
+                raise ValueError(f"resume: the log at {self.path} is a published one (its "
+                                 f"files are listed in {SUMS}); extend a copy without {SUMS}")
+            lines, _ = _read_contexts(self.path, vocab_size, repair=True, missing_ok=True)
             n = sum(int(r["positions"]) for r in lines)
-            for sd in subdirs:
-                _rollback(self.path / sd, n)
             self._done = {int(r["prompt_id"]) for r in lines}
+            for sd in subdirs:
+                _rollback(self.path / sd, n, self._done)
+            if not (self.path / CONTEXTS).exists():
+                (self.path / CONTEXTS).write_bytes(b"")
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
                                        value_dtype=value_dtype, resume=True)
                              for sd, d in zip(subdirs, drafts, strict=True)]
             if stored.get("target_only"):
                 manifest["target_only"] = stored["target_only"]
                 _rollback(self.path / TARGET_ONLY,
-                          sum(int(r.get("target_positions", 0)) for r in lines))
+                          sum(int(r.get("target_positions", 0)) for r in lines), self._done)
                 self._twriter = LogWriter(self.path / TARGET_ONLY,
                                           self._sub_meta(TARGET_ONLY_NAME),
                                           chunk_size=2**62, value_dtype=value_dtype,
@@ -437,22 +556,71 @@ class DistributionLog:
 
 
 def _read_manifest(path: Path) -> dict:
+    """The schema-checked manifest of a log folder (``ValueError`` naming the field)."""
     mf = Path(path) / MANIFEST
     if not mf.is_file():
         raise ValueError(f"path: {path} is not a distribution log (no {MANIFEST})")
     try:
-        doc = json.loads(mf.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        doc = json.loads(mf.read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"path: {mf} is not a {FORMAT} manifest")
     if doc.get("version") != VERSION:
         raise ValueError(f"path: {mf}: unsupported version {doc.get('version')!r}")
+    for key in ("subdirs", "meta"):
+        if key not in doc:
+            raise ValueError(f"path: {mf} lacks the field {key!r}")
+    meta = doc["meta"]
+    if not isinstance(meta, dict):
+        raise ValueError(f"path: {mf}: 'meta' must be an object, got {type(meta).__name__}")
+    for key in ("vocab_size", "drafts"):
+        if key not in meta:
+            raise ValueError(f"path: {mf} lacks the field 'meta.{key}'")
+    V = meta["vocab_size"]
+    if not (_is_int(V) and 1 <= V <= 2**31 - 1):
+        raise ValueError(f"path: {mf}: 'meta.vocab_size' must be an integer in [1, 2**31 - 1], "
+                         f"got {V!r}")
+    drafts = meta["drafts"]
+    if (not isinstance(drafts, list) or not drafts
+            or not all(isinstance(d, str) and d for d in drafts)
+            or len(set(drafts)) != len(drafts)):
+        raise ValueError(f"path: {mf}: 'meta.drafts' must be a non-empty list of distinct "
+                         f"draft names, got {drafts!r}")
+    subdirs = doc["subdirs"]
+    if not isinstance(subdirs, list) or not all(isinstance(d, str) for d in subdirs):
+        raise ValueError(f"path: {mf}: 'subdirs' must be a list of folder names, got "
+                         f"{subdirs!r}")
+    if len(subdirs) != len(drafts):
+        raise ValueError(f"path: {mf}: 'subdirs' names {len(subdirs)} sub-logs for "
+                         f"{len(drafts)} drafts in 'meta.drafts'")
+    for i, (sd, d) in enumerate(zip(subdirs, drafts, strict=True)):
+        if sd != _subdir(i, d):
+            raise ValueError(f"path: {mf}: 'subdirs'[{i}] is {sd!r}, but the sub-log of draft "
+                             f"{d!r} is {_subdir(i, d)!r}")
+    if doc.get("target_only") not in (None, TARGET_ONLY):
+        raise ValueError(f"path: {mf}: 'target_only' must be {TARGET_ONLY!r} or absent, got "
+                         f"{doc['target_only']!r}")
+    prompts = meta.get("prompts")
+    if prompts is not None and not (isinstance(prompts, dict) and all(
+            isinstance(k, str) and k.isdigit() and isinstance(v, str)
+            for k, v in prompts.items())):
+        raise ValueError(f"path: {mf}: 'meta.prompts' must be null or an object of prompt id "
+                         "-> text")
+    for key, kind in (("processing", dict), ("extra", dict), ("decoder", str),
+                      ("target_model", str)):
+        if key in meta and not isinstance(meta[key], kind):
+            raise ValueError(f"path: {mf}: 'meta.{key}' must be a JSON "
+                             f"{'object' if kind is dict else 'string'}, got {meta[key]!r}")
+    if meta.get("key_id") is not None and not isinstance(meta["key_id"], str):
+        raise ValueError(f"path: {mf}: 'meta.key_id' must be a string or null")
     return doc
 
 
-def _rollback(sub: Path, n: int) -> None:
-    """Lower a sub-log's committed positions to ``n`` (prompts without a contexts line)."""
+def _rollback(sub: Path, n: int, committed: set[int]) -> None:
+    """Lower a sub-log's committed positions to ``n``: the positions of the one prompt whose
+    sub-logs committed before a crash cut its ``contexts.jsonl`` line (``committed``: the
+    prompt ids of the lines)."""
     reader = LogReader(sub, validate=False)
     have = len(reader)
     if have < n:
@@ -460,6 +628,11 @@ def _rollback(sub: Path, n: int) -> None:
                          f"{n} (inconsistent log)")
     if have == n:
         return
+    extra = np.unique(np.asarray(reader.prompt_id[n:]))
+    if extra.size > 1 or int(extra[0]) in committed:
+        raise ValueError(f"path: {sub} holds {have - n} positions beyond those of {CONTEXTS} "
+                         f"(prompts {extra.tolist()}), more than one interrupted prompt: the "
+                         "log is inconsistent (a line of contexts.jsonl lost?); not resumed")
     a = reader.arrays()
     doc = dict(reader._doc)
     doc["committed"] = {"positions": n, "p_nnz": int(a["p_offsets"][n]),
@@ -513,42 +686,75 @@ class LoggedDistributions:
         Draft name -> :class:`~specbound.sim.logged.LogReader` (``p`` = target, ``q`` = draft).
     """
 
-    def __init__(self, path, *, validate=True):
+    def __init__(self, path, *, validate=True, checksums=None):
         self.path = Path(path)
+        if not self.path.is_dir():
+            raise ValueError(f"path: {str(self.path)!r} is not a folder (a distribution log is "
+                             "one)")
+        checksums = None if checksums is None else as_bool(checksums, "checksums")
+        sums = None if checksums is False else _verify_sums(self.path, bool(checksums))
         doc = _read_manifest(self.path)
         self.meta = doc["meta"]
         self.drafts = list(self.meta["drafts"])
-        self._lines = _read_contexts(self.path, repair=False)
-        n = sum(int(r["positions"]) for r in self._lines)
-        self.readers: dict[str, LogReader] = {}
-        for sd, d in zip(doc["subdirs"], self.drafts, strict=True):
-            r = LogReader(self.path / sd, validate=validate)
-            if len(r) < n:
-                raise ValueError(f"path: {sd} holds {len(r)} positions, fewer than the {n} of "
-                                 f"{CONTEXTS}")
-            self.readers[d] = r
-        self._n = n
-        self.target_only: LogReader | None = None
+        V = int(self.meta["vocab_size"])
+        subs = list(zip(doc["subdirs"], self.drafts, strict=True))
         if doc.get("target_only"):
-            self.target_only = LogReader(self.path / doc["target_only"], validate=validate)
-            nt = sum(int(r.get("target_positions", 0)) for r in self._lines)
-            if len(self.target_only) < nt:
-                raise ValueError(f"path: {doc['target_only']} holds {len(self.target_only)} "
-                                 f"positions, fewer than the {nt} of {CONTEXTS}")
+            subs.append((doc["target_only"], TARGET_ONLY_NAME))
+        if sums is not None:
+            need = [MANIFEST, CONTEXTS] + [f"{sd}/{name}" for sd, _ in subs
+                                           for name in ("meta.json", *_SUB_ARRAYS)]
+            missing = [name for name in need if name not in sums]
+            if missing:
+                raise ValueError(f"path: {SUMS} in {self.path} does not list {missing[0]!r}, "
+                                 "a file of the log")
+        self._lines, torn = _read_contexts(self.path, V)
+        pids = [r["prompt_id"] for r in self._lines]
+        counts = {"pairs": [r["positions"] for r in self._lines],
+                  "target_only": [r.get("target_positions", 0) for r in self._lines]}
+        n, nt = sum(counts["pairs"]), sum(counts["target_only"])
+        if nt and not doc.get("target_only"):
+            raise ValueError(f"path: {CONTEXTS} has target-only positions but {MANIFEST} names "
+                             "no 'target_only' sub-log")
+        shared = {k: v for k, v in self.meta.items() if k != "prompts"}
+        readers = {}
+        for sd, d in subs:
+            r = LogReader(self.path / sd, validate=validate)
+            if r.meta != {**shared, "draft_model": d}:
+                want = {**shared, "draft_model": d}
+                key = sorted(set(r.meta) ^ set(want) | {k for k in want
+                                                         if r.meta.get(k) != want[k]})[0]
+                raise ValueError(f"path: {sd}/meta.json disagrees with {MANIFEST} on "
+                                 f"{key!r} (a sub-log of another log, or a changed file)")
+            which = "target_only" if d == TARGET_ONLY_NAME else "pairs"
+            m = n if which == "pairs" else nt
+            if len(r) < m:
+                raise ValueError(f"path: {sd} holds {len(r)} positions, fewer than the {m} of "
+                                 f"{CONTEXTS}")
+            if r.complete and len(r) != m:
+                raise ValueError(f"path: {sd} is complete with {len(r)} positions, but "
+                                 f"{CONTEXTS} commits {m} (a line lost or added)")
+            if torn and r.complete:
+                raise ValueError(f"path: {self.path / CONTEXTS}: the last line is cut off (no "
+                                 "line break) in a complete log")
+            expect = np.repeat(np.asarray(pids, dtype=np.int64),
+                               np.asarray(counts[which], dtype=np.int64))
+            if not np.array_equal(np.asarray(r.prompt_id[:m]), expect):
+                raise ValueError(f"path: the prompt ids of {sd} disagree with the lines of "
+                                 f"{CONTEXTS} (lines reordered, removed or duplicated?)")
+            readers[d] = r
+        self.target_only: LogReader | None = readers.pop(TARGET_ONLY_NAME, None)
+        self.readers: dict[str, LogReader] = readers
+        self._n = n
         first = self.readers[self.drafts[0]]
         if validate and n:
-            pid = np.asarray(first.prompt_id[:n])
-            expect = np.repeat([int(r["prompt_id"]) for r in self._lines],
-                               [int(r["positions"]) for r in self._lines])
-            if not np.array_equal(pid, expect):
-                raise ValueError(f"path: the sub-logs' prompt ids disagree with {CONTEXTS}")
+            a = first.arrays()
+            off = np.asarray(a["p_offsets"][: n + 1])
+            ref = {"p_offsets": off, "p_idx": np.asarray(a["p_idx"][: off[-1]]),
+                   "p_val": np.asarray(a["p_val"][: off[-1]])}
             for d in self.drafts[1:]:
-                o = self.readers[d]
-                if not np.array_equal(np.asarray(o.prompt_id[:n]), pid):
-                    raise ValueError(f"path: sub-log of {d!r} disagrees with the first one")
-                for k in ("p_offsets", "p_idx", "p_val"):
-                    if not np.array_equal(np.asarray(first.arrays()[k]),
-                                          np.asarray(o.arrays()[k])):
+                o = self.readers[d].arrays()
+                for k, v in ref.items():
+                    if not np.array_equal(v, np.asarray(o[k][: v.shape[0]])):
                         raise ValueError(f"path: the target rows of {d!r} differ from those "
                                          "of the first draft")
 
@@ -670,9 +876,39 @@ class ReplayLM:
         return out
 
 
-def read_log(path, *, validate: bool = True) -> LoggedDistributions:
-    """Open a :class:`DistributionLog` folder for reading."""
-    return LoggedDistributions(path, validate=as_bool(validate, "validate"))
+def read_log(path, *, validate: bool = True, checksums: bool | None = None
+             ) -> LoggedDistributions:
+    """Open a :class:`DistributionLog` folder for reading.
+
+    Parameters
+    ----------
+    path : str or Path
+        The log's folder.
+    validate : bool, default True
+        Check every sub-log's offsets, token ids and probabilities
+        (:class:`~specbound.sim.logged.LogReader`) and that every draft's sub-log holds the
+        same target rows.  The structure is checked either way: the manifest's and every
+        ``contexts.jsonl`` line's fields, the sub-logs' metadata against the manifest, and the
+        sub-logs' prompt ids against the lines.
+    checksums : bool, optional
+        Check every file against the folder's ``SHA256SUMS`` (written by
+        ``scripts/make_log.py``): ``None`` (default) when the folder has one, ``True``
+        always (a missing ``SHA256SUMS`` is an error), ``False`` never.
+
+    Raises
+    ------
+    ValueError
+        Naming the file (and the line or field) of anything that does not read as a
+        complete log: a ``contexts.jsonl`` line that does not decode or lacks a field, a
+        missing ``contexts.jsonl``, a manifest without ``subdirs``/``meta`` or with fewer
+        drafts than sub-logs, a token id outside the vocabulary, lines reordered, removed or
+        duplicated against the sub-logs, a file that does not match its checksum.  A log
+        is never read short: the only line left out is a torn last line (no line break: a
+        write cut by a crash) of a log whose writer was not closed -- that prompt was never
+        committed; in a closed log it is an error.
+    """
+    return LoggedDistributions(path, validate=as_bool(validate, "validate"),
+                               checksums=checksums)
 
 
 def shipped_log_path() -> Path:
@@ -687,8 +923,10 @@ def shipped_log(*, validate: bool = True) -> LoggedDistributions:
     on fixed HumanEval and ShareGPT prompts (chat-formatted), its own sampled continuations,
     and four drafts at every context (their names: ``shipped_log().drafts``); every tail is
     0, so each logged pair is exact (see :meth:`LoggedDistributions.pairs`).  Needs no torch.
+    Every file is checked against the shipped ``SHA256SUMS`` (a changed or missing file is a
+    ``ValueError`` naming it; :func:`read_log` with ``checksums=True``).
     """
-    return read_log(shipped_log_path(), validate=validate)
+    return read_log(shipped_log_path(), validate=validate, checksums=True)
 
 
 # ----------------------------------------------------------------------------- logging
