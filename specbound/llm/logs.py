@@ -725,6 +725,9 @@ class LoggedDistributions:
                                                          if r.meta.get(k) != want[k]})[0]
                 raise ValueError(f"path: {sd}/meta.json disagrees with {MANIFEST} on "
                                  f"{key!r} (a sub-log of another log, or a changed file)")
+            if torn and r.complete:
+                raise ValueError(f"path: {self.path / CONTEXTS}: the last line is cut off (no "
+                                 "line break) in a complete log")
             which = "target_only" if d == TARGET_ONLY_NAME else "pairs"
             m = n if which == "pairs" else nt
             if len(r) < m:
@@ -733,9 +736,6 @@ class LoggedDistributions:
             if r.complete and len(r) != m:
                 raise ValueError(f"path: {sd} is complete with {len(r)} positions, but "
                                  f"{CONTEXTS} commits {m} (a line lost or added)")
-            if torn and r.complete:
-                raise ValueError(f"path: {self.path / CONTEXTS}: the last line is cut off (no "
-                                 "line break) in a complete log")
             expect = np.repeat(np.asarray(pids, dtype=np.int64),
                                np.asarray(counts[which], dtype=np.int64))
             if not np.array_equal(np.asarray(r.prompt_id[:m]), expect):
