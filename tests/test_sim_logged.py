@@ -216,15 +216,24 @@ def test_resume_after_interrupted_writer(tmp_path):
 
 
 def test_reader_ignores_header_written_past_commit(tmp_path):
-    # interrupted between rewriting a header and committing meta.json
+    # interrupted between rewriting a header and committing meta.json (a writer that is
+    # not closed: meta.json says complete = false)
     P, Q = _pairs(6)
     _write(tmp_path / "log", P, Q, 3, 3)
+    _edit_meta(tmp_path / "log", lambda d: d.update(complete=False))
     f = tmp_path / "log" / "p_val.npy"
     a = np.load(f)
     np.save(f, np.concatenate([a, np.ones(5, a.dtype)]))  # longer array, same dtype
     r = LogReader(tmp_path / "log")
     assert len(r) == 6 and r.arrays()["p_val"].shape == a.shape
     np.testing.assert_array_equal(r.arrays()["p_val"], a)
+    # a closed writer leaves every file at its committed length: in a complete log, entries
+    # beyond the commit mean a meta.json whose counts were lowered (a short read)
+    _edit_meta(tmp_path / "log", lambda d: d.update(complete=True))
+    for validate in (True, False):
+        with pytest.raises(ValueError, match=r"p_val.npy holds \d+ entries but the complete "
+                                             "log's .*meta.json commits"):
+            LogReader(tmp_path / "log", validate=validate)
 
 
 def test_writer_refuses_to_overwrite_and_checks_meta_on_resume(tmp_path):
@@ -300,6 +309,13 @@ def test_corrupted_logs_raise(tmp_path, corrupt, match):
     path = _make(tmp_path)
     corrupt(path)
     with pytest.raises(ValueError, match=match):
+        LogReader(path)
+
+
+def test_deeply_nested_meta_json_is_a_value_error(tmp_path):
+    path = _make(tmp_path)
+    (path / "meta.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="not valid JSON"):
         LogReader(path)
 
 
@@ -419,6 +435,8 @@ def test_validate_catches_a_token_repeated_within_a_position(tmp_path):
         (lambda d: d["committed"].update(p_nnz=-3), "committed\\['p_nnz'\\]"),
         (lambda d: d.update(committed=[1, 2, 3]), "malformed field"),
         (lambda d: d["meta"].update(vocab_size="40"), "vocab_size"),
+        (lambda d: d.update(complete="no"), "'complete' must be true or false"),
+        (lambda d: d["committed"].update(positions=3), "the complete log's .*meta.json commits"),
     ],
 )
 def test_malformed_meta_fields_name_the_file(tmp_path, edit, match):

@@ -456,7 +456,9 @@ class LogReader:
     vocab_size : int
     complete : bool
         Whether the writer was closed (False for an interrupted log; its committed positions
-        are still valid).
+        are still valid).  A closed writer leaves every array file at its committed length,
+        so a complete log whose files hold more entries than ``meta.json`` commits (counts
+        lowered by hand or by corruption: a short read) is a ``ValueError``.
     """
 
     def __init__(self, path, *, validate=True):
@@ -467,7 +469,7 @@ class LogReader:
             raise ValueError(f"path: {self.path} is not a log (no meta.json)")
         try:
             doc = json.loads(mf.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ValueError(f"path: {mf} is not a {FORMAT} log")
@@ -488,6 +490,9 @@ class LogReader:
             raise ValueError(f"path: {mf} has a malformed field ({exc})") from None
         if value_dtype not in _VALUE_DTYPES:
             raise ValueError(f"path: {mf} has an invalid value_dtype {value_dtype!r}")
+        if not isinstance(doc.get("complete", False), bool):
+            raise ValueError(f"path: {mf}: 'complete' must be true or false, got "
+                             f"{doc['complete']!r}")
         self._doc = doc
         self.meta = meta
         self.vocab_size = int(meta["vocab_size"])
@@ -510,6 +515,11 @@ class LogReader:
             if arr.shape[0] < counts[name]:
                 raise ValueError(f"path: {name}.npy holds {arr.shape[0]} entries but "
                                  f"meta.json commits {counts[name]} (truncated file)")
+            if self.complete and arr.shape[0] != counts[name]:
+                # a closed writer leaves every file at its committed length (uncommitted
+                # entries exist only in an interrupted log)
+                raise ValueError(f"path: {name}.npy holds {arr.shape[0]} entries but the "
+                                 f"complete log's {mf} commits {counts[name]}")
             self._arr[name] = arr[: counts[name]]
         if validate:
             self._validate(committed)
