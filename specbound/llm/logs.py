@@ -12,6 +12,7 @@ plus the contexts' token ids::
     target-only/        (if needed) contexts recorded without any draft distribution
                         (e.g. the bonus position after L accepted drafts): p, and q = p
     contexts.jsonl      one line per committed prompt: its context token ids
+    SHA256SUMS          (published logs: scripts/make_log.py) every file's SHA-256
 
 Metadata (in ``manifest.json`` and, except the prompts and with the draft's own
 ``draft_model``, in every sub-log): ``vocab_size``, ``target_model``, ``drafts``,
@@ -37,7 +38,16 @@ commits the prompt's positions (atomically, as :mod:`specbound.sim.logged` does)
 line is appended to ``contexts.jsonl`` and fsynced -- that line is the commit of the
 prompt.  Reopened with ``resume=True``, a log keeps exactly the prompts with a complete line
 (sub-log positions beyond them, from a crash between the two steps, and a torn last line are
-discarded), so every prompt is either complete in every sub-log or absent from all.
+discarded), so every prompt is either complete in every sub-log or absent from all.  Resuming
+repairs nothing else: a corrupt line, or sub-log positions of more than one prompt beyond
+the lines, is a ``ValueError``; so is a published log (with ``SHA256SUMS``).
+
+Reading (:func:`read_log`) never returns a short or reordered log: the manifest and every
+line of ``contexts.jsonl`` are schema-checked, the sub-logs' metadata must match the
+manifest and their prompt ids the lines, a closed log must hold exactly the lines' positions,
+and a ``SHA256SUMS`` present is checked; anything else is a ``ValueError`` naming the file
+and the line or field.  The one line left out is the torn last line of a log whose writer was
+not closed (its prompt was never committed).
 
 :func:`log_distributions` walks the target's own sampled continuation of each prompt
 (autoregressive sampling, seeded per prompt) and logs ``p`` and every draft's ``q`` along it
@@ -697,11 +707,11 @@ class LoggedDistributions:
         self.meta = doc["meta"]
         self.drafts = list(self.meta["drafts"])
         V = int(self.meta["vocab_size"])
-        subs = list(zip(doc["subdirs"], self.drafts, strict=True))
+        subs = [(sd, d, "pairs") for sd, d in zip(doc["subdirs"], self.drafts, strict=True)]
         if doc.get("target_only"):
-            subs.append((doc["target_only"], TARGET_ONLY_NAME))
+            subs.append((doc["target_only"], TARGET_ONLY_NAME, "target_only"))
         if sums is not None:
-            need = [MANIFEST, CONTEXTS] + [f"{sd}/{name}" for sd, _ in subs
+            need = [MANIFEST, CONTEXTS] + [f"{sd}/{name}" for sd, _, _ in subs
                                            for name in ("meta.json", *_SUB_ARRAYS)]
             missing = [name for name in need if name not in sums]
             if missing:
@@ -716,8 +726,9 @@ class LoggedDistributions:
             raise ValueError(f"path: {CONTEXTS} has target-only positions but {MANIFEST} names "
                              "no 'target_only' sub-log")
         shared = {k: v for k, v in self.meta.items() if k != "prompts"}
-        readers = {}
-        for sd, d in subs:
+        self.readers: dict[str, LogReader] = {}
+        self.target_only: LogReader | None = None
+        for sd, d, which in subs:
             r = LogReader(self.path / sd, validate=validate)
             if r.meta != {**shared, "draft_model": d}:
                 want = {**shared, "draft_model": d}
@@ -728,7 +739,6 @@ class LoggedDistributions:
             if torn and r.complete:
                 raise ValueError(f"path: {self.path / CONTEXTS}: the last line is cut off (no "
                                  "line break) in a complete log")
-            which = "target_only" if d == TARGET_ONLY_NAME else "pairs"
             m = n if which == "pairs" else nt
             if len(r) < m:
                 raise ValueError(f"path: {sd} holds {len(r)} positions, fewer than the {m} of "
@@ -741,9 +751,10 @@ class LoggedDistributions:
             if not np.array_equal(np.asarray(r.prompt_id[:m]), expect):
                 raise ValueError(f"path: the prompt ids of {sd} disagree with the lines of "
                                  f"{CONTEXTS} (lines reordered, removed or duplicated?)")
-            readers[d] = r
-        self.target_only: LogReader | None = readers.pop(TARGET_ONLY_NAME, None)
-        self.readers: dict[str, LogReader] = readers
+            if which == "pairs":
+                self.readers[d] = r
+            else:
+                self.target_only = r
         self._n = n
         first = self.readers[self.drafts[0]]
         if validate and n:
