@@ -83,6 +83,10 @@ def _race_joint(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
+#: beyond this score (in units of p_i) the integrand e^{-t} of :func:`_scaled_ge` underflows
+_T_MAX = 745.0
+
+
 def _scaled_ge(p_i: float, q_i: float, pj: np.ndarray, qj: np.ndarray, nu: int,
                k: int) -> float:
     """``P(Y = i, N_i >= k)`` (``k >= 2``) of :func:`mpfr_multiplicity_law`, valid input.
@@ -113,15 +117,23 @@ def _scaled_ge(p_i: float, q_i: float, pj: np.ndarray, qj: np.ndarray, nu: int,
 
         neg = slope < 0
         kinks = np.sort(icpt[neg] / -slope[neg])
-        kinks = kinks[np.isfinite(kinks) & (kinks > 0)]
-        edges = np.concatenate([[0.0], kinks])
+        # split at the kinks of Lambda, but not into pieces narrower than 1e-12 relative
+        # (a near-degenerate p_j or q_j puts a kink at ~1e-300, where quad fails): the
+        # integrand is continuous and at most e^{-t} <= 1, so a kink left inside a piece
+        # only slows quad down
+        edges = [0.0]
+        for x in kinks[np.isfinite(kinks) & (kinks > 0) & (kinks < _T_MAX)]:
+            if x - edges[-1] > 1e-12 * max(1.0, x):
+                edges.append(float(x))
         val = 0.0
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
             val += integrate.quad(f, lo, hi, epsabs=1e-11, epsrel=1e-8)[0]
         val += integrate.quad(f, edges[-1], np.inf, epsabs=1e-11, epsrel=1e-8)[0]
         return val * stats.gamma.pdf(s, k - 1)
 
-    return p_i * integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7, limit=200)[0]
+    with np.errstate(over="ignore"):  # c s -> inf for huge c: Lambda = inf, F_Pois = 0
+        val = integrate.quad(inner, 0.0, np.inf, epsabs=1e-10, epsrel=1e-7, limit=200)[0]
+    return p_i * val
 
 
 def _multiplicity_law(p: np.ndarray, q: np.ndarray, nu: int) -> np.ndarray:
