@@ -223,3 +223,23 @@ def test_multiplicity_law_is_continuous_into_the_subnormal_range():
     for tiny in (1e-6, 1e-12, 1e-300, 1e-310):
         np.testing.assert_allclose(rows[tiny], rows[1e-12], atol=1e-5)
     np.testing.assert_allclose(rows[1e-3], rows[1e-12], atol=1e-3)
+
+
+@pytest.mark.parametrize(("p", "q", "nu"), [
+    ([1.0, 6.22982842855447e-17, 1e-200], [0.5134137301699453, 1e-320, 0.48658626983005465], 3),
+    ([0.3020228399699312, 0.48083103556558204, 0.21714611446448667, 1e-08],
+     [0.33333302026537254, 0.3333336836650006, 2.2250738585072014e-308, 0.3333332960696268], 2),
+    ([0.029787210813995036, 1.1865317921188178e-200, 5e-324, 0.5075444874895522,
+      0.35396661107493915, 0.10870169062151366],
+     [4.8003572649678076e-08, 1.6476766227167646e-08, 2.1947237979742814e-10,
+      0.9996651359181449, 0.00033479938204398834, 1e-320], 3),
+])
+def test_multiplicity_law_on_near_degenerate_pairs(p, q, nu):
+    """Found by random search: kinks of Lambda at ~1e-300 and an integrand in s that drops
+    on the scale 1e-7 made quad raise IntegrationWarning (an error under the test settings).
+    """
+    p, q = np.asarray(p) / np.sum(p), np.asarray(q) / np.sum(q)
+    J = mpfr_multiplicity_law(p, q, nu)
+    assert np.all(np.isfinite(J)) and np.all(J >= 0)
+    np.testing.assert_allclose(J.sum(axis=1), p, atol=1e-12)
+    assert 1 - J[:, 0].sum() == pytest.approx(exact_acceptance(p, q, "mpfr", nu), abs=1e-12)
