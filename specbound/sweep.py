@@ -5,7 +5,8 @@ stores the rows of each configuration the moment it finishes, so that a run stop
 way (Ctrl-C, ``SIGKILL``, a crashed machine) resumes where it stopped and recomputes at most
 the configurations that were in flight.  The rows go to one CSV file, whose columns are
 ``config``, ``signature``, ``config_rows`` and then the worker's columns (the union over all
-rows, in order of first appearance; a row without a column leaves it empty).
+rows, in order of first appearance; a row without a column leaves it empty; a row with a
+column of one of the first three names is refused, since it would overwrite the store's own).
 
 >>> import tempfile
 >>> from pathlib import Path

@@ -231,7 +231,9 @@ def mpfr_multiplicity_law(p, q, nu, *, normalize: bool = False) -> np.ndarray:
     ``q_j / q_i`` or ``p_j / p_i`` overflow) use the overflow-free forms
     ``1 / (1 + alpha_i) = q_i / (q_i + sum_j (q_j p_i - p_j q_i)_+)`` and the integral in
     ``t``; every entry of ``J`` is in ``[0, p_i]`` and non-negative (``P(N_i >= k)`` is made
-    non-increasing in ``k`` against quadrature rounding).
+    non-increasing in ``k`` against quadrature rounding).  When ``q_i`` is small against
+    another ``q_j`` (``C = max_j q_j / q_i > 1e3``) the integrand in ``s`` drops on the scale
+    ``1/C`` and the ``s``-integral is taken in pieces at the decades from ``1/C`` to 1.
 
     Raises
     ------
