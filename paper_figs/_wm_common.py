@@ -309,8 +309,8 @@ def decode(target, draft, prompts, seeds, decoder, *, L, B=1, key, max_new_token
 def ratio_stats(num, den) -> tuple[float, float, np.ndarray]:
     """Pooled ratio ``sum num / sum den`` over prompts, its cluster standard error
     (:func:`specbound.sim.metrics.cluster_ratio_se`) and the per-prompt influence values
-    ``psi_i`` (:func:`specbound.sim.metrics.ratio_influence`; ``se = sd(psi) / sqrt(m)``).  ``num``, ``den``: one value per prompt
-    (seeds pooled)."""
+    ``psi_i`` (:func:`specbound.sim.metrics.ratio_influence`; ``se = sd(psi) / sqrt(m)``).
+    ``num``, ``den``: one value per prompt (seeds pooled)."""
     est = metrics.cluster_ratio_se(num, den)
     return est.mean, est.stderr, metrics.ratio_influence(num, den)
 

@@ -5,7 +5,7 @@ Targets (random, reproducible from ``seed`` as in numpy's SPEC 7: an int, a
 
 - :func:`dirichlet` -- ``Dirichlet(alpha)`` on ``vocab_size`` tokens;
 - :func:`zipf` -- Zipf(s) weights ``k^{-s}`` (``k = 1..vocab_size``) assigned to a random
-  permutation of the tokens;
+  permutation of the tokens (:func:`zipf_law`: the same law in token order, deterministic);
 - :func:`softmax_gaussian` -- ``softmax(scale * z / temperature)`` with ``z ~ N(0, I)``;
 - :func:`top_k` -- keep the ``k`` most likely tokens and renormalise (deterministic).
 
@@ -15,6 +15,8 @@ Drafts made from a target ``p`` (``q`` is the draft, as everywhere in the packag
   the temperature);
 - :func:`noisy_draft` -- ``q = softmax(log p + sigma * eps)`` with Gaussian logit noise
   ``eps`` and ``sigma`` found by bisection so that ``TV(p, q)`` is the requested value;
+- :func:`logit_noise_draft` -- the same family at a given noise direction ``eps`` and scale
+  ``sigma`` (for a caller that fixes the direction and solves for ``sigma`` itself);
 - :func:`mixture_draft` -- ``q = (1 - w) p + w * other``.
 
 Every function returns a 1-D probability vector for a single distribution and a 2-D batch
@@ -55,12 +57,14 @@ from specbound.theory.divergences import tv_rows
 __all__ = [
     "NoisyDraft",
     "dirichlet",
+    "logit_noise_draft",
     "mixture_draft",
     "noisy_draft",
     "softmax_gaussian",
     "temperature_draft",
     "top_k",
     "zipf",
+    "zipf_law",
 ]
 
 
@@ -169,6 +173,31 @@ def dirichlet(vocab_size, alpha, size=None, *, seed=0) -> np.ndarray:
     return out[0] if size is None else out
 
 
+def _zipf_weights(n: int, s: float) -> np.ndarray:
+    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
+    return w / w.sum()
+
+
+def zipf_law(vocab_size, s) -> np.ndarray:
+    """The Zipf(s) law in token order: ``p_k = k^{-s} / H_{V,s}``, ``k = 1..V`` (token
+    ``k - 1`` has rank ``k``), ``H_{V,s} = sum_k k^{-s}``, ``V = vocab_size``.
+
+    Deterministic (no seed): the most likely token is token 0 and the probabilities are
+    non-increasing; ``s = 0`` is the uniform law.  :func:`zipf` is the same law on a random
+    permutation of the tokens.
+
+    Parameters
+    ----------
+    vocab_size : int >= 1
+    s : float >= 0
+        Exponent.
+    """
+    n = as_int(vocab_size, "vocab_size", min_value=1)
+    s = as_real(s, "s", low=0.0)
+    _check_out(n, None, arrays=2)
+    return _zipf_weights(n, s)
+
+
 @renamed_kwargs(n="vocab_size")
 @legacy_positional("seed")
 def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
@@ -194,8 +223,7 @@ def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     size = _as_size(size)
     _check_out(n, size, arrays=4)
     rng = as_rng(seed)
-    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
-    w /= w.sum()
+    w = _zipf_weights(n, s)
     rows = 1 if size is None else size
     perm = np.argsort(rng.random((rows, n)), axis=-1)
     out = w[perm]
@@ -430,6 +458,54 @@ def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
     if pa.ndim == 1:
         return NoisyDraft(q=q[0], tv=float(f[0]), sigma=float(sig[0]))
     return NoisyDraft(q=q, tv=f, sigma=sig)
+
+
+def logit_noise_draft(p, direction, sigma, *, normalize: bool = False) -> np.ndarray:
+    """Draft ``q = softmax(log p + sigma * direction)``: Gaussian-style logit noise along a
+    given direction at a given scale.
+
+    The family of :func:`noisy_draft` with its two choices made by the caller: the noise
+    direction ``eps`` (e.g. one fixed draw shared by several drafts) and the scale ``sigma``
+    (e.g. solved by a root finder for a target distance).  ``sigma = 0`` gives back ``p``
+    (up to rounding); ``log 0 = -inf`` stays ``-inf``, so a token with ``p = 0`` keeps
+    ``q = 0``.  A ``sigma`` whose logits overflow a float is a ``ValueError``.
+
+    Parameters
+    ----------
+    p : array, shape (n,) or (batch, n)
+        Target distribution(s).
+    direction : array, shape (n,) or that of ``p``
+        Finite noise direction (one direction is shared by every row of a batch).
+    sigma : float >= 0 or array of shape (batch,)
+        Noise scale (a scalar applies to every row).
+    normalize : bool, default False
+        Rescale the rows of ``p`` to sum to 1 first.
+    """
+    pa = as_prob(p, "p", normalize=normalize)
+    eps, _ = as_real_array(direction, "direction")
+    if eps.shape not in (pa.shape, pa.shape[-1:]):
+        raise ValueError(f"direction: must have shape {pa.shape[-1:]} or {pa.shape} (that of "
+                         f"p), got {eps.shape}")
+    if not np.all(np.isfinite(eps)):
+        raise ValueError("direction: contains NaN or infinite entries")
+    if isinstance(sigma, numbers.Real) and not isinstance(sigma, bool | np.bool_):
+        sig = as_real(sigma, "sigma", low=0.0)
+    else:
+        sig = (None if isinstance(sigma, bool | np.bool_) or sigma is None
+               else as_real_array(sigma, "sigma")[0])
+        if sig is None or pa.ndim == 1 or sig.shape != pa.shape[:1]:
+            raise ValueError(f"sigma: must be a scalar or, for a batch, an array of shape "
+                             f"{pa.shape[:1]}")
+        if not np.all(np.isfinite(sig)) or np.any(sig < 0):
+            raise ValueError("sigma: entries must be finite and >= 0")
+        sig = sig[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = _log(pa) + sig * eps
+        spread = logits - np.max(logits, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(spread) | (pa == 0)):
+        raise ValueError("sigma: sigma * direction overflows a float")
+    with np.errstate(over="ignore"):  # a spread beyond the float range only underflows
+        return _softmax_logits(logits)
 
 
 def mixture_draft(p, other, weight, *, normalize: bool = False) -> np.ndarray:
