@@ -61,6 +61,7 @@ Theory prediction of AATPS
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import time
@@ -72,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs._common import out_path
+from specbound._io import atomic_write
 from specbound.sim import metrics
 from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
 from specbound.sim.models import PromptSet, SyntheticLM, random_prompts
@@ -367,9 +369,9 @@ def save_prompt_stats(out_dir, name: str, signature: str, config: str, stats: di
     flat = {f"{label}|{field}": np.asarray(v) for label, fields in stats.items()
             for field, v in fields.items()}
     safe = hashlib.blake2b(config.encode(), digest_size=8).hexdigest()
-    tmp = d / f".{safe}.tmp.npz"
-    np.savez(tmp, **flat)
-    os.replace(tmp, d / f"{safe}.npz")
+    buf = io.BytesIO()
+    np.savez(buf, **flat)
+    atomic_write(d / f"{safe}.npz", buf.getvalue())
 
 
 def load_prompt_stats(out_dir, name: str, signature: str) -> dict:

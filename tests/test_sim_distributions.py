@@ -387,25 +387,17 @@ def test_extreme_temperatures_give_the_limit_not_nan():
     np.testing.assert_array_equal(temperature_draft([0.1, 0.6, 0.3], 0.7), ref / ref.sum())
 
 
-def test_renamed_arguments_are_deprecated_aliases():
-    with pytest.warns(DeprecationWarning, match=r"dirichlet\(n=...\)"):
-        old = dirichlet(n=5, alpha=0.5, seed=3)
-    np.testing.assert_array_equal(old, dirichlet(vocab_size=5, alpha=0.5, seed=3))
-    with pytest.warns(DeprecationWarning, match=r"zipf\(n=...\)"):
-        np.testing.assert_array_equal(zipf(n=7, s=1.0, seed=1), zipf(7, 1.0, seed=1))
-    with pytest.warns(DeprecationWarning, match=r"softmax_gaussian\(n=...\)"):
-        np.testing.assert_array_equal(softmax_gaussian(n=7, seed=1), softmax_gaussian(7, seed=1))
-    with pytest.warns(DeprecationWarning, match=r"temperature_draft\(T=...\)"):
-        np.testing.assert_array_equal(temperature_draft([0.2, 0.8], T=2.0),
-                                      temperature_draft([0.2, 0.8], temperature=2.0))
-    # seed became keyword-only: the old positional form still works, with a warning
-    with pytest.warns(DeprecationWarning, match="'seed' to dirichlet"):
-        np.testing.assert_array_equal(dirichlet(5, 0.5, None, 3), dirichlet(5, 0.5, seed=3))
-    with pytest.warns(DeprecationWarning, match="'seed' to noisy_draft"):
-        np.testing.assert_array_equal(noisy_draft([0.3, 0.7], 0.1, 4).q,
-                                      noisy_draft([0.3, 0.7], 0.1, seed=4).q)
-    with pytest.raises(ValueError, match="vocab_size: given together"):
-        zipf(vocab_size=5, s=1.0, n=5)
+def test_removed_aliases_are_refused():
+    """``n=`` (now ``vocab_size``), ``T=`` (now ``temperature``) and a positional ``seed``
+    were pre-release aliases; they are gone."""
+    for call in (lambda: dirichlet(n=5, alpha=0.5, seed=3), lambda: zipf(n=7, s=1.0),
+                 lambda: softmax_gaussian(n=7), lambda: temperature_draft([0.2, 0.8], T=2.0)):
+        with pytest.raises(TypeError, match="'n'|'T'"):
+            call()
+    with pytest.raises(TypeError, match="positional"):
+        dirichlet(5, 0.5, None, 3)
+    with pytest.raises(TypeError, match="positional"):
+        noisy_draft([0.3, 0.7], 0.1, 4)
 
 
 @pytest.mark.parametrize(

@@ -314,14 +314,12 @@ def test_schemes_is_one_tuple_of_names():
         assert list(derived) == [s for s in SCHEMES if s in derived]  # order of SCHEMES
 
 
-def test_window_keyword_and_deprecated_m():
+def test_window_keyword():
     p = np.full(50, 0.02)
     a = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], window=2)
-    with pytest.warns(DeprecationWarning, match="window"):
-        b = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
-    assert a == b
-    with pytest.raises(ValueError, match="^window"):
-        sample_step(p, p, "mpfr", 2, key="k", context=[1], window=1, m=1)
+    assert a == sample_step(p, p, "mpfr", 2, key="k", context=[9, 2, 3], window=2)
+    with pytest.raises(TypeError, match="'m'"):  # the removed pre-release alias
+        sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
 
 
 @pytest.mark.parametrize("scheme", ["mpfr", "mpfr_direct", "gls", "mpfr_scan", "specinfer",

@@ -58,6 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specbound._io import atomic_write, read_manifest
 from specbound._validation import as_bool, as_int
 from specbound.sim.logged import LogReader, LogWriter
 
@@ -75,15 +76,6 @@ _ZERO_TAIL = 1e-12
 #: sub-log of the contexts recorded without a draft distribution (its q column repeats p)
 TARGET_ONLY = "target-only"
 TARGET_ONLY_NAME = "(target only)"
-
-
-def _fsync_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _subdir(i: int, spec: str) -> str:
@@ -256,7 +248,8 @@ class DistributionLog:
         manifest = {"format": FORMAT, "version": VERSION, "subdirs": subdirs, "meta": meta}
         mf = self.path / MANIFEST
         if resume and mf.exists():
-            stored = _read_manifest(self.path)
+            stored = read_manifest(self.path, MANIFEST, fmt=FORMAT, version=VERSION,
+                                   what="distribution log")
             old = dict(stored["meta"])
             old_prompts, new_prompts = old.pop("prompts", None), meta.get("prompts")
             same = {k: v for k, v in meta.items() if k != "prompts"} == old
@@ -270,7 +263,7 @@ class DistributionLog:
                                      f"{self.path} (same id, other text)")
                 meta["prompts"] = {**old_prompts, **new_prompts}
                 manifest["meta"] = meta
-                _fsync_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+                atomic_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
             lines = _read_contexts(self.path, repair=True)
             n = sum(int(r["positions"]) for r in lines)
             for sd in subdirs:
@@ -291,7 +284,7 @@ class DistributionLog:
             if mf.exists():
                 raise ValueError(f"path: {self.path} already holds a log; pass resume=True")
             self.path.mkdir(parents=True, exist_ok=True)
-            _fsync_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+            atomic_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
             (self.path / CONTEXTS).write_bytes(b"")
             self._done = set()
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
@@ -395,7 +388,7 @@ class DistributionLog:
         if self._tbuf:
             if self._twriter is None:
                 self._manifest["target_only"] = TARGET_ONLY
-                _fsync_write(self.path / MANIFEST, json.dumps(
+                atomic_write(self.path / MANIFEST, json.dumps(
                     self._manifest, indent=1, sort_keys=True).encode("utf-8"))
                 self._twriter = LogWriter(self.path / TARGET_ONLY,
                                           self._sub_meta(TARGET_ONLY_NAME), chunk_size=2**62,
@@ -436,21 +429,6 @@ class DistributionLog:
         self.close()
 
 
-def _read_manifest(path: Path) -> dict:
-    mf = Path(path) / MANIFEST
-    if not mf.is_file():
-        raise ValueError(f"path: {path} is not a distribution log (no {MANIFEST})")
-    try:
-        doc = json.loads(mf.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"path: {mf} is not a {FORMAT} manifest")
-    if doc.get("version") != VERSION:
-        raise ValueError(f"path: {mf}: unsupported version {doc.get('version')!r}")
-    return doc
-
-
 def _rollback(sub: Path, n: int) -> None:
     """Lower a sub-log's committed positions to ``n`` (prompts without a contexts line)."""
     reader = LogReader(sub, validate=False)
@@ -466,7 +444,7 @@ def _rollback(sub: Path, n: int) -> None:
                         "q_nnz": int(a["q_offsets"][n])}
     doc["complete"] = False
     del reader, a
-    _fsync_write(sub / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
+    atomic_write(sub / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
 
 
 # ----------------------------------------------------------------------------- reader
@@ -515,7 +493,8 @@ class LoggedDistributions:
 
     def __init__(self, path, *, validate=True):
         self.path = Path(path)
-        doc = _read_manifest(self.path)
+        doc = read_manifest(self.path, MANIFEST, fmt=FORMAT, version=VERSION,
+                            what="distribution log")
         self.meta = doc["meta"]
         self.drafts = list(self.meta["drafts"])
         self._lines = _read_contexts(self.path, repair=False)

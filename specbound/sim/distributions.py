@@ -26,10 +26,9 @@ families work with log-probabilities ``log 0 = -inf`` that stay ``-inf`` (so
 warning is ever emitted, and no function returns NaN: the limits of extreme temperatures
 (``temperature -> 0``: the argmax, ties shared uniformly) are computed in log space.
 
-Names: ``vocab_size`` is the vocabulary size (formerly ``n``, a deprecated alias for one
-release: ``n`` means a number of samples in the package), ``temperature`` the temperature
-(formerly ``T`` in :func:`temperature_draft`), and ``seed`` is keyword-only with default 0
-(passing it by position is deprecated).  Functions taking distributions accept
+Names: ``vocab_size`` is the vocabulary size (``n`` means a number of samples in the
+package), ``temperature`` the temperature, and ``seed`` is keyword-only with default 0.
+Functions taking distributions accept
 ``normalize=True`` (rescale rows instead of refusing sums off 1; default tolerance
 :func:`specbound._validation.sum_atol`).  Sizes whose output would exceed the package's
 memory limit are refused up front (``ValueError`` naming the argument).
@@ -42,7 +41,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import legacy_positional, renamed_kwargs
 from specbound._validation import (
     as_int,
     as_pair,
@@ -127,15 +125,13 @@ def _log(p: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- targets
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
 def dirichlet(vocab_size, alpha, size=None, *, seed=0) -> np.ndarray:
     """Probability vector(s) drawn from ``Dirichlet(alpha)`` on ``vocab_size`` tokens.
 
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     alpha : float > 0 or array of shape (vocab_size,)
         Concentration (a scalar means the symmetric Dirichlet).  Small ``alpha`` gives sparse,
         peaked vectors; entries may underflow to exactly 0 for ``alpha`` below about 0.01.
@@ -198,8 +194,6 @@ def zipf_law(vocab_size, s) -> np.ndarray:
     return _zipf_weights(n, s)
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
 def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     """Zipf(s) probability vector(s) on a random permutation of ``vocab_size`` tokens.
 
@@ -211,7 +205,7 @@ def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     s : float >= 0
         Exponent.
     size : int, optional
@@ -230,8 +224,6 @@ def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     return out[0] if size is None else out
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
 def softmax_gaussian(vocab_size, temperature=1.0, scale=1.0, size=None, *,
                      seed=0) -> np.ndarray:
     """``softmax(scale * z / temperature)`` with standard Gaussian logits ``z ~ N(0, I)``.
@@ -239,7 +231,7 @@ def softmax_gaussian(vocab_size, temperature=1.0, scale=1.0, size=None, *,
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     temperature : float > 0
     scale : float >= 0
         Standard deviation of the logits before the temperature (``0``: uniform).
@@ -302,7 +294,6 @@ def top_k(p, k, *, normalize: bool = False) -> np.ndarray:
 # ----------------------------------------------------------------------------- drafts
 
 
-@renamed_kwargs(T="temperature")
 def temperature_draft(p, temperature, *, normalize: bool = False) -> np.ndarray:
     """Draft ``q ∝ p^{1/temperature}``: the target's logits divided by the temperature.
 
@@ -315,7 +306,6 @@ def temperature_draft(p, temperature, *, normalize: bool = False) -> np.ndarray:
     ----------
     p : array, shape (n,) or (batch, n)
     temperature : float > 0
-        Formerly ``T`` (deprecated alias).
     normalize : bool, default False
         Rescale the rows of ``p`` to sum to 1 first.
 
@@ -354,7 +344,6 @@ class NoisyDraft:
     sigma: float | np.ndarray
 
 
-@legacy_positional("seed")
 def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
                 normalize: bool = False) -> NoisyDraft:
     """Draft with Gaussian logit noise scaled to a requested total variation distance.
@@ -379,7 +368,7 @@ def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
     tv : float in [0, 1) or array of shape (batch,)
         Requested ``TV(p, q)`` (a scalar applies to every row).
     seed : int, SeedSequence or Generator, keyword-only
-        Seed of the noise direction ``eps`` (passing it by position is deprecated).
+        Seed of the noise direction ``eps``.
     tol : float > 0
         Tolerance on the achieved TV.
     max_iter : int

@@ -64,7 +64,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from specbound._deprecation import renamed_kwargs
 from specbound._validation import as_choice, as_int, as_pair, as_real, as_rng
 from specbound.sim import _kernels as K
 from specbound.sim.prf import context_label
@@ -398,7 +397,6 @@ def _run_step(prep: PreparedPairs, i, label, table, use_table):
     return int(y), drafts, bool(acc), int(status)
 
 
-@renamed_kwargs(m="window")
 def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=None,
                 uniforms=None, w=None) -> Step:
     """One speculative step: the emitted token, the drafts and whether a draft was accepted.
@@ -419,8 +417,7 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=No
         Context tokens for the keyed clocks.
     window : int or None
         The keyed context window: only the last ``window`` context tokens enter the context
-        label (``None``: all of them); see :func:`specbound.sim.prf.context_label`.  (The
-        deprecated name ``m`` still works.)
+        label (``None``: all of them); see :func:`specbound.sim.prf.context_label`.
     seed : int, SeedSequence or Generator, optional
         Without ``key``/``uniforms``: the uniform table (:func:`clock_shape`) is drawn from
         ``np.random.default_rng(seed)`` outside the kernel.  For ``mpfr_scan`` rows are drawn
