@@ -17,7 +17,7 @@ from scipy import stats
 
 from specbound import theory
 from specbound.results import EstimateBatch, proportion_ci
-from specbound.sim import SCHEMES, Estimate, estimate_acceptance, sample_emitted, spectr_rho
+from specbound.sim import SAMPLERS, Estimate, estimate_acceptance, sample_emitted, spectr_rho
 from tests._stats import (
     FAILURE_RATE,
     assert_binom_at_least,
@@ -27,7 +27,7 @@ from tests._stats import (
     bonferroni,
 )
 
-LOSSLESS = SCHEMES  # every sampler scheme is lossless
+LOSSLESS = SAMPLERS  # every sampler scheme is lossless
 # overall false-failure rate of test_emitted_follow_p_and_drafts_follow_q: FAILURE_RATE (1e-4)
 # over 2 comparisons x 20 pairs x every scheme
 GOF_ALPHA = bonferroni(len(LOSSLESS) * 20 * 2, FAILURE_RATE)

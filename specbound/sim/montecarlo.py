@@ -177,7 +177,7 @@ def estimate_acceptance(p, q, scheme, B=1, n=100_000, *, seed=0, w=None, progres
         Target and draft distributions (rows are contexts; a 1-D argument is broadcast).
         Zeros are allowed; ``mpfr_scan`` needs ``p << q``.
     scheme : str
-        One of :data:`specbound.sim.SCHEMES`.
+        One of :data:`specbound.sim.SAMPLERS`.
     B : int
         Number of drafts (1 for ``"sd"``, ``"exp_race"``; at most
         ``specbound.sim.samplers.MAX_B``).
