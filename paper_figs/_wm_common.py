@@ -61,6 +61,7 @@ Theory prediction of AATPS
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import time
@@ -72,6 +73,9 @@ import numpy as np
 import pandas as pd
 
 from paper_figs._common import out_path
+from specbound._io import atomic_write
+from specbound.sim import metrics
+from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
 from specbound.sim.models import PromptSet, SyntheticLM, random_prompts
 from specbound.sweep import (
     ResumableCSV,
@@ -305,65 +309,41 @@ def decode(target, draft, prompts, seeds, decoder, *, L, B=1, key, max_new_token
 
 
 def ratio_stats(num, den) -> tuple[float, float, np.ndarray]:
-    """Pooled ratio ``sum num / sum den`` over prompts, its delta-method standard error and
-    the per-prompt influence values ``psi_i = (num_i - r den_i) / mean(den)`` (so that
-    ``se = sd(psi) / sqrt(m)``).  ``num``, ``den``: one value per prompt (seeds pooled)."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    r = float(num.sum() / den.sum())
-    psi = (num - r * den) / den.mean()
-    m = psi.size
-    se = float(np.sqrt(np.sum(psi**2) / (m - 1) / m)) if m > 1 else float("nan")
-    return r, se, psi
-
-
-def _mean_se(x) -> tuple[float, float, int]:
-    x = np.asarray(x, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    m = x.size
-    if m == 0:
-        return float("nan"), float("nan"), 0
-    return float(x.mean()), (float(x.std(ddof=1) / np.sqrt(m)) if m > 1 else float("nan")), m
+    """Pooled ratio ``sum num / sum den`` over prompts, its cluster standard error
+    (:func:`specbound.sim.metrics.cluster_ratio_se`) and the per-prompt influence values
+    ``psi_i`` (:func:`specbound.sim.metrics.ratio_influence`; ``se = sd(psi) / sqrt(m)``).
+    ``num``, ``den``: one value per prompt (seeds pooled)."""
+    est = metrics.cluster_ratio_se(num, den)
+    return est.mean, est.stderr, metrics.ratio_influence(num, den)
 
 
 def prompt_mean_se(x) -> tuple[float, float]:
-    """Mean and standard error over prompts of a per-prompt value (NaN entries dropped)."""
-    m, se, _ = _mean_se(x)
-    return m, se
+    """Mean and standard error over prompts of a per-prompt value (NaN entries dropped;
+    :func:`specbound.sim.metrics.mean_se`)."""
+    x = np.asarray(x, dtype=np.float64)
+    est = metrics.mean_se(x[np.isfinite(x)])
+    return est.mean, est.stderr
+
+
+def _as_row(est: metrics.PairedDifference) -> dict:
+    return {"value_a": est.value_a, "value_b": est.value_b, "diff": est.diff,
+            "diff_se": est.diff_se, "n_prompts": est.n}
 
 
 def paired_ratio_diff(a: dict, b: dict, num: str = "tokens", den: str = "blocks") -> dict:
     """Difference of two pooled ratios on the same prompts (``a[num] / a[den]`` minus
     ``b[num] / b[den]``, per-prompt arrays) with the paired delta-method standard error
-    (the per-prompt difference of the influence values)."""
-    ra, _, pa = ratio_stats(a[num], a[den])
-    rb, _, pb = ratio_stats(b[num], b[den])
-    d = pa - pb
-    m = d.size
-    se = float(np.sqrt(np.sum((d - d.mean()) ** 2) / (m - 1) / m)) if m > 1 else float("nan")
-    return {"value_a": ra, "value_b": rb, "diff": ra - rb, "diff_se": se, "n_prompts": m}
+    (:func:`specbound.sim.metrics.paired_ratio_diff`), as the columns of a comparison row."""
+    return _as_row(metrics.paired_ratio_diff(a[num], a[den], b[num], b[den]))
 
 
 def paired_mean_diff(xa, xb) -> dict:
     """Difference of the means over prompts of two per-prompt values, paired by prompt
-    (prompts where either is NaN dropped)."""
+    (prompts where either is NaN dropped; :func:`specbound.sim.metrics.paired_mean_diff`)."""
     xa = np.asarray(xa, dtype=np.float64)
     xb = np.asarray(xb, dtype=np.float64)
     ok = np.isfinite(xa) & np.isfinite(xb)
-    d, se, m = _mean_se(xa[ok] - xb[ok])
-    return {"value_a": float(xa[ok].mean()) if m else float("nan"),
-            "value_b": float(xb[ok].mean()) if m else float("nan"),
-            "diff": d, "diff_se": se, "n_prompts": m}
-
-
-def z_score(diff: float, se: float) -> float:
-    """``diff / se``: 0 for a zero difference with zero error, ``±inf`` for a non-zero
-    difference with zero error, NaN where either is unknown."""
-    if not (np.isfinite(diff) and np.isfinite(se)):
-        return float("nan")
-    if se == 0.0:
-        return 0.0 if diff == 0.0 else float(np.copysign(np.inf, diff))
-    return float(diff / se)
+    return _as_row(metrics.paired_mean_diff(xa[ok], xb[ok]))
 
 
 def comparison_row(comparison: str, metric: str, a: str, b: str, est: dict, **where) -> dict:
@@ -389,9 +369,9 @@ def save_prompt_stats(out_dir, name: str, signature: str, config: str, stats: di
     flat = {f"{label}|{field}": np.asarray(v) for label, fields in stats.items()
             for field, v in fields.items()}
     safe = hashlib.blake2b(config.encode(), digest_size=8).hexdigest()
-    tmp = d / f".{safe}.tmp.npz"
-    np.savez(tmp, **flat)
-    os.replace(tmp, d / f"{safe}.npz")
+    buf = io.BytesIO()
+    np.savez(buf, **flat)
+    atomic_write(d / f"{safe}.npz", buf.getvalue())
 
 
 def load_prompt_stats(out_dir, name: str, signature: str) -> dict:

@@ -10,9 +10,10 @@ to PML) and of GLS / list coupling (docs/mathematics.md §2.3, by quadrature).
 How the pairs are made (deterministic, no randomness beyond the fixed seed below):
 
 - target ``p``: Zipf law over n = 1000 tokens (n = 200 with ``--quick``),
-  p_k ∝ k^(−1.1), k = 1..n;
+  p_k ∝ k^(−1.1), k = 1..n (``specbound.sim.distributions.zipf_law``);
 - draft ``q_σ``: the target with Gaussian noise on its logits,
-  q_σ ∝ exp(log p + σ ε), with one fixed ε ~ N(0, I_n) (``numpy`` seed 2026) shared by the
+  q_σ ∝ exp(log p + σ ε) (``specbound.sim.distributions.logit_noise_draft``), with one
+  fixed ε ~ N(0, I_n) (``numpy`` seed 2026) shared by the
   three pairs, and σ ≥ 0 solved (Brent's method) so that TV(p, q_σ) hits the nominal value
   0.1 ("near"), 0.3 ("medium") and 0.6 ("far").  The achieved TV is written in the CSV and
   the panel titles.
@@ -33,6 +34,7 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from paper_figs._common import BOUND_COLORS, cli, setup_matplotlib, write_table_and_figure
+from specbound.sim.distributions import logit_noise_draft, zipf_law
 from specbound.theory import (
     exact_acceptance,
     lml_bound,
@@ -66,30 +68,17 @@ COLUMNS = [
 ]
 
 
-def zipf_target(n: int, exponent: float = ZIPF_EXPONENT) -> np.ndarray:
-    """Zipf law p_k ∝ k^(−exponent) over n tokens."""
-    w = np.arange(1, n + 1, dtype=np.float64) ** (-exponent)
-    return w / w.sum()
-
-
-def noisy_draft(p: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarray:
-    """q ∝ exp(log p + σ ε) (p > 0 everywhere here)."""
-    logits = np.log(p) + sigma * eps
-    w = np.exp(logits - logits.max())
-    return w / w.sum()
-
-
 def make_pair(n: int, tv_target: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """The Zipf target and the noisy draft whose TV to it is ``tv_target``; returns (p, q, σ)."""
-    p = zipf_target(n)
+    p = zipf_law(n, ZIPF_EXPONENT)
     sigma = brentq(
-        lambda s: tv_distance(p, noisy_draft(p, eps, s)) - tv_target,
+        lambda s: tv_distance(p, logit_noise_draft(p, eps, s)) - tv_target,
         0.0,
         50.0,
         xtol=1e-12,
         rtol=1e-12,
     )
-    return p, noisy_draft(p, eps, sigma), float(sigma)
+    return p, logit_noise_draft(p, eps, sigma), float(sigma)
 
 
 def compute(quick: bool = False) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import paper_figs
 from paper_figs._common import parse_args, sweep_executor
+from specbound._io import atomic_write
 
 
 def figure_modules():
@@ -71,9 +72,7 @@ def record_timing(out_dir, study: str, seconds: float, quick: bool) -> Path:
     rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
                  "finished_utc": stamp})
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    atomic_write(path, pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(index=False).encode())
     return path
 
 

@@ -1,10 +1,13 @@
-"""Assemble ``CHANGELOG.md`` from the fragments in ``CHANGELOG.d/*.md``.
+"""Assemble ``CHANGELOG.md`` from the fragments in ``CHANGELOG.d/``.
 
-Each change is written as a fragment (one Markdown file per area of work) so that parallel
-branches never edit the same lines; this script joins them, in file-name order, under the
+Each change is written as a fragment named by its topic and its type,
+``CHANGELOG.d/<topic>.<type>.md`` with ``<type>`` one of ``added``, ``changed``, ``fixed``,
+``removed`` (e.g. ``sweep.added.md``), so that parallel branches never edit the same lines.
+A fragment is a Markdown bullet list without headings.  This script renders them under the
 heading of the package version (``specbound/__init__.py``, read without importing the
-package).  A fragment that starts with its own ``###`` heading keeps it; the others are
-gathered under "Other changes".
+package), grouped by type under ``### Added``, ``### Changed``, ``### Fixed`` and
+``### Removed``, in topic order within a group.  A fragment whose name does not follow the
+pattern, or that carries its own ``#`` heading, is a ``ValueError``.
 
 Run ``python scripts/changelog.py`` after adding or editing a fragment (``--check``: exit 1
 if ``CHANGELOG.md`` is not up to date, write nothing).
@@ -22,6 +25,12 @@ FRAGMENTS = ROOT / "CHANGELOG.d"
 CHANGELOG = ROOT / "CHANGELOG.md"
 INIT = ROOT / "specbound" / "__init__.py"
 
+#: fragment types, in the order they are rendered, with their headings
+TYPES = {"added": "Added", "changed": "Changed", "fixed": "Fixed", "removed": "Removed"}
+#: a fragment's file name: a lower-case topic (words joined by ``-``), its type, ``.md``
+NAME_PATTERN = re.compile(r"(?P<topic>[a-z0-9]+(?:-[a-z0-9]+)*)\.(?P<type>"
+                          + "|".join(TYPES) + r")\.md")
+
 
 def package_version(init: Path = INIT) -> str:
     """The ``__version__ = "X.Y.Z"`` string of ``specbound/__init__.py``."""
@@ -31,31 +40,44 @@ def package_version(init: Path = INIT) -> str:
     return m.group(1)
 
 
-def fragments(folder: Path = FRAGMENTS) -> list[tuple[str, str]]:
-    """``(name, text)`` of every fragment, in file-name order, stripped."""
-    return [(p.stem, p.read_text().strip()) for p in sorted(folder.glob("*.md"))
-            if p.read_text().strip()]
+def fragments(folder: Path = FRAGMENTS) -> list[tuple[str, str, str]]:
+    """``(topic, type, text)`` of every non-empty fragment, in file-name order, stripped.
+
+    Raises ``ValueError`` naming the file for a name that is not ``<topic>.<type>.md`` or a
+    fragment with its own heading (the headings are the types').
+    """
+    out = []
+    for p in sorted(folder.glob("*.md")):
+        m = NAME_PATTERN.fullmatch(p.name)
+        if m is None:
+            raise ValueError(f"{p.name}: a fragment is named <topic>.<type>.md with <type> one "
+                             f"of {', '.join(TYPES)} (topic: lower-case words joined by '-')")
+        text = p.read_text().strip()
+        if re.search(r"^#", text, flags=re.M):
+            raise ValueError(f"{p.name}: a fragment has no headings (they come from its type)")
+        if text:
+            out.append((m["topic"], m["type"], text))
+    return out
 
 
-def render(version: str, frags: list[tuple[str, str]]) -> str:
-    titled = [t for _, t in frags if t.startswith("### ")]
-    plain = [t for _, t in frags if not t.startswith("### ")]
+def render(version: str, frags: list[tuple[str, str, str]]) -> str:
+    """The changelog text: the fragments grouped by type, topics in name order in a group."""
     parts = [
         "# Changelog",
         "",
         "Changes that matter to users of specbound, newest first. This file is assembled "
-        "from `CHANGELOG.d/*.md` by `python scripts/changelog.py`; edit the fragments, not "
-        "this file.",
+        "from `CHANGELOG.d/<topic>.<type>.md` by `python scripts/changelog.py`; edit the "
+        "fragments, not this file.",
         "",
         f"## {version} (unreleased)",
         "",
     ]
-    for t in titled:
-        parts += [t, ""]
-    if plain:
-        parts += ["### Other changes", ""]
-        for t in plain:
-            parts += [t, ""]
+    for typ, heading in TYPES.items():
+        group = sorted((topic, text) for topic, t, text in frags if t == typ)
+        if group:
+            parts += [f"### {heading}", ""]
+            parts += [text for _, text in group]
+            parts += [""]
     return "\n".join(parts)
 
 
@@ -64,14 +86,15 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="only check that CHANGELOG.md is "
                     "up to date")
     args = ap.parse_args(argv)
-    text = render(package_version(), fragments())
+    frags = fragments()
+    text = render(package_version(), frags)
     if args.check:
         ok = CHANGELOG.is_file() and CHANGELOG.read_text() == text
         print("CHANGELOG.md is up to date" if ok else
               "CHANGELOG.md is out of date: run python scripts/changelog.py")
         return 0 if ok else 1
     CHANGELOG.write_text(text)
-    print(f"wrote {CHANGELOG} ({len(fragments())} fragments)")
+    print(f"wrote {CHANGELOG} ({len(frags)} fragments)")
     return 0
 
 

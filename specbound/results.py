@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from specbound._deprecation import warn_deprecated
 from specbound._validation import INT64_MAX, as_choice, as_int, as_real, as_real_array
 
 __all__ = ["ConfidenceInterval", "Estimate", "EstimateBatch", "ResultBatch", "proportion_ci"]
@@ -173,8 +172,6 @@ class ResultBatch:
     length) and may set ``_item_type`` to the single-item result class built by
     ``batch[i]``; fields not listed are shared by all items (e.g. the score name).
     ``to_frame()`` gives one row per item with the per-item scalar fields as columns.
-    For one release, ``batch["column"]`` (the DataFrame that some functions used to
-    return) still works with a deprecation warning.
     """
 
     _item_fields: tuple[str, ...] = ()
@@ -198,10 +195,6 @@ class ResultBatch:
         return out
 
     def __getitem__(self, i):
-        if isinstance(i, str):
-            warn_deprecated(f"indexing a {type(self).__name__} by column name",
-                            f"{type(self).__name__}.to_frame()[{i!r}]")
-            return self.to_frame()[i]
         n = len(self)
         if not isinstance(i, int | np.integer):
             raise TypeError(f"{type(self).__name__} indices must be integers, got {i!r}")

@@ -115,6 +115,8 @@ from pathlib import Path
 
 import numpy as np
 
+from specbound._io import TMP_PREFIX, atomic_write, fsync_dir, write_all
+
 __all__ = [
     "ResumableCSV",
     "SweepLockedError",
@@ -134,7 +136,7 @@ RECORD_FORMAT = 1
 #: the columns the store adds in front of the worker's
 KEY_COLUMNS = ("config", "signature", "config_rows")
 
-_TMP = ".tmp-"
+_TMP = TMP_PREFIX
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,63}")
 _HEADER_END = "\n"  # the header line (written by pandas in the original store)
 _ROW_END = "\r\n"  # data rows (csv.writer's default line terminator)
@@ -163,39 +165,6 @@ class SweepLockedError(RuntimeError):
 # ------------------------------------------------------------------------ file primitives
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file, ``fsync`` and ``os.replace``."""
-    tmp = path.with_name(f"{_TMP}{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
 def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{os.urandom(2).hex()}"
 
@@ -206,7 +175,7 @@ def _move_aside(src: Path, dest_dir: Path, name: str | None = None) -> Path:
     if dest.exists():
         dest = dest_dir / f"{dest.name}.{_stamp()}"
     os.replace(src, dest)
-    _fsync_dir(dest_dir)
+    fsync_dir(dest_dir)
     return dest
 
 
@@ -492,7 +461,7 @@ class ResumableCSV:
             self._aside.mkdir(parents=True, exist_ok=True)
             os.replace(self._records_dir, dest)
             self._records_dir.mkdir()
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             log.info("%s: CSV missing, %d records set aside in %s", self.path, len(names), dest)
             names = []
             self._cache.clear()
@@ -527,7 +496,7 @@ class ResumableCSV:
                 os.replace(src, self._records_dir / src.name)
                 moved += 1
         if moved:
-            _fsync_dir(self._records_dir)
+            fsync_dir(self._records_dir)
             log.info("%s: %d records of these settings restored from %s", self.path, moved,
                      stale)
 
@@ -578,9 +547,9 @@ class ResumableCSV:
         text = self._csv_text(header).encode()
         if self.path.exists():
             if self.path.read_bytes() != text:
-                _atomic_write(self.path, text)
+                atomic_write(self.path, text)
         elif text:
-            _atomic_write(self.path, text)
+            atomic_write(self.path, text)
         self._header = header or None
         self._synced = frozenset(self._cache)
 
@@ -591,9 +560,9 @@ class ResumableCSV:
             # means that a user deleted it (see _sync)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o666)
             os.close(fd)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         name = rec.filename()
-        _atomic_write(self._records_dir / name, rec.encode())
+        atomic_write(self._records_dir / name, rec.encode())
         self._cache[name] = rec
         self._by_config[rec.config] = name
         header = _union(self._header or [], [rec.columns])
@@ -601,7 +570,7 @@ class ResumableCSV:
             data = rec.lines(header).encode()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -621,9 +590,9 @@ class ResumableCSV:
         staging.mkdir(parents=True)
         if self.path.exists() and self.path.stat().st_size > 0:
             self._import_legacy(staging)
-        _fsync_dir(staging)
+        fsync_dir(staging)
         os.replace(staging, self._records_dir)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
 
     def _import_legacy(self, staging: Path) -> None:
         raw = self.path.read_bytes()
@@ -657,7 +626,7 @@ class ResumableCSV:
             else:
                 dest = self._stale_dir(sig)
                 dest.mkdir(parents=True, exist_ok=True)
-            _atomic_write(dest / rec.filename(), rec.encode())
+            atomic_write(dest / rec.filename(), rec.encode())
         if dropped or not text.endswith("\n"):
             aside = self._aside / "legacy"
             aside.mkdir(parents=True, exist_ok=True)

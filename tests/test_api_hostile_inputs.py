@@ -554,7 +554,7 @@ EXEMPT = {
     **{f"theory.{n}": "a constant (names of schemes, rules, scores)"
        for n in ("SCHEMES", "RULES", "RULE_PARAMS", "TREE_RULES", "SCORES", "BLOCK_SCHEMES")},
     **{f"sim.{n}": "a constant (names of schemes and decoders)"
-       for n in ("SCHEMES", "DECODERS", "DECODER_SCHEME")},
+       for n in ("SAMPLERS", "DECODERS", "DECODER_SCHEME")},
     **{name: "a frozen result record built by the library (fields are not validated)"
        for name in ("theory.Distortion", "sim.Step", "sim.GofResult", "sim.NoisyDraft",
                     "sim.DenseBatch", "sim.SparseBatch", "sim.TreeVerificationResult",

@@ -7,6 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import specbound
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +39,43 @@ def test_changelog_holds_every_fragment():
     assert f"## {specbound.__version__}" in text
 
 
-def test_changelog_script_renders_fragments(tmp_path):
+def test_fragment_names_are_topic_and_type():
+    pattern = _script().NAME_PATTERN
+    bad = [p.name for p in sorted((ROOT / "CHANGELOG.d").iterdir())
+           if not pattern.fullmatch(p.name)]
+    assert not bad, f"CHANGELOG.d/<topic>.<added|changed|fixed|removed>.md: {bad}"
+
+
+def test_changelog_script_groups_fragments_by_type(tmp_path):
     mod = _script()
-    (tmp_path / "b.md").write_text("- plain change\n")
-    (tmp_path / "a.md").write_text("### Area\n\n- titled change\n")
-    text = mod.render("9.9.9", mod.fragments(tmp_path))
-    assert text.index("## 9.9.9") < text.index("### Area") < text.index("### Other changes")
-    assert "- titled change" in text and "- plain change" in text
+    (tmp_path / "b-topic.added.md").write_text("- second added\n")
+    (tmp_path / "a-topic.added.md").write_text("- first added\n")
+    (tmp_path / "a-topic.removed.md").write_text("- a removal\n")
+    (tmp_path / "z-topic.fixed.md").write_text("- a fix\n")
+    (tmp_path / "empty.changed.md").write_text("\n")
+    frags = mod.fragments(tmp_path)
+    assert [(t, k) for t, k, _ in frags] == [
+        ("a-topic", "added"), ("a-topic", "removed"), ("b-topic", "added"), ("z-topic", "fixed")]
+    text = mod.render("9.9.9", frags)
+    order = ["## 9.9.9", "### Added", "- first added", "- second added", "### Fixed", "- a fix",
+             "### Removed", "- a removal"]
+    pos = [text.index(s) for s in order]
+    assert pos == sorted(pos), text
+    # a type without fragments gets no heading (the empty fragment is skipped)
+    assert "### Changed" not in text
+    assert text.count("### ") == 3
+
+
+def test_changelog_script_refuses_bad_fragments(tmp_path):
+    mod = _script()
+    for name in ["w5-lead.md", "topic.deprecated.md", "Topic.added.md", "a_b.fixed.md"]:
+        folder = tmp_path / name.replace(".", "_")
+        folder.mkdir()
+        (folder / name).write_text("- change\n")
+        with pytest.raises(ValueError, match=re.escape(name)):
+            mod.fragments(folder)
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "topic.added.md").write_text("### Own heading\n\n- change\n")
+    with pytest.raises(ValueError, match="heading"):
+        mod.fragments(tmp_path / "h")
+

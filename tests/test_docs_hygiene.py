@@ -1,5 +1,6 @@
-"""Package hygiene: optional dependencies stay optional, extras are not redundant, and the
-shipped text cites papers, not internal labels.
+"""Package hygiene: optional dependencies (tqdm, matplotlib) stay optional, extras are not
+redundant, every package-data pattern ships a file (``py.typed`` included), and the shipped
+text cites papers, not internal labels.
 
 Cost: one Python subprocess (imports only, about 3 s) and a scan of the repository's text
 files (well under a second).
@@ -33,7 +34,7 @@ _HIDE_TQDM = textwrap.dedent(
 )
 
 
-def test_tqdm_is_optional_at_import_time():
+def test_tqdm_and_matplotlib_are_optional_at_import_time():
     code = _HIDE_TQDM + textwrap.dedent(
         """
         try:
@@ -49,6 +50,9 @@ def test_tqdm_is_optional_at_import_time():
         import specbound.sweep
         import specbound.theory
         assert "tqdm" not in sys.modules, "a module imported tqdm at import time"
+        # matplotlib is the optional extra `plot`, for the figure scripts only
+        mpl = sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")
+        assert not mpl, f"a module imported matplotlib at import time: {mpl[:3]}"
         print("imported without tqdm")
         """
     )
@@ -69,7 +73,19 @@ def test_no_extra_repeats_a_core_dependency():
                 for extra, reqs in meta["optional-dependencies"].items()}
     repeated = {k: v for k, v in repeated.items() if v}
     assert not repeated, f"extras that only repeat core dependencies: {repeated}"
-    assert "plot" not in meta["optional-dependencies"]  # matplotlib is a core dependency
+    # matplotlib is for the figure scripts and notebooks only
+    assert "matplotlib" not in core
+    assert [name(r) for r in meta["optional-dependencies"]["plot"]] == ["matplotlib"]
+
+
+
+def test_every_package_data_pattern_ships_a_file():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = meta["tool"]["setuptools"]["package-data"]["specbound"]
+    assert "py.typed" in patterns  # PEP 561 marker: the package's annotations are public
+    assert (ROOT / "specbound" / "py.typed").is_file()
+    empty = [pat for pat in patterns if not any((ROOT / "specbound").glob(pat))]
+    assert not empty, f"package-data patterns that match no file: {empty}"
 
 
 # Internal labels of the design notes that must never reach shipped text: papers are cited

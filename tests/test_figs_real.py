@@ -43,9 +43,9 @@ def user_log(tmp_path_factory):
 
 
 def test_log_option_is_parsed():
-    args = _real_log.parse(real_bounds.__doc__, ["--quick", "--log", "some/dir"])
+    args = _real_log.parse_log_args(real_bounds.__doc__, ["--quick", "--log", "some/dir"])
     assert args.quick and str(args.log) == "some/dir"
-    assert _real_log.parse(real_bounds.__doc__, []).log is None
+    assert _real_log.parse_log_args(real_bounds.__doc__, []).log is None
     assert _real_log.subsample(10, 3).tolist() == [0, 4, 9]
 
 

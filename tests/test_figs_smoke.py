@@ -144,4 +144,4 @@ def test_bounds_vs_drafts_pair_construction():
     assert p[0] > p[1] > p[-1] > 0 and p.sum() == pytest.approx(1.0)
     assert q.sum() == pytest.approx(1.0) and np.all(q > 0)
     assert 0.5 * np.abs(p - q).sum() == pytest.approx(0.3, abs=1e-9)
-    np.testing.assert_allclose(bounds_vs_drafts.noisy_draft(p, eps, 0.0), p, rtol=1e-12)
+    np.testing.assert_allclose(bounds_vs_drafts.logit_noise_draft(p, eps, 0.0), p, rtol=1e-12)

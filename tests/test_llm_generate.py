@@ -372,13 +372,14 @@ def test_lossy_first_token_follows_the_induced_law_on_the_embedded_model(llm_pai
     real (p, q) at the prompt (Zhou et al. 2026), over 1000 seeds (the prompt's
     distributions computed once, as in the lossless test above)."""
     from specbound import theory
+    from specbound.sim.lossy_seq import _rule_params
 
     t_lm, d_lm = G.as_protocol_models(llm_pair)
     target, draft = sim.CachedLM(t_lm), sim.CachedLM(d_lm)
     p = target.next_distribution(real_ids)
     q = draft.next_distribution(real_ids)
     for rule, params in LOSSY_CASES:
-        concrete = G._rule_params(params, p, q)
+        concrete = _rule_params(params, p, q)
         law = theory.induced_distribution(p, q, rule, **concrete)
         first = np.array([G.lossy_decode(sim.SyntheticBackend(target, draft), real_ids, rule,
                                          L=1, max_new_tokens=1, seed=i,

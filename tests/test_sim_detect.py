@@ -239,26 +239,21 @@ def test_detect_takes_prompt_length_and_window_from_a_decode_result():
         detect_many(runs, 1, "k")
 
 
-def test_deprecated_context_length_keyword_and_tuple_unpacking():
+def test_removed_aliases_are_refused():
+    """The pre-release aliases are gone: ``context_length=`` (now ``window``) is an unknown
+    keyword, and a ``Pivots`` is a batch of scored positions, not a ``(pivots, positions)``
+    tuple."""
     tok = np.random.default_rng(7).integers(0, 300, size=30)
-    new = detect(tok, 2, "k", window=2)
-    with pytest.warns(DeprecationWarning, match="window"):
-        old = detect(tok, 2, "k", context_length=2)
-    assert old.score == new.score
-    with pytest.warns(DeprecationWarning, match="window"):
-        oldb = detect_many([tok], 2, "k", context_length=2)
-    assert oldb.score[0] == new.score
+    # detect and detect_many take the score's parameters as keywords: a named ValueError
+    with pytest.raises(ValueError, match="^context_length: unexpected parameter"):
+        detect(tok, 2, "k", context_length=2)
+    with pytest.raises(ValueError, match="^context_length: unexpected parameter"):
+        detect_many([tok], 2, "k", context_length=2)
+    with pytest.raises(TypeError, match="context_length"):
+        keyed_pivots(tok, 2, "k", context_length=2)
     kp = keyed_pivots(tok, 2, "k", window=2)
-    with pytest.warns(DeprecationWarning, match="pivots"):
-        U, pos = kp
-    np.testing.assert_array_equal(U, kp.pivots)
-    np.testing.assert_array_equal(pos, kp.positions)
-    with pytest.warns(DeprecationWarning, match="pivots"):
-        assert kp[1] is kp.positions
-    with pytest.raises(IndexError):
-        kp[2]
-    with pytest.raises(ValueError, match="window"):
-        keyed_pivots(tok, 2, "k", window=2, context_length=2)
+    assert len(kp) == kp.pivots.size == kp.n_scored > 2
+    assert kp[1] == {"pivots": kp.pivots[1], "positions": kp.positions[1]}
 
 
 def test_batched_results_follow_the_result_batch_pattern():

@@ -13,12 +13,14 @@ from scipy import stats
 from specbound.sim.distributions import (
     NoisyDraft,
     dirichlet,
+    logit_noise_draft,
     mixture_draft,
     noisy_draft,
     softmax_gaussian,
     temperature_draft,
     top_k,
     zipf,
+    zipf_law,
 )
 from tests._stats import assert_within_se
 from tests.strategies import prob_pairs, prob_vectors
@@ -206,6 +208,75 @@ def test_noisy_draft_property(p, frac, seed):
     assert np.all(res.q[p == 0] == 0)
 
 
+@given(vocab_size=st.integers(1, 400), s=st.floats(0.0, 5.0))
+def test_zipf_law_is_a_sorted_probability_vector(vocab_size, s):
+    """*property*: a probability vector, non-increasing in token order, with
+    ``p_k / p_1 = k^{-s}``, and the values of :func:`zipf` before its permutation."""
+    p = zipf_law(vocab_size, s)
+    _is_prob(p, (vocab_size,))
+    assert np.all(np.diff(p) <= 0)
+    k = np.arange(1, vocab_size + 1)
+    np.testing.assert_allclose(p / p[0], k ** (-s), rtol=1e-12)
+    np.testing.assert_array_equal(np.sort(zipf(vocab_size, s, seed=1))[::-1], p)
+
+
+def test_zipf_law_values_and_validation():
+    np.testing.assert_array_equal(zipf_law(4, 0.0), np.full(4, 0.25))
+    h = 1 + 1 / 2 + 1 / 3
+    np.testing.assert_allclose(zipf_law(3, 1.0), [1 / h, 1 / (2 * h), 1 / (3 * h)], rtol=1e-15)
+    for bad, name in [((0, 1.0), "vocab_size"), ((2.5, 1.0), "vocab_size"),
+                      ((3, -0.1), "s"), ((3, "1"), "s"), ((3, float("nan")), "s")]:
+        with pytest.raises(ValueError, match=name):
+            zipf_law(*bad)
+
+
+@given(p=prob_vectors(min_size=1, max_size=150), seed=st.integers(0, 2**32 - 1),
+       sigma=st.floats(0.0, 20.0))
+def test_logit_noise_draft_property(p, seed, sigma):
+    """*property*: a probability vector with the target's support; ``sigma = 0`` gives the
+    target back; it is the family :func:`noisy_draft` searches (same direction from the
+    same seed, at the scale ``noisy_draft`` found)."""
+    eps = np.random.default_rng(seed).standard_normal(p.shape)
+    q = logit_noise_draft(p, eps, sigma)
+    _is_prob(q, p.shape)
+    assert np.all(q[p == 0] == 0)
+    np.testing.assert_allclose(logit_noise_draft(p, eps, 0.0), p, rtol=1e-12, atol=1e-300)
+    limit = 1.0 - p[np.argmax(np.where(p > 0, eps, -np.inf))]
+    assume(limit > 0.02)
+    res = noisy_draft(p, 0.5 * limit, seed=seed)
+    np.testing.assert_allclose(logit_noise_draft(p, eps, res.sigma), res.q, rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_logit_noise_draft_batch_and_validation():
+    P = dirichlet(30, 0.7, size=4, seed=2)
+    eps = np.random.default_rng(5).standard_normal(30)
+    sig = np.array([0.0, 0.5, 1.0, 3.0])
+    Q = logit_noise_draft(P, eps, sig)
+    _is_prob(Q, P.shape)
+    for i in range(4):  # a batch is its rows; one direction is shared
+        np.testing.assert_array_equal(Q[i], logit_noise_draft(P[i], eps, sig[i]))
+    # a larger scale moves further from the target along a fixed direction (this one)
+    tv = _tv(P, Q)
+    assert tv[0] == pytest.approx(0.0, abs=1e-12) and np.all(np.diff(tv) > 0)
+    np.testing.assert_array_equal(logit_noise_draft(P, np.tile(eps, (4, 1)), 0.5),
+                                  logit_noise_draft(P, eps, 0.5))
+    for call, name in [
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, 2.0, 3.0], 1.0), "direction"),
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, np.nan], 1.0), "direction"),
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, 2.0], -1.0), "sigma"),
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, 2.0], [1.0]), "sigma"),
+        (lambda: logit_noise_draft(P, eps, [1.0, 2.0]), "sigma"),
+        (lambda: logit_noise_draft(P, eps, [1.0, 2.0, -1.0, 0.0]), "sigma"),
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, 2.0], True), "sigma"),
+        (lambda: logit_noise_draft([0.5, 0.5], [1.0, -1.0], 1e308), "sigma"),
+        (lambda: logit_noise_draft([0.5, 0.6], [1.0, 2.0], 1.0), "p"),
+        (lambda: logit_noise_draft([0.5, 0.5], "ab", 1.0), "direction"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
 def test_noisy_draft_batch_determinism_and_zero():
     P = dirichlet(40, 0.5, size=25, seed=3)
     tv = np.linspace(0.0, 0.4, 25)
@@ -316,25 +387,17 @@ def test_extreme_temperatures_give_the_limit_not_nan():
     np.testing.assert_array_equal(temperature_draft([0.1, 0.6, 0.3], 0.7), ref / ref.sum())
 
 
-def test_renamed_arguments_are_deprecated_aliases():
-    with pytest.warns(DeprecationWarning, match=r"dirichlet\(n=...\)"):
-        old = dirichlet(n=5, alpha=0.5, seed=3)
-    np.testing.assert_array_equal(old, dirichlet(vocab_size=5, alpha=0.5, seed=3))
-    with pytest.warns(DeprecationWarning, match=r"zipf\(n=...\)"):
-        np.testing.assert_array_equal(zipf(n=7, s=1.0, seed=1), zipf(7, 1.0, seed=1))
-    with pytest.warns(DeprecationWarning, match=r"softmax_gaussian\(n=...\)"):
-        np.testing.assert_array_equal(softmax_gaussian(n=7, seed=1), softmax_gaussian(7, seed=1))
-    with pytest.warns(DeprecationWarning, match=r"temperature_draft\(T=...\)"):
-        np.testing.assert_array_equal(temperature_draft([0.2, 0.8], T=2.0),
-                                      temperature_draft([0.2, 0.8], temperature=2.0))
-    # seed became keyword-only: the old positional form still works, with a warning
-    with pytest.warns(DeprecationWarning, match="'seed' to dirichlet"):
-        np.testing.assert_array_equal(dirichlet(5, 0.5, None, 3), dirichlet(5, 0.5, seed=3))
-    with pytest.warns(DeprecationWarning, match="'seed' to noisy_draft"):
-        np.testing.assert_array_equal(noisy_draft([0.3, 0.7], 0.1, 4).q,
-                                      noisy_draft([0.3, 0.7], 0.1, seed=4).q)
-    with pytest.raises(ValueError, match="vocab_size: given together"):
-        zipf(vocab_size=5, s=1.0, n=5)
+def test_removed_aliases_are_refused():
+    """``n=`` (now ``vocab_size``), ``T=`` (now ``temperature``) and a positional ``seed``
+    were pre-release aliases; they are gone."""
+    for call in (lambda: dirichlet(n=5, alpha=0.5, seed=3), lambda: zipf(n=7, s=1.0),
+                 lambda: softmax_gaussian(n=7), lambda: temperature_draft([0.2, 0.8], T=2.0)):
+        with pytest.raises(TypeError, match="'n'|'T'"):
+            call()
+    with pytest.raises(TypeError, match="positional"):
+        dirichlet(5, 0.5, None, 3)
+    with pytest.raises(TypeError, match="positional"):
+        noisy_draft([0.3, 0.7], 0.1, 4)
 
 
 @pytest.mark.parametrize(

@@ -139,17 +139,13 @@ def test_violations_found_on_synthetic_models(decoder, B):
     assert not res.stopping_time.holds
 
 
-def test_checker_deprecated_context_length_keyword():
+def test_checker_window_keyword():
     target, drafters = _markov_setup()
-    new = check_drafter_invariance("pfr", target, drafters, n_trials=20, seed=1, window=1)
-    with pytest.warns(DeprecationWarning, match="window"):
-        old = check_drafter_invariance("pfr", target, drafters, n_trials=20, seed=1,
-                                       context_length=1)
-    assert old == new
+    with pytest.raises(TypeError, match="context_length"):  # the removed pre-release alias
+        check_drafter_invariance("pfr", target, drafters, n_trials=20, seed=1,
+                                 context_length=1)
     with pytest.raises(ValueError, match="window"):
         check_drafter_invariance("pfr", target, drafters, window=-1)
-    with pytest.raises(ValueError, match="n_trials"):
-        check_drafter_invariance("pfr", target, drafters, n_trials=10**12)
 
 
 def test_checker_validation():

@@ -181,7 +181,7 @@ def _fastmath_outputs():
     tables of uniforms and fixed keyed labels (run in this process and in a process with
     ``SPECBOUND_FASTMATH=0``).  The estimators' ``batch_kernel`` runs the same step kernels
     under ``prange``, and the decoders call the step kernels below."""
-    from specbound.sim import SCHEMES, sample_step
+    from specbound.sim import SAMPLERS, sample_step
     from specbound.sim.samplers import SINGLE_DRAFT, clock_shape
 
     rng = np.random.default_rng(2024)
@@ -193,7 +193,7 @@ def _fastmath_outputs():
             p[rng.permutation(n)[: n // 3]] = 0.0
             p /= p.sum()
         qa = 0.7 * q + 0.3 * p  # p << qa for mpfr_scan
-        for scheme in SCHEMES:
+        for scheme in SAMPLERS:
             qq = qa if scheme == "mpfr_scan" else q
             for B in ((1,) if scheme in SINGLE_DRAFT else (1, 3, 8)):
                 for _ in range(4):

@@ -12,7 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specbound.results import Estimate
-from specbound.sim.metrics import cluster_ratio_se, lcs_length, mean_se, rouge_l
+from specbound.sim.metrics import (
+    PairedDifference,
+    cluster_ratio_se,
+    lcs_length,
+    mean_se,
+    paired_mean_diff,
+    paired_ratio_diff,
+    ratio_influence,
+    rouge_l,
+    z_score,
+)
 
 # ----------------------------------------------------------------------------- ROUGE-L
 
@@ -134,6 +144,82 @@ def test_cluster_ratio_se():
         cluster_ratio_se([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="den"):
         cluster_ratio_se([1.0], [0.0])
+
+
+_positive = st.lists(st.floats(0.5, 50.0), min_size=2, max_size=30)
+
+
+@given(num=_positive, den=_positive)
+def test_ratio_influence_is_the_linearisation_of_the_cluster_ratio(num, den):
+    """*property*: the influence values sum to 0 and their sd / sqrt(m) is the cluster SE
+    ``sqrt(m/(m-1) sum (num_i - r den_i)^2) / sum den`` (docs/mathematics.md §5.5)."""
+    m = min(len(num), len(den))
+    num, den = np.array(num[:m]), np.array(den[:m])
+    psi = ratio_influence(num, den)
+    r = num.sum() / den.sum()
+    np.testing.assert_allclose(psi, (num - r * den) / den.mean(), rtol=1e-12, atol=1e-12)
+    assert abs(psi.sum()) <= 1e-9 * np.abs(psi).sum() + 1e-12
+    est = cluster_ratio_se(num, den)
+    direct = math.sqrt(m / (m - 1) * np.sum((num - r * den) ** 2)) / den.sum()
+    assert est.mean == pytest.approx(r, rel=1e-12)
+    assert est.stderr == pytest.approx(direct, rel=1e-9, abs=1e-15)
+    assert est.stderr == pytest.approx(np.std(psi, ddof=1) / math.sqrt(m), rel=1e-9, abs=1e-12)
+
+
+def test_paired_ratio_diff_hand_computed_and_properties():
+    na, da = np.array([3.0, 5.0, 4.0, 8.0]), np.array([2.0, 2.0, 2.0, 4.0])
+    nb, db = np.array([2.0, 6.0, 3.0, 5.0]), np.array([2.0, 3.0, 2.0, 3.0])
+    est = paired_ratio_diff(na, da, nb, db)
+    assert isinstance(est, PairedDifference) and est.n == 4
+    assert (est.value_a, est.value_b) == (pytest.approx(2.0), pytest.approx(16 / 10))
+    assert est.diff == pytest.approx(0.4)
+    d = ratio_influence(na, da) - ratio_influence(nb, db)
+    assert est.diff_se == pytest.approx(np.std(d, ddof=1) / 2)
+    assert est.z == pytest.approx(0.4 / est.diff_se)
+    # antisymmetric; a ratio against itself differs by exactly 0 with error 0
+    rev = paired_ratio_diff(nb, db, na, da)
+    assert (rev.diff, rev.diff_se) == (pytest.approx(-est.diff), pytest.approx(est.diff_se))
+    same = paired_ratio_diff(na, da, na, da)
+    assert (same.diff, same.diff_se, same.z) == (0.0, 0.0, 0.0)
+    # unit denominators: a ratio of sums is a mean, and the paired ratio difference is the
+    # paired mean difference
+    ones = np.ones(4)
+    r1, m1 = paired_ratio_diff(na, ones, nb, ones), paired_mean_diff(na, nb)
+    assert (r1.diff, r1.diff_se) == (pytest.approx(m1.diff), pytest.approx(m1.diff_se))
+    assert math.isnan(paired_ratio_diff([1.0], [1.0], [2.0], [1.0]).diff_se)
+    with pytest.raises(ValueError, match="num_b"):
+        paired_ratio_diff(na, da, nb[:3], db[:3])
+    with pytest.raises(ValueError, match="den_b"):
+        paired_ratio_diff(na, da, nb, [0.0] * 4)
+    with pytest.raises(ValueError, match="den_a"):
+        paired_ratio_diff(na, da[:3], nb, db)
+
+
+def test_paired_mean_diff():
+    a, b = np.array([1.0, 4.0, 2.0, 7.0]), np.array([0.5, 3.0, 2.5, 5.0])
+    est = paired_mean_diff(a, b)
+    assert (est.value_a, est.value_b, est.n) == (3.5, 2.75, 4)
+    assert est.diff == pytest.approx(0.75)
+    assert est.diff_se == pytest.approx(np.std(a - b, ddof=1) / 2)
+    # pairing removes the shared prompt effect: the paired error is below the unpaired one
+    unpaired = math.hypot(mean_se(a).stderr, mean_se(b).stderr)
+    assert est.diff_se < unpaired
+    none = paired_mean_diff([], [])
+    assert none.n == 0 and math.isnan(none.diff) and math.isnan(none.value_a)
+    with pytest.raises(ValueError, match="b"):
+        paired_mean_diff([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="a"):
+        paired_mean_diff([1.0, float("nan")], [1.0, 2.0])
+
+
+def test_z_score():
+    assert z_score(1.0, 0.5) == 2.0 and z_score(-3.0, 1.5) == -2.0
+    assert z_score(0.0, 0.0) == 0.0
+    assert z_score(2.0, 0.0) == math.inf and z_score(-2.0, 0.0) == -math.inf
+    assert all(math.isnan(z_score(d, s)) for d, s in [(float("nan"), 1.0), (1.0, float("nan")),
+                                                       (1.0, math.inf), (math.inf, 1.0)])
+    with pytest.raises(ValueError, match="se"):
+        z_score(1.0, -1.0)
 
 
 def test_rouge_l_validation():

@@ -177,20 +177,9 @@ def test_absurd_model_sizes_are_refused_up_front():
     assert law.size == 3**12 and law.sum() == pytest.approx(1.0)
 
 
-def test_seed_is_keyword_only_with_deprecated_positional_forms():
-    ctx = [1, 2]
-    with pytest.warns(DeprecationWarning, match="by position"):
-        old = SyntheticLM(30, 2, 5, 0.8)
+def test_seed_is_keyword_only():
     new = SyntheticLM(30, 2, seed=5, temperature=0.8)
-    np.testing.assert_array_equal(old.next_distribution(ctx), new.next_distribution(ctx))
-    with pytest.warns(DeprecationWarning, match="seed"):
-        d_old = new.draft(0.3, 4)
-    d_new = new.draft(0.3, seed=4)
-    np.testing.assert_array_equal(d_old.next_distribution(ctx), d_new.next_distribution(ctx))
-    with pytest.warns(DeprecationWarning, match="seed"):
-        h_old = new.mean_entropy(10, 3)
-    assert h_old == new.mean_entropy(10, seed=3)
-    with pytest.warns(DeprecationWarning, match="by position"):
-        m_old = MarkovLM.random(3, 7, 0.5)
-    np.testing.assert_array_equal(m_old.transition_matrix,
-                                  MarkovLM.random(3, seed=7, concentration=0.5).transition_matrix)
+    for call in (lambda: SyntheticLM(30, 2, 5, 0.8), lambda: new.draft(0.3, 4),
+                 lambda: new.mean_entropy(10, 3), lambda: MarkovLM.random(3, 7, 0.5)):
+        with pytest.raises(TypeError, match="positional"):
+            call()

@@ -17,7 +17,7 @@ from scipy import stats
 
 from specbound import theory
 from specbound.results import EstimateBatch, proportion_ci
-from specbound.sim import SCHEMES, Estimate, estimate_acceptance, sample_emitted, spectr_rho
+from specbound.sim import SAMPLERS, Estimate, estimate_acceptance, sample_emitted, spectr_rho
 from tests._stats import (
     FAILURE_RATE,
     assert_binom_at_least,
@@ -27,7 +27,7 @@ from tests._stats import (
     bonferroni,
 )
 
-LOSSLESS = SCHEMES  # every sampler scheme is lossless
+LOSSLESS = SAMPLERS  # every sampler scheme is lossless
 # overall false-failure rate of test_emitted_follow_p_and_drafts_follow_q: FAILURE_RATE (1e-4)
 # over 2 comparisons x 20 pairs x every scheme
 GOF_ALPHA = bonferroni(len(LOSSLESS) * 20 * 2, FAILURE_RATE)
@@ -327,8 +327,8 @@ def test_batch_result_frame_columns_and_intervals():
     ci = batch.ci()
     np.testing.assert_array_equal(ci.low, df.ci_low)
     np.testing.assert_array_equal(ci.high, df.ci_high)
-    with pytest.warns(DeprecationWarning, match="to_frame"):
-        np.testing.assert_array_equal(batch["mean"], df["mean"])
+    with pytest.raises(TypeError, match="integers"):  # a column is batch.to_frame()["mean"]
+        batch["mean"]
     for i in range(3):
         e = Estimate.from_successes(int(df.successes[i]), 2000)
         ci = e.ci()
@@ -400,16 +400,13 @@ def test_batch_kernel_trials_match_the_reference():
 # --------------------------------------------------------------------------- names and limits
 
 
-def test_seed_is_keyword_only_with_a_deprecated_positional_form():
+def test_seed_is_keyword_only():
     p = np.array([0.5, 0.3, 0.2])
     q = np.array([0.2, 0.3, 0.5])
-    new = estimate_acceptance(p, q, "mpfr", 2, 3000, seed=5)
-    with pytest.warns(DeprecationWarning, match="seed"):
-        old = estimate_acceptance(p, q, "mpfr", 2, 3000, 5)
-    assert old == new
-    with pytest.warns(DeprecationWarning, match="seed"):
-        y_old = sample_emitted(p, q, "mpfr", 2, 3000, 5)
-    np.testing.assert_array_equal(y_old, sample_emitted(p, q, "mpfr", 2, 3000, seed=5))
+    with pytest.raises(TypeError, match="positional"):
+        estimate_acceptance(p, q, "mpfr", 2, 3000, 5)
+    with pytest.raises(TypeError, match="positional"):
+        sample_emitted(p, q, "mpfr", 2, 3000, 5)
     # the default seed is 0 in both
     assert estimate_acceptance(p, q, "sd", n=500) == estimate_acceptance(p, q, "sd", n=500,
                                                                           seed=0)

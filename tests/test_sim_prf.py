@@ -346,15 +346,12 @@ def test_validation_errors(kwargs, match):
         keyed_uniforms(**args)
 
 
-def test_deprecated_m_keyword_is_window():
-    with pytest.warns(DeprecationWarning, match="window"):
-        old = context_label("k", [9, 1, 2, 3], m=2)
-    assert old == context_label("k", [9, 1, 2, 3], window=2)
-    with pytest.warns(DeprecationWarning, match="window"):
-        u = keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, m=2)
-    np.testing.assert_array_equal(u, keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, window=2))
-    with pytest.raises(ValueError, match="window"):
-        context_label("k", [1], m=1, window=1)
+def test_window_keyword_only():
+    with pytest.raises(TypeError, match="'m'"):  # the removed pre-release alias
+        context_label("k", [9, 1, 2, 3], m=2)
+    with pytest.raises(TypeError, match="'m'"):
+        keyed_uniforms("k", [9, 1, 2, 3], [0, 5], 2, m=2)
+    assert context_label("k", [9, 1, 2, 3], window=2) == context_label("k", [2, 3], window=2)
 
 
 def test_prefix_labels_equal_whole_prefix_labels():

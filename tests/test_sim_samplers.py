@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specbound.sim import SCHEMES, sample_step, spectr_rho
+from specbound.sim import SAMPLERS, sample_step, spectr_rho
 from specbound.sim import _kernels as K
 from specbound.sim import _reference as R
 from specbound.sim.prf import context_label
 from specbound.sim.samplers import Step, clock_shape
 from tests.strategies import prob_pairs, prob_vectors
 
-ALL = SCHEMES
+ALL = SAMPLERS
 sample_step_reference = R.sample_step
 
 
@@ -302,26 +302,25 @@ def test_identical_distributions_always_accept(p, B, seed):
 # ------------------------------------------------------------------- names and limits
 
 
-def test_schemes_is_one_tuple_of_names():
-    from specbound import theory
+def test_samplers_is_one_tuple_of_names():
+    from specbound import sim, theory
     from specbound.sim import samplers
 
-    assert isinstance(SCHEMES, tuple) and len(set(SCHEMES)) == len(SCHEMES)
-    exact = getattr(theory, "SCHEMES", ("sd", "exp_race", "mpfr", "gls"))
-    assert set(exact) <= set(SCHEMES)  # the sampler schemes are a superset
+    assert isinstance(SAMPLERS, tuple) and len(set(SAMPLERS)) == len(SAMPLERS)
+    assert set(theory.SCHEMES) < set(SAMPLERS)  # the samplers are a superset of the formulas
+    # one name per role: theory.SCHEMES (exact formulas) is not shadowed in specbound.sim
+    assert not hasattr(sim, "SCHEMES") and not hasattr(samplers, "SCHEMES")
     for derived in (samplers.SINGLE_DRAFT, samplers.SEQUENTIAL, samplers.TOKEN_CLOCK):
-        assert set(derived) <= set(SCHEMES)
-        assert list(derived) == [s for s in SCHEMES if s in derived]  # order of SCHEMES
+        assert set(derived) <= set(SAMPLERS)
+        assert list(derived) == [s for s in SAMPLERS if s in derived]  # order of SAMPLERS
 
 
-def test_window_keyword_and_deprecated_m():
+def test_window_keyword():
     p = np.full(50, 0.02)
     a = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], window=2)
-    with pytest.warns(DeprecationWarning, match="window"):
-        b = sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
-    assert a == b
-    with pytest.raises(ValueError, match="^window"):
-        sample_step(p, p, "mpfr", 2, key="k", context=[1], window=1, m=1)
+    assert a == sample_step(p, p, "mpfr", 2, key="k", context=[9, 2, 3], window=2)
+    with pytest.raises(TypeError, match="'m'"):  # the removed pre-release alias
+        sample_step(p, p, "mpfr", 2, key="k", context=[1, 2, 3], m=2)
 
 
 @pytest.mark.parametrize("scheme", ["mpfr", "mpfr_direct", "gls", "mpfr_scan", "specinfer",

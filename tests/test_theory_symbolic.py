@@ -259,8 +259,7 @@ def test_results_are_frozen():
 
 def test_vocab_size_renamed_from_n():
     # the vector identities take vocab_size (n means a number of samples in the package)
-    with pytest.warns(DeprecationWarning, match=r"max_identity\(n=...\)"):
-        old = symbolic.max_identity(n=2)
-    assert old.proved and old.name == symbolic.max_identity(vocab_size=2).name
-    with pytest.warns(DeprecationWarning, match=r"gumbel_exponential_race\(n=...\)"):
-        assert symbolic.gumbel_exponential_race(n=2).proved
+    assert symbolic.max_identity(vocab_size=2).proved
+    for fn in (symbolic.max_identity, symbolic.gumbel_exponential_race):
+        with pytest.raises(TypeError, match="'n'"):  # the removed pre-release alias
+            fn(n=2)

@@ -201,34 +201,30 @@ def test_tree_validation_errors():
 
 
 
-def test_argument_order_matches_the_simulator_and_old_order_is_deprecated():
+def test_argument_order_matches_the_simulator():
     # (p, candidates, rule, *, allowed) like simulate_tree_verification(p, q, rule, *, ...)
     p = np.array([0.4, 0.3, 0.2, 0.1])
     A = np.array([True, True, True, False])
     C = np.array([1, 3])
     for fn in (T.tree_acceptance, T.tree_emitted_distribution):
-        new = fn(p, C, "lossless", allowed=A)
-        with pytest.warns(DeprecationWarning, match=r"\(p, candidates, rule, allowed=...\)"):
-            old = fn(p, C, A, "lossless")
-        np.testing.assert_array_equal(old, new)
-        with pytest.warns(DeprecationWarning):
-            np.testing.assert_array_equal(fn(p, C, A, rule="lossless"), new)
-    with pytest.warns(DeprecationWarning):
-        old = T.tree_block_efficiency(p, C, A, "lossless", 4, True)
-    assert old == T.tree_block_efficiency(p, C, "lossless", allowed=A, L=4, bonus=True)
+        # the pre-release order (p, candidates, allowed, rule) is refused
+        with pytest.raises(TypeError, match="positional"):
+            fn(p, C, A, "lossless")
+        with pytest.raises(TypeError, match="multiple values"):
+            fn(p, C, A, rule="lossless")
+    with pytest.raises(TypeError, match="positional"):
+        T.tree_block_efficiency(p, C, A, "lossless", 4, True)
     # without allowed: no truncation (p_Θ = p), which only the lossless rule accepts
     np.testing.assert_allclose(T.tree_emitted_distribution(p, C, "lossless"), p, rtol=1e-15)
     with pytest.raises(ValueError, match="allowed: required by rule 'typical'"):
         T.tree_acceptance(p, C, "typical")
 
 
-def test_names_moved_from_theory_lossy_still_resolve_with_a_warning():
+def test_names_moved_from_theory_lossy_live_in_theory_tree_only():
     for name in ("min_p_allowed", "eta_allowed", "truncated_target", "tree_acceptance",
                  "kl_truncation_sd", "truncation_efficiency_delta"):
-        with pytest.warns(DeprecationWarning, match=f"specbound.theory.tree.{name}"):
-            assert getattr(L, name) is getattr(T, name)
-    with pytest.raises(AttributeError):
-        L.no_such_name  # noqa: B018
+        assert callable(getattr(T, name))
+        assert not hasattr(L, name)
 
 
 def test_hostile_inputs_name_the_argument():

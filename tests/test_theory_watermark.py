@@ -429,10 +429,10 @@ def test_score_threshold_solves_the_tail_equation(score):
     assert null_log_sf(thr, 40, score, **PARAMS[score]) == pytest.approx(math.log(0.01), abs=1e-6)
 
 
-def test_score_threshold_old_positional_form_is_deprecated():
-    with pytest.warns(DeprecationWarning, match="to score_threshold\\(\\) by position"):
-        old = score_threshold(40, 0.01, "u")
-    assert old == score_threshold(40, score="u", fpr=0.01)
+def test_score_threshold_score_and_fpr_are_keyword_only():
+    with pytest.raises(TypeError, match="positional"):  # the pre-release form
+        score_threshold(40, 0.01, "u")
+    assert score_threshold(40, score="u", fpr=0.01) < score_threshold(40, score="u", fpr=0.001)
 
 
 def test_score_threshold_lattimore_atom_above_fpr_never_rejects():

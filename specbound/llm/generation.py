@@ -53,7 +53,6 @@ from specbound._validation import as_bool, as_choice, as_int
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
-from specbound.sim.lossy_seq import _rule_params  # noqa: F401  (per-context parameters)
 
 torch = require_llm_extra()
 

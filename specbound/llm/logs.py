@@ -69,6 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specbound._io import atomic_write, read_manifest
 from specbound._validation import as_bool, as_int
 from specbound.sim.logged import _ARRAYS as _LOGGED_ARRAYS
 from specbound.sim.logged import LogReader, LogWriter
@@ -91,15 +92,6 @@ TARGET_ONLY_NAME = "(target only)"
 SUMS = "SHA256SUMS"
 _SUB_ARRAYS = tuple(f"{name}.npy" for name in _LOGGED_ARRAYS)
 _SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
-
-
-def _fsync_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _subdir(i: int, spec: str) -> str:
@@ -380,7 +372,8 @@ class DistributionLog:
         manifest = {"format": FORMAT, "version": VERSION, "subdirs": subdirs, "meta": meta}
         mf = self.path / MANIFEST
         if resume and mf.exists():
-            stored = _read_manifest(self.path)
+            stored = read_manifest(self.path, MANIFEST, fmt=FORMAT, version=VERSION,
+                                   what="distribution log")
             old = dict(stored["meta"])
             old_prompts, new_prompts = old.pop("prompts", None), meta.get("prompts")
             same = {k: v for k, v in meta.items() if k != "prompts"} == old
@@ -394,7 +387,7 @@ class DistributionLog:
                                      f"{self.path} (same id, other text)")
                 meta["prompts"] = {**old_prompts, **new_prompts}
                 manifest["meta"] = meta
-                _fsync_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+                atomic_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
             if (self.path / SUMS).exists():
                 raise ValueError(f"resume: the log at {self.path} is a published one (its "
                                  f"files are listed in {SUMS}); extend a copy without {SUMS}")
@@ -420,7 +413,7 @@ class DistributionLog:
             if mf.exists():
                 raise ValueError(f"path: {self.path} already holds a log; pass resume=True")
             self.path.mkdir(parents=True, exist_ok=True)
-            _fsync_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+            atomic_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
             (self.path / CONTEXTS).write_bytes(b"")
             self._done = set()
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
@@ -524,7 +517,7 @@ class DistributionLog:
         if self._tbuf:
             if self._twriter is None:
                 self._manifest["target_only"] = TARGET_ONLY
-                _fsync_write(self.path / MANIFEST, json.dumps(
+                atomic_write(self.path / MANIFEST, json.dumps(
                     self._manifest, indent=1, sort_keys=True).encode("utf-8"))
                 self._twriter = LogWriter(self.path / TARGET_ONLY,
                                           self._sub_meta(TARGET_ONLY_NAME), chunk_size=2**62,
@@ -568,16 +561,7 @@ class DistributionLog:
 def _read_manifest(path: Path) -> dict:
     """The schema-checked manifest of a log folder (``ValueError`` naming the field)."""
     mf = Path(path) / MANIFEST
-    if not mf.is_file():
-        raise ValueError(f"path: {path} is not a distribution log (no {MANIFEST})")
-    try:
-        doc = json.loads(mf.read_bytes().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"path: {mf} is not a {FORMAT} manifest")
-    if doc.get("version") != VERSION:
-        raise ValueError(f"path: {mf}: unsupported version {doc.get('version')!r}")
+    doc = read_manifest(path, MANIFEST, fmt=FORMAT, version=VERSION, what="distribution log")
     for key in ("subdirs", "meta"):
         if key not in doc:
             raise ValueError(f"path: {mf} lacks the field {key!r}")
@@ -649,7 +633,7 @@ def _rollback(sub: Path, n: int, committed: set[int]) -> None:
                         "q_nnz": int(a["q_offsets"][n])}
     doc["complete"] = False
     del reader, a
-    _fsync_write(sub / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
+    atomic_write(sub / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
 
 
 # ----------------------------------------------------------------------------- reader

@@ -57,14 +57,14 @@ from specbound.sim.models import (
 from specbound.sim.montecarlo import estimate_acceptance, sample_emitted
 from specbound.sim.prf import keyed_uniforms
 from specbound.sim.results import ConfidenceInterval, Estimate
-from specbound.sim.samplers import SCHEMES, Step, sample_step, spectr_rho
+from specbound.sim.samplers import SAMPLERS, Step, sample_step, spectr_rho
 from specbound.sim.tree import TreeVerificationResult, simulate_tree_verification
 
 __all__ = [
     # keyed randomness, results
     "keyed_uniforms", "Estimate", "ConfidenceInterval",
     # token-level samplers and estimators
-    "SCHEMES", "Step", "sample_step", "spectr_rho", "estimate_acceptance", "sample_emitted",
+    "SAMPLERS", "Step", "sample_step", "spectr_rho", "estimate_acceptance", "sample_emitted",
     # goodness of fit
     "GofResult", "bonferroni_alpha", "chisquare_gof", "counts_from_samples", "gof_test",
     "multinomial_exact_gof",

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import renamed_kwargs, warn_deprecated
 from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_real, asarray_named
 from specbound.results import ResultBatch
 from specbound.sim import _compiled_detect
@@ -148,9 +147,7 @@ class Pivots(ResultBatch):
     """Result of :func:`keyed_pivots`: the scored pivots and their token indices.
 
     ``len(p)`` is the number of scored positions; :meth:`to_frame` gives the columns
-    ``pivots`` and ``positions``.  For one release it still unpacks like the tuple that
-    :func:`keyed_pivots` used to return (``U, positions = keyed_pivots(...)``, and ``p[0]``,
-    ``p[1]``), with a :class:`DeprecationWarning`; use the attributes.
+    ``pivots`` and ``positions``.
 
     Attributes
     ----------
@@ -169,20 +166,6 @@ class Pivots(ResultBatch):
     def n_scored(self) -> int:
         """Number of scored positions."""
         return int(self.pivots.size)
-
-    def _warn_tuple(self) -> None:
-        warn_deprecated("using the result of keyed_pivots as a (pivots, positions) tuple",
-                        "keyed_pivots(...).pivots and .positions", stacklevel=4)
-
-    def __iter__(self):
-        self._warn_tuple()
-        return iter((self.pivots, self.positions))
-
-    def __getitem__(self, i):
-        if isinstance(i, int | np.integer) and not isinstance(i, bool) and -2 <= i <= 1:
-            self._warn_tuple()
-            return (self.pivots, self.positions)[i]
-        raise IndexError(f"Pivots index must be 0 or 1 (deprecated tuple access), got {i!r}")
 
 
 # ------------------------------------------------------------------------- validation
@@ -316,7 +299,6 @@ def _pivots(tok: np.ndarray, prompt_length: int, digest, window, dedup: bool,
 # ------------------------------------------------------------------------- public API
 
 
-@renamed_kwargs(context_length="window")
 def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
                  dedup=True, repeats=_FROM_RESULT, coin_threshold=None) -> Pivots:
     """Per-position keyed pivots ``U_t = exp(-E_{w_t,1})`` of a token sequence.
@@ -335,8 +317,7 @@ def keyed_pivots(tokens, prompt_length=None, key=None, *, window=_FROM_RESULT,
     window : int >= 0 or None
         Watermark context window: the label of position ``t`` hashes ``tokens[t-window:t]``
         (fewer at the start; None: the whole prefix).  Must match the generator's window;
-        default: a result's window, None for a token sequence.  (``context_length=`` is its
-        deprecated name.)
+        default: a result's window, None for a token sequence.
     dedup : bool
         Score each (context window, token) pair once (first occurrence).  Has no effect for
         ``window=None``, where every prefix is distinct.
@@ -385,7 +366,6 @@ def acceptance_coins(tokens, prompt_length=None, key=None, *, window=_FROM_RESUL
     return prf_uniform_numpy(labels, 0, 0) if labels.size else np.zeros(0)
 
 
-@renamed_kwargs(context_length="window")
 def detect(
     tokens,
     prompt_length=None,
@@ -440,7 +420,6 @@ def _result(U, pos, score, params) -> DetectionResult:
     return DetectionResult(S, lp, -lp / M + 0.0, M, U, pos, score)
 
 
-@renamed_kwargs(context_length="window")
 def detect_many(
     sequences,
     prompt_length=None,

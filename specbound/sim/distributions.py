@@ -5,7 +5,7 @@ Targets (random, reproducible from ``seed`` as in numpy's SPEC 7: an int, a
 
 - :func:`dirichlet` -- ``Dirichlet(alpha)`` on ``vocab_size`` tokens;
 - :func:`zipf` -- Zipf(s) weights ``k^{-s}`` (``k = 1..vocab_size``) assigned to a random
-  permutation of the tokens;
+  permutation of the tokens (:func:`zipf_law`: the same law in token order, deterministic);
 - :func:`softmax_gaussian` -- ``softmax(scale * z / temperature)`` with ``z ~ N(0, I)``;
 - :func:`top_k` -- keep the ``k`` most likely tokens and renormalise (deterministic).
 
@@ -15,6 +15,8 @@ Drafts made from a target ``p`` (``q`` is the draft, as everywhere in the packag
   the temperature);
 - :func:`noisy_draft` -- ``q = softmax(log p + sigma * eps)`` with Gaussian logit noise
   ``eps`` and ``sigma`` found by bisection so that ``TV(p, q)`` is the requested value;
+- :func:`logit_noise_draft` -- the same family at a given noise direction ``eps`` and scale
+  ``sigma`` (for a caller that fixes the direction and solves for ``sigma`` itself);
 - :func:`mixture_draft` -- ``q = (1 - w) p + w * other``.
 
 Every function returns a 1-D probability vector for a single distribution and a 2-D batch
@@ -24,10 +26,9 @@ families work with log-probabilities ``log 0 = -inf`` that stay ``-inf`` (so
 warning is ever emitted, and no function returns NaN: the limits of extreme temperatures
 (``temperature -> 0``: the argmax, ties shared uniformly) are computed in log space.
 
-Names: ``vocab_size`` is the vocabulary size (formerly ``n``, a deprecated alias for one
-release: ``n`` means a number of samples in the package), ``temperature`` the temperature
-(formerly ``T`` in :func:`temperature_draft`), and ``seed`` is keyword-only with default 0
-(passing it by position is deprecated).  Functions taking distributions accept
+Names: ``vocab_size`` is the vocabulary size (``n`` means a number of samples in the
+package), ``temperature`` the temperature, and ``seed`` is keyword-only with default 0.
+Functions taking distributions accept
 ``normalize=True`` (rescale rows instead of refusing sums off 1; default tolerance
 :func:`specbound._validation.sum_atol`).  Sizes whose output would exceed the package's
 memory limit are refused up front (``ValueError`` naming the argument).
@@ -40,7 +41,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import legacy_positional, renamed_kwargs
 from specbound._validation import (
     as_int,
     as_pair,
@@ -55,12 +55,14 @@ from specbound.theory.divergences import tv_rows
 __all__ = [
     "NoisyDraft",
     "dirichlet",
+    "logit_noise_draft",
     "mixture_draft",
     "noisy_draft",
     "softmax_gaussian",
     "temperature_draft",
     "top_k",
     "zipf",
+    "zipf_law",
 ]
 
 
@@ -123,15 +125,13 @@ def _log(p: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- targets
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
 def dirichlet(vocab_size, alpha, size=None, *, seed=0) -> np.ndarray:
     """Probability vector(s) drawn from ``Dirichlet(alpha)`` on ``vocab_size`` tokens.
 
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     alpha : float > 0 or array of shape (vocab_size,)
         Concentration (a scalar means the symmetric Dirichlet).  Small ``alpha`` gives sparse,
         peaked vectors; entries may underflow to exactly 0 for ``alpha`` below about 0.01.
@@ -169,8 +169,31 @@ def dirichlet(vocab_size, alpha, size=None, *, seed=0) -> np.ndarray:
     return out[0] if size is None else out
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
+def _zipf_weights(n: int, s: float) -> np.ndarray:
+    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
+    return w / w.sum()
+
+
+def zipf_law(vocab_size, s) -> np.ndarray:
+    """The Zipf(s) law in token order: ``p_k = k^{-s} / H_{V,s}``, ``k = 1..V`` (token
+    ``k - 1`` has rank ``k``), ``H_{V,s} = sum_k k^{-s}``, ``V = vocab_size``.
+
+    Deterministic (no seed): the most likely token is token 0 and the probabilities are
+    non-increasing; ``s = 0`` is the uniform law.  :func:`zipf` is the same law on a random
+    permutation of the tokens.
+
+    Parameters
+    ----------
+    vocab_size : int >= 1
+    s : float >= 0
+        Exponent.
+    """
+    n = as_int(vocab_size, "vocab_size", min_value=1)
+    s = as_real(s, "s", low=0.0)
+    _check_out(n, None, arrays=2)
+    return _zipf_weights(n, s)
+
+
 def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     """Zipf(s) probability vector(s) on a random permutation of ``vocab_size`` tokens.
 
@@ -182,7 +205,7 @@ def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     s : float >= 0
         Exponent.
     size : int, optional
@@ -194,16 +217,13 @@ def zipf(vocab_size, s, size=None, *, seed=0) -> np.ndarray:
     size = _as_size(size)
     _check_out(n, size, arrays=4)
     rng = as_rng(seed)
-    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
-    w /= w.sum()
+    w = _zipf_weights(n, s)
     rows = 1 if size is None else size
     perm = np.argsort(rng.random((rows, n)), axis=-1)
     out = w[perm]
     return out[0] if size is None else out
 
 
-@renamed_kwargs(n="vocab_size")
-@legacy_positional("seed")
 def softmax_gaussian(vocab_size, temperature=1.0, scale=1.0, size=None, *,
                      seed=0) -> np.ndarray:
     """``softmax(scale * z / temperature)`` with standard Gaussian logits ``z ~ N(0, I)``.
@@ -211,7 +231,7 @@ def softmax_gaussian(vocab_size, temperature=1.0, scale=1.0, size=None, *,
     Parameters
     ----------
     vocab_size : int >= 1
-        Vocabulary size (formerly ``n``, deprecated).
+        Vocabulary size.
     temperature : float > 0
     scale : float >= 0
         Standard deviation of the logits before the temperature (``0``: uniform).
@@ -274,7 +294,6 @@ def top_k(p, k, *, normalize: bool = False) -> np.ndarray:
 # ----------------------------------------------------------------------------- drafts
 
 
-@renamed_kwargs(T="temperature")
 def temperature_draft(p, temperature, *, normalize: bool = False) -> np.ndarray:
     """Draft ``q ∝ p^{1/temperature}``: the target's logits divided by the temperature.
 
@@ -287,7 +306,6 @@ def temperature_draft(p, temperature, *, normalize: bool = False) -> np.ndarray:
     ----------
     p : array, shape (n,) or (batch, n)
     temperature : float > 0
-        Formerly ``T`` (deprecated alias).
     normalize : bool, default False
         Rescale the rows of ``p`` to sum to 1 first.
 
@@ -326,7 +344,6 @@ class NoisyDraft:
     sigma: float | np.ndarray
 
 
-@legacy_positional("seed")
 def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
                 normalize: bool = False) -> NoisyDraft:
     """Draft with Gaussian logit noise scaled to a requested total variation distance.
@@ -351,7 +368,7 @@ def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
     tv : float in [0, 1) or array of shape (batch,)
         Requested ``TV(p, q)`` (a scalar applies to every row).
     seed : int, SeedSequence or Generator, keyword-only
-        Seed of the noise direction ``eps`` (passing it by position is deprecated).
+        Seed of the noise direction ``eps``.
     tol : float > 0
         Tolerance on the achieved TV.
     max_iter : int
@@ -430,6 +447,54 @@ def noisy_draft(p, tv, *, seed=0, tol=1e-6, max_iter=200,
     if pa.ndim == 1:
         return NoisyDraft(q=q[0], tv=float(f[0]), sigma=float(sig[0]))
     return NoisyDraft(q=q, tv=f, sigma=sig)
+
+
+def logit_noise_draft(p, direction, sigma, *, normalize: bool = False) -> np.ndarray:
+    """Draft ``q = softmax(log p + sigma * direction)``: Gaussian-style logit noise along a
+    given direction at a given scale.
+
+    The family of :func:`noisy_draft` with its two choices made by the caller: the noise
+    direction ``eps`` (e.g. one fixed draw shared by several drafts) and the scale ``sigma``
+    (e.g. solved by a root finder for a target distance).  ``sigma = 0`` gives back ``p``
+    (up to rounding); ``log 0 = -inf`` stays ``-inf``, so a token with ``p = 0`` keeps
+    ``q = 0``.  A ``sigma`` whose logits overflow a float is a ``ValueError``.
+
+    Parameters
+    ----------
+    p : array, shape (n,) or (batch, n)
+        Target distribution(s).
+    direction : array, shape (n,) or that of ``p``
+        Finite noise direction (one direction is shared by every row of a batch).
+    sigma : float >= 0 or array of shape (batch,)
+        Noise scale (a scalar applies to every row).
+    normalize : bool, default False
+        Rescale the rows of ``p`` to sum to 1 first.
+    """
+    pa = as_prob(p, "p", normalize=normalize)
+    eps, _ = as_real_array(direction, "direction")
+    if eps.shape not in (pa.shape, pa.shape[-1:]):
+        raise ValueError(f"direction: must have shape {pa.shape[-1:]} or {pa.shape} (that of "
+                         f"p), got {eps.shape}")
+    if not np.all(np.isfinite(eps)):
+        raise ValueError("direction: contains NaN or infinite entries")
+    if isinstance(sigma, numbers.Real) and not isinstance(sigma, bool | np.bool_):
+        sig = as_real(sigma, "sigma", low=0.0)
+    else:
+        sig = (None if isinstance(sigma, bool | np.bool_) or sigma is None
+               else as_real_array(sigma, "sigma")[0])
+        if sig is None or pa.ndim == 1 or sig.shape != pa.shape[:1]:
+            raise ValueError(f"sigma: must be a scalar or, for a batch, an array of shape "
+                             f"{pa.shape[:1]}")
+        if not np.all(np.isfinite(sig)) or np.any(sig < 0):
+            raise ValueError("sigma: entries must be finite and >= 0")
+        sig = sig[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = _log(pa) + sig * eps
+        spread = logits - np.max(logits, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(spread) | (pa == 0)):
+        raise ValueError("sigma: sigma * direction overflows a float")
+    with np.errstate(over="ignore"):  # a spread beyond the float range only underflows
+        return _softmax_logits(logits)
 
 
 def mixture_draft(p, other, weight, *, normalize: bool = False) -> np.ndarray:

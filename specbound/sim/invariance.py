@@ -52,7 +52,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import renamed_kwargs
 from specbound._validation import as_choice, as_int, as_rng
 from specbound.sim.decode import (
     DECODERS,
@@ -142,7 +141,6 @@ def _canonical_drafts(decoder, drafts):
     return tuple(rows)
 
 
-@renamed_kwargs(context_length="window")
 def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0, L=4, B=1,
                              prompt_length=3, window=None) -> InvarianceResult:
     """Search for violations of strong, conditional and stopping-time drafter invariance.
@@ -170,8 +168,7 @@ def check_drafter_invariance(decoder, target, drafters, *, n_trials=1000, seed=0
         Lookahead and number of drafts of the decoder (B > 1 only for multi-draft decoders).
     prompt_length : int, 0 <= prompt_length <= MAX_PROMPT_LENGTH (10**6)
     window : int >= 0 or None
-        Window of the keyed labels (None: whole prefix; ``context_length=`` is its deprecated
-        name).
+        Window of the keyed labels (None: whole prefix).
 
     Returns
     -------

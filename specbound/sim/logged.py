@@ -91,6 +91,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specbound._io import atomic_write, read_manifest
 from specbound._validation import (
     as_bool,
     as_choice,
@@ -133,15 +134,6 @@ def _counts(committed: dict) -> dict[str, int]:
     n, pn, qn = committed["positions"], committed["p_nnz"], committed["q_nnz"]
     return {"prompt_id": n, "step": n, "p_offsets": n + 1, "p_idx": pn, "p_val": pn,
             "p_tail": n, "q_offsets": n + 1, "q_idx": qn, "q_val": qn, "q_tail": n}
-
-
-def _fsync_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _check_meta(meta) -> dict:
@@ -248,7 +240,7 @@ class LogWriter:
     def _write_meta(self, complete: bool) -> None:
         doc = {"format": FORMAT, "version": VERSION, "value_dtype": self.value_dtype,
                "committed": self._committed, "complete": bool(complete), "meta": self.meta}
-        _fsync_write(self.path / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
+        atomic_write(self.path / "meta.json", json.dumps(doc, indent=1).encode("utf-8"))
 
     # -- appending -------------------------------------------------------------------
 
@@ -465,17 +457,7 @@ class LogReader:
         self.path = Path(path)
         validate = as_bool(validate, "validate")
         mf = self.path / "meta.json"
-        if not mf.is_file():
-            raise ValueError(f"path: {self.path} is not a log (no meta.json)")
-        try:
-            doc = json.loads(mf.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise ValueError(f"path: {mf} is not valid JSON ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ValueError(f"path: {mf} is not a {FORMAT} log")
-        if doc.get("version") != VERSION:
-            raise ValueError(f"path: {mf}: unsupported format version {doc.get('version')!r} "
-                             f"(this reader reads version {VERSION})")
+        doc = read_manifest(self.path, "meta.json", fmt=FORMAT, version=VERSION, what="log")
         try:
             raw = doc["committed"]
             if not isinstance(raw, dict):

@@ -94,7 +94,6 @@ from dataclasses import dataclass
 import numpy as np
 from numba import config as _numba_config
 
-from specbound._deprecation import legacy_positional
 from specbound._validation import (
     INT64_MAX,
     as_bool,
@@ -178,8 +177,8 @@ class SyntheticLM:
         Window length ``0 <= m <= 256`` of the context the distribution depends on (an
         evaluation costs ``O(m^2 + m n)``; :data:`MAX_CONTEXT_LENGTH`).
     seed : int or SeedSequence
-        Model seed (different seeds give unrelated models).  Keyword-only (``seed``,
-        ``temperature`` and ``top_k`` by position are deprecated).
+        Model seed (different seeds give unrelated models).  Keyword-only, as are
+        ``temperature`` and ``top_k``.
     temperature : float
         Softmax temperature T > 0.
     top_k : int or None
@@ -200,7 +199,6 @@ class SyntheticLM:
     a token has probability 0 only when cut by top-k (or underflow at tiny temperatures).
     """
 
-    @legacy_positional("seed", "temperature", "top_k")
     def __init__(self, vocab_size, context_length=2, *, seed=0, temperature=1.0, top_k=None,
                  kind="gaussian", scale=None, zipf_exponent=1.1, _noise=None):
         self.vocab_size = as_int(vocab_size, "vocab_size", min_value=1, max_value=MAX_VOCAB)
@@ -302,7 +300,6 @@ class SyntheticLM:
                                      self._table, rows, ctx, out[i])
         return out
 
-    @legacy_positional("seed")
     def mean_entropy(self, n_contexts=200, *, seed=0) -> float:
         """Mean next-token entropy (nats) over ``n_contexts`` random contexts."""
         n_contexts = as_int(n_contexts, "n_contexts", min_value=1, max_value=10**6)
@@ -316,7 +313,6 @@ class SyntheticLM:
         return h / n_contexts
 
     # ------------------------------------------------------------------ drafts
-    @legacy_positional("seed")
     def draft(self, mismatch, *, seed=1, temperature=None, context_length=None, top_k="same"):
         """A draft model derived from this target with a controlled mismatch.
 
@@ -411,7 +407,6 @@ class MarkovLM:
         self.initial = init
 
     @classmethod
-    @legacy_positional("seed", "concentration", "initial")
     def random(cls, vocab_size, *, seed=0, concentration=1.0, initial=None) -> MarkovLM:
         """Rows drawn i.i.d. from a symmetric Dirichlet(``concentration``)."""
         n = as_int(vocab_size, "vocab_size", min_value=1)

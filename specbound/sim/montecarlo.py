@@ -30,7 +30,6 @@ import sys
 
 import numpy as np
 
-from specbound._deprecation import legacy_positional
 from specbound._validation import as_bool, as_int, as_seedseq
 from specbound.results import Estimate, EstimateBatch
 from specbound.sim import _kernels as K
@@ -160,7 +159,6 @@ def _run(p, q, scheme, B, n, seed, w, store_y, store_x, progress):
     return successes, out_y, out_x, prep.batched, n
 
 
-@legacy_positional("seed")
 def estimate_acceptance(p, q, scheme, B=1, n=100_000, *, seed=0, w=None, progress=None):
     """Monte Carlo estimate of the probability that a draft is accepted.
 
@@ -179,7 +177,7 @@ def estimate_acceptance(p, q, scheme, B=1, n=100_000, *, seed=0, w=None, progres
         Target and draft distributions (rows are contexts; a 1-D argument is broadcast).
         Zeros are allowed; ``mpfr_scan`` needs ``p << q``.
     scheme : str
-        One of :data:`specbound.sim.SCHEMES`.
+        One of :data:`specbound.sim.SAMPLERS`.
     B : int
         Number of drafts (1 for ``"sd"``, ``"exp_race"``; at most
         ``specbound.sim.samplers.MAX_B``).
@@ -187,7 +185,7 @@ def estimate_acceptance(p, q, scheme, B=1, n=100_000, *, seed=0, w=None, progres
         Trials per pair (>= 1; pairs x n at most :data:`MAX_TRIALS`).
     seed : int, SeedSequence or Generator, keyword-only
         SPEC 7 seed; results are bit-for-bit reproducible for any number of threads (see the
-        module docstring).  (Positional use is deprecated.)
+        module docstring).
     w : float, optional
         Ratio bound for ``"mpfr_scan"`` (see :func:`specbound.sim.sample_step`).
     progress : bool or None
@@ -210,7 +208,6 @@ def estimate_acceptance(p, q, scheme, B=1, n=100_000, *, seed=0, w=None, progres
     return EstimateBatch.from_successes(successes, n)
 
 
-@legacy_positional("seed")
 def sample_emitted(p, q, scheme, B=1, n=100_000, *, seed=0, return_drafts=False, w=None,
                    progress=None):
     """Emitted token ids of ``n`` independent steps (for goodness-of-fit against ``p``).

@@ -38,7 +38,6 @@ import numbers
 import numpy as np
 from numba import njit
 
-from specbound._deprecation import renamed_kwargs
 from specbound._validation import INT64_MAX, as_choice, asarray_named, check_alloc
 from specbound.sim._config import JIT
 
@@ -130,12 +129,8 @@ def digest_label(digest: bytes, window_tokens: np.ndarray) -> np.uint64:
     return np.uint64(int.from_bytes(h.digest(), "little"))
 
 
-@renamed_kwargs(m="window")
 def context_label(key, context, window=None) -> np.uint64:
-    """64-bit label of (key, last ``window`` tokens of ``context``; None: all of them).
-
-    ``m=`` is the deprecated name of ``window``.
-    """
+    """64-bit label of (key, last ``window`` tokens of ``context``; None: all of them)."""
     return digest_label(key_digest(key), _window(context, window))
 
 
@@ -221,7 +216,6 @@ def prf_uniform_numpy(label, tokens, arrivals) -> np.ndarray:
         return ((s >> _S12).astype(np.float64) + 0.5) * _INV52
 
 
-@renamed_kwargs(m="window")
 def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None,
                    backend="numba") -> np.ndarray:
     """The keyed source's uniforms for ``tokens`` in ``context``.
@@ -237,7 +231,7 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None,
     arrivals : int
         Number of arrivals per token (columns of the result).
     window : int >= 0 or None
-        The watermark's context window (``m=`` is its deprecated name).
+        The watermark's context window.
     backend : {"numba", "numpy"}
         Both give bit-identical results.
 

@@ -64,23 +64,22 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from specbound._deprecation import renamed_kwargs
 from specbound._validation import as_choice, as_int, as_pair, as_real, as_rng
 from specbound.sim import _kernels as K
 from specbound.sim.prf import context_label
 
-__all__ = ["SCHEMES", "Step", "clock_shape", "sample_step", "spectr_rho"]
+__all__ = ["SAMPLERS", "Step", "clock_shape", "sample_step", "spectr_rho"]
 
 #: the sampler schemes, in a fixed order (a superset of ``specbound.theory.SCHEMES``, the
 #: schemes with an exact acceptance formula); every other list of schemes derives from it
-SCHEMES = ("sd", "exp_race", "mpfr", "mpfr_direct", "mpfr_scan", "gls", "specinfer", "spectr")
+SAMPLERS = ("sd", "exp_race", "mpfr", "mpfr_direct", "mpfr_scan", "gls", "specinfer", "spectr")
 #: schemes with exactly one draft
-SINGLE_DRAFT = tuple(s for s in SCHEMES if s in ("sd", "exp_race"))
+SINGLE_DRAFT = tuple(s for s in SAMPLERS if s in ("sd", "exp_race"))
 #: schemes whose uniform rows are draft slots and that verify drafts one after another
-SEQUENTIAL = tuple(s for s in SCHEMES if s in ("sd", "specinfer", "spectr"))
+SEQUENTIAL = tuple(s for s in SAMPLERS if s in ("sd", "specinfer", "spectr"))
 #: schemes whose uniform rows are token ids and columns arrival indices (token clocks)
-TOKEN_CLOCK = tuple(s for s in SCHEMES if s in ("exp_race", "mpfr", "mpfr_direct", "gls"))
-_CODES = dict(zip(SCHEMES, (K.SD, K.EXP_RACE, K.MPFR, K.MPFR_DIRECT, K.MPFR_SCAN, K.GLS,
+TOKEN_CLOCK = tuple(s for s in SAMPLERS if s in ("exp_race", "mpfr", "mpfr_direct", "gls"))
+_CODES = dict(zip(SAMPLERS, (K.SD, K.EXP_RACE, K.MPFR, K.MPFR_DIRECT, K.MPFR_SCAN, K.GLS,
                             K.SPECINFER, K.SPECTR), strict=True))
 #: largest number of drafts: every kernel keeps a few length-``B`` work buffers per thread
 #: (40 bytes per draft), and ``B`` beyond a million has no use in speculative decoding
@@ -126,7 +125,7 @@ class Step:
 
 def clock_shape(scheme: str, n: int, B: int = 1, scan_rows: int = 4096) -> tuple[int, int]:
     """Shape of the uniform table a scheme reads (module table); ``mpfr_scan``: ``scan_rows``."""
-    as_choice(scheme, "scheme", SCHEMES)
+    as_choice(scheme, "scheme", SAMPLERS)
     if scheme in SEQUENTIAL:
         return (B + 1, 2)
     if scheme == "exp_race":
@@ -329,7 +328,7 @@ def prepare_pairs(p, q, scheme, B, w=None) -> PreparedPairs:
     limits (``MAX_B``, ``MAX_TABLE_BYTES``, ``MAX_EXPECTED_SCAN``).
     """
     p2, q2, batched = as_pair(p, q)
-    as_choice(scheme, "scheme", SCHEMES)
+    as_choice(scheme, "scheme", SAMPLERS)
     B = check_B(B, scheme)
     w = _check_w(w, scheme)
     m, n = p2.shape
@@ -398,7 +397,6 @@ def _run_step(prep: PreparedPairs, i, label, table, use_table):
     return int(y), drafts, bool(acc), int(status)
 
 
-@renamed_kwargs(m="window")
 def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=None,
                 uniforms=None, w=None) -> Step:
     """One speculative step: the emitted token, the drafts and whether a draft was accepted.
@@ -408,7 +406,7 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=No
     p, q : array_like, shape (n,)
         Target and draft distributions (zeros allowed; ``mpfr_scan`` needs ``p << q``).
     scheme : str
-        One of :data:`SCHEMES`: ``"sd"``, ``"exp_race"``, ``"mpfr"``, ``"mpfr_direct"``,
+        One of :data:`SAMPLERS`: ``"sd"``, ``"exp_race"``, ``"mpfr"``, ``"mpfr_direct"``,
         ``"mpfr_scan"``, ``"gls"``, ``"specinfer"`` or ``"spectr"`` (see the module
         docstring for each construction).
     B : int
@@ -419,8 +417,7 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=No
         Context tokens for the keyed clocks.
     window : int or None
         The keyed context window: only the last ``window`` context tokens enter the context
-        label (``None``: all of them); see :func:`specbound.sim.prf.context_label`.  (The
-        deprecated name ``m`` still works.)
+        label (``None``: all of them); see :func:`specbound.sim.prf.context_label`.
     seed : int, SeedSequence or Generator, optional
         Without ``key``/``uniforms``: the uniform table (:func:`clock_shape`) is drawn from
         ``np.random.default_rng(seed)`` outside the kernel.  For ``mpfr_scan`` rows are drawn

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import warn_deprecated
 from specbound._validation import (
     as_bool_mask,
     as_choice,
@@ -54,8 +53,7 @@ class TreeVerificationResult:
         Steps in which position ``t`` was reached and accepted a candidate.
     accepted_per_block : numpy.ndarray of int64, shape (n,)
         Accepted drafted tokens of every step (0..L), the bonus/correction token excluded
-        (``accepted_per_block + 1`` tokens are emitted by the step).  Formerly ``accepted``
-        (a deprecated alias for one release).
+        (``accepted_per_block + 1`` tokens are emitted by the step).
     """
 
     rule: str
@@ -68,13 +66,6 @@ class TreeVerificationResult:
     emitted_counts: np.ndarray
     accepted_counts: np.ndarray
     accepted_per_block: np.ndarray
-
-    @property
-    def accepted(self) -> np.ndarray:
-        """Deprecated alias of :attr:`accepted_per_block`."""
-        warn_deprecated("TreeVerificationResult.accepted",
-                        "TreeVerificationResult.accepted_per_block")
-        return self.accepted_per_block
 
     @property
     def emitted_law(self) -> np.ndarray:

@@ -106,7 +106,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import module_aliases
 from specbound._validation import (
     as_bool_mask,
     as_choice,
@@ -150,23 +149,6 @@ RULES: tuple[str, ...] = tuple(RULE_PARAMS)
 DIVERGENCES = ("tv", "kl", "js")
 ON_REJECT = ("renormalize", "target")
 COMPLETIONS = ("renormalize", "residual")
-
-# names that moved to specbound.theory.tree (deprecated aliases for one release)
-_MOVED_TO_TREE = (
-    "eta_allowed",
-    "kl_truncation_sd",
-    "kl_truncation_tree",
-    "min_p_allowed",
-    "tree_acceptance",
-    "tree_block_efficiency",
-    "tree_emitted_distribution",
-    "truncated_target",
-    "truncation_efficiency_delta",
-)
-__getattr__ = module_aliases(
-    "specbound.theory.lossy",
-    {name: f"specbound.theory.tree:{name}" for name in _MOVED_TO_TREE},
-)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,8 +25,7 @@ arXiv:2609.21858, cited below as Liu et al. 2026; Zhou et al. 2026, arXiv:2607.2
 
 The zero-probability conventions of the numerical code (:mod:`specbound.theory.acceptance`)
 are limits of these formulas; the symbolic statements assume strictly positive p and q, as
-the paper does.  The vector identities take the vocabulary size ``vocab_size`` (formerly
-``n``, a deprecated alias for one release).
+the paper does.  The vector identities take the vocabulary size ``vocab_size``.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from specbound._deprecation import renamed_kwargs
 from specbound._validation import as_bool, as_choice, as_int
 
 __all__ = [
@@ -191,7 +189,6 @@ def _check_n(n, name: str = "vocab_size", max_value: int = MAX_N) -> int:
     return as_int(n, name, min_value=2, max_value=max_value)
 
 
-@renamed_kwargs(n="vocab_size")
 def max_identity(vocab_size: int = 3, method: str = "abs",
                  normalized: bool = True) -> Derivation:
     """Prove Σ_j max(p_j/p_i, q_j/q_i) = (1 + α_i)/p_i for symbolic vectors of length n.
@@ -204,7 +201,7 @@ def max_identity(vocab_size: int = 3, method: str = "abs",
     Parameters
     ----------
     vocab_size : int
-        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4); formerly ``n``.
+        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4).
     method : {"abs", "cases"}
         ``"abs"``: sympy rewrites ``Max(a, b)`` as ``(a + b + |a − b|)/2`` and the residual
         reduces to 0.  ``"cases"``: for every j ≠ i the ratio q_j/q_i is written as
@@ -402,7 +399,6 @@ def mpfr_integral(B: int) -> Derivation:
     )
 
 
-@renamed_kwargs(n="vocab_size")
 def lenience_numerator(vocab_size: int = 3, method: str = "abs") -> Derivation:
     """Prove 1 − Σ_k min(q_k, p_k/ℓ) = ½Σ_k|q_k − p_k/ℓ| + ½ − 1/(2ℓ) for length-n vectors.
 
@@ -414,7 +410,7 @@ def lenience_numerator(vocab_size: int = 3, method: str = "abs") -> Derivation:
     Parameters
     ----------
     vocab_size : int
-        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4); formerly ``n``.
+        Vocabulary size n, 2 ≤ n ≤ 6 (``method="cases"``: n ≤ 4).
     method : {"abs", "cases"}
         ``"abs"``: sympy rewrites ``Min`` through ``Abs``.  ``"cases"``: each q_k is written
         as p_k/ℓ + d_k (d_k ≥ 0) or p_k/ℓ − d_k (d_k > 0), sympy resolves every ``Min`` and
@@ -477,7 +473,6 @@ def lenience_numerator(vocab_size: int = 3, method: str = "abs") -> Derivation:
     )
 
 
-@renamed_kwargs(n="vocab_size")
 def gumbel_exponential_race(vocab_size: int = 3) -> Derivation:
     """Prove that the Gumbel-max trick is the exponential race (Liu et al. 2026, App. A.2).
 
@@ -497,7 +492,7 @@ def gumbel_exponential_race(vocab_size: int = 3) -> Derivation:
     ----------
     vocab_size : int
         Vocabulary size n, 2 ≤ n ≤ 6; p_1..p_n are positive symbols, not normalized (the
-        win probability is p_i/Σp).  Formerly ``n``.
+        win probability is p_i/Σp).
 
     Returns
     -------

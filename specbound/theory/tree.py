@@ -16,8 +16,7 @@ rule of Definition 1), with the aliases ``"speccascade"`` (Eq. 68) and ``"typica
 Argument order (the same as the lossy rules of :mod:`specbound.theory.lossy` and the
 simulator ``specbound.sim.simulate_tree_verification``): the target, what was drafted
 (``candidates`` here, ``q`` in the simulator), the ``rule``, then keyword arguments
-(``allowed``, ...).  The old order ``(p, candidates, allowed, rule)`` still works for one
-release with a ``DeprecationWarning``.
+(``allowed``, ...).
 
 Every function taking distributions accepts ``normalize=True`` (rescale rows instead of
 refusing sums off 1; default tolerance :func:`specbound._validation.sum_atol`).  1-D inputs give
@@ -26,11 +25,8 @@ Python floats / 1-D arrays; 2-D inputs (rows are positions or contexts) give arr
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from specbound._deprecation import warn_deprecated
 from specbound._validation import (
     as_bool,
     as_bool_mask,
@@ -259,42 +255,6 @@ def _tree_inputs(p, candidates, allowed, normalize, rule=None):
     return pa.ndim == 2, p2, A, C, pt, has, first
 
 
-def _legacy_tree_order(fn):
-    """Accept the old positional order ``(p, candidates, allowed, rule, ...)`` with a warning.
-
-    The new order is ``(p, candidates, rule, *, allowed=...)``: a third positional argument
-    that is not a string, followed by a string rule (4th positional or ``rule=``), is the old
-    ``allowed``.
-    """
-    extra_names = {"tree_block_efficiency": ("L", "bonus")}.get(fn.__name__, ())
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old_form = len(args) >= 3 and not isinstance(args[2], str) and (
-            (len(args) >= 4 and isinstance(args[3], str)) or isinstance(kwargs.get("rule"), str))
-        if old_form:
-            if "allowed" in kwargs:
-                raise TypeError(f"{fn.__name__}() got multiple values for 'allowed'")
-            old = list(args[2:])
-            args = args[:2]
-            kwargs["allowed"] = old.pop(0)
-            if old:
-                if "rule" in kwargs:
-                    raise TypeError(f"{fn.__name__}() got multiple values for 'rule'")
-                kwargs["rule"] = old.pop(0)
-            for name, value in zip(extra_names, old, strict=False):
-                kwargs[name] = value
-            if len(old) > len(extra_names):
-                raise TypeError(f"{fn.__name__}() got too many positional arguments")
-            warn_deprecated(
-                f"{fn.__name__}(p, candidates, allowed, rule)",
-                f"{fn.__name__}(p, candidates, rule, allowed=...)",
-            )
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
 def kl_truncation_tree(p, candidates, allowed, *, normalize: bool = False):
     r"""``KL_EAGLE = -log p_Θ(x)`` of Theorem 1 (Zhou et al. 2026, §5.2, App. G.2-G.4,
     statement 2).
@@ -334,7 +294,6 @@ def kl_truncation_tree(p, candidates, allowed, *, normalize: bool = False):
     return squeeze_out(np.maximum(out, 0.0), batched)
 
 
-@_legacy_tree_order
 def tree_emitted_distribution(p, candidates, rule: str, *, allowed=None,
                               normalize: bool = False):
     r"""Per-position law emitted by tree verification against ``p_Θ`` (Zhou et al. 2026,
@@ -376,7 +335,6 @@ def tree_emitted_distribution(p, candidates, rule: str, *, allowed=None,
     return out if batched else out[0]
 
 
-@_legacy_tree_order
 def tree_acceptance(p, candidates, rule: str, *, allowed=None, normalize: bool = False):
     r"""Per-position acceptance ``a(C)`` of tree verification (Zhou et al. 2026, Lemma 2,
     Eqs. 70-71).
@@ -395,7 +353,6 @@ def tree_acceptance(p, candidates, rule: str, *, allowed=None, normalize: bool =
     return squeeze_out(a, batched)
 
 
-@_legacy_tree_order
 def tree_block_efficiency(p, candidates, rule: str, *, allowed=None, L=None,
                           bonus: bool = False, normalize: bool = False):
     r"""Expected accepted path length of tree verification (Zhou et al. 2026, Eq. 73,

@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from specbound._deprecation import legacy_positional
 from specbound._validation import (
     INT64_MAX,
     as_choice,
@@ -595,7 +594,6 @@ def empirical_threshold(null_scores, fpr: float = 0.01) -> float:
     return float(S0[min(k, S0.size - 1)])
 
 
-@legacy_positional("fpr", "score")
 def score_threshold(M: int, *, score: str = "aaronson", fpr: float = 0.01, **params) -> float:
     """Score threshold ``s*`` with ``P_H0(S >= s*) = fpr`` for M tokens (exact null).
 
@@ -605,9 +603,7 @@ def score_threshold(M: int, *, score: str = "aaronson", fpr: float = 0.01, **par
     above ``fpr`` (Lattimore's atom: ``ε^M >= fpr``).  Raises ``ValueError`` naming ``M``,
     ``fpr`` or a score parameter when invalid.
 
-    ``score`` and ``fpr`` are keyword-only, in the order of :func:`tpr_at_fpr`; the old
-    positional form ``score_threshold(M, fpr, score)`` still works for one release with a
-    ``DeprecationWarning``.
+    ``score`` and ``fpr`` are keyword-only, in the order of :func:`tpr_at_fpr`.
     """
     from scipy import optimize, stats
 
