@@ -561,7 +561,7 @@ class DistributionLog:
 def _read_manifest(path: Path) -> dict:
     """The schema-checked manifest of a log folder (``ValueError`` naming the field)."""
     mf = Path(path) / MANIFEST
-    doc = read_manifest(path, MANIFEST, fmt=FORMAT, version=VERSION, what="distribution log")
+    doc = read_manifest(path, MANIFEST, fmt=FORMAT, version=VERSION, what="manifest")
     for key in ("subdirs", "meta"):
         if key not in doc:
             raise ValueError(f"path: {mf} lacks the field {key!r}")
