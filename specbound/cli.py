@@ -760,7 +760,7 @@ def _generate_run(args: argparse.Namespace) -> int:
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
                                         f"target's context window of {limit}")
-    prompt = _read_stdin("prompt") if args.prompt == "-" else args.prompt
+    prompt = _read_stdin("prompt (standard input)") if args.prompt == "-" else args.prompt
     if not prompt:
         _fail("prompt", "must not be empty")
 
@@ -815,7 +815,9 @@ _SCORES = ("aaronson", "u", "li", "lattimore")
 
 def _detect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", default="-", type=_nonempty_text,
-                   help="UTF-8 text file to test ('-' or nothing: standard input)")
+                   help="UTF-8 text file to test ('-' or nothing: standard input); one "
+                        "trailing newline is dropped, so `specbound generate ... | specbound "
+                        "detect` scores exactly the generated text")
     p.add_argument("--key", required=True, type=_key, help="watermark key (an integer or text)")
     p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None,
                    help="the generator's context window (default 4)")
@@ -829,7 +831,7 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
 
 def _detect_run(args: argparse.Namespace) -> int:
     if args.file == "-":
-        text = _read_stdin("file")
+        text = _read_stdin("file (standard input)")
     else:
         try:
             with open(args.file, "rb") as fh:
@@ -837,12 +839,15 @@ def _detect_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             _fail("file", f"cannot read {args.file[:200]!r} ({exc.strerror})")
         text = _read_utf8(data, "file")
-    if len(text) > 1 << 20:
-        _status(args, f"tokenizing {len(text) / 1e6:.1f} M characters")
-    from specbound.llm.detection import detect
+    # one trailing newline is what `generate` (and most editors) add after the text
+    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    from specbound.llm.detection import _tokenizer, detect
 
     with _progress_bars(args.quiet):
-        det = detect(text, args.key, tokenizer=args.tokenizer, window=args.window,
+        tokenizer = _tokenizer(args.tokenizer)
+        if len(text) > 1 << 20:
+            _status(args, f"tokenizing and scoring {len(text) / 1e6:.1f} M characters")
+        det = detect(text, args.key, tokenizer=tokenizer, window=args.window,
                      score=args.score)
     from specbound.llm.generation import DEFAULT_WINDOW
 
