@@ -969,7 +969,9 @@ def _error_line(command_name, message: str) -> None:
 def _dispatch(args) -> int:
     """Run one command; every user error becomes one line and exit status 2."""
     try:
-        return int(args._run(args))
+        code = int(args._run(args))
+        sys.stdout.flush()  # a closed pipe (`... | head`) is reported here, not at exit
+        return code
     except CLIError as exc:
         _error_line(args.command, str(exc))
     except (ValueError, OSError, ImportError, LookupError, TypeError) as exc:
@@ -1015,6 +1017,7 @@ def main(argv=None, *, hard_exit: bool | None = None) -> int:
     if hard_exit is None:
         hard_exit = argv is None
     command_name = None
+    worker = None
     try:
         parser = build_parser()
         try:
@@ -1051,10 +1054,32 @@ def main(argv=None, *, hard_exit: bool | None = None) -> int:
             return EXIT_INTERNAL
         return result["code"]
     except KeyboardInterrupt:
+        if worker is not None and hard_exit:
+            _stop(worker)
         _interrupted(command_name)
         if hard_exit:
             os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+
+
+#: how long an interrupted worker gets to unwind (close files, end progress bars) before the
+#: process ends anyway
+STOP_GRACE_SECONDS = 0.8
+
+
+def _stop(worker: threading.Thread) -> None:
+    """Raise KeyboardInterrupt in the worker thread and give it a moment to unwind.
+
+    The exception is delivered at the worker's next Python bytecode: at once in Python code,
+    after the current call in a long native call (a tokenizer, a torch kernel), which the
+    grace period does not wait for.
+    """
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        worker.join(STOP_GRACE_SECONDS)
 
 
 if __name__ == "__main__":  # pragma: no cover
