@@ -429,3 +429,10 @@ def test_real_pipeline_and_quiet_stderr(tmp_path):
     got = _strict_json(d.stdout.decode())
     assert got["n_scored"] == direct.n_scored
     assert got["log10_pvalue"] == pytest.approx(direct.log_pvalue / math.log(10), abs=1e-12)
+
+
+def test_pvalues_below_the_smallest_float_are_printed():
+    assert cli.format_pvalue(-2.0) == "0.01"
+    assert cli.format_pvalue(-412.5) == "3.16e-413"  # 10**-412.5: far below 5e-324
+    assert cli.format_pvalue(0.0) == "1"
+    assert cli.format_pvalue(None) == "nan"
