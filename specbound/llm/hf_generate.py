@@ -36,10 +36,14 @@ What is taken from ``generate``
   decoders' guarantees are stated for one processing of every distribution.
   ``pair.generation_kwargs()`` gives the ``generate`` keywords of a pair's processing.
 - **Length**: ``max_new_tokens`` (or ``max_length``) from the generation config.
-- **Stopping**: the run ends after the block that emits an end-of-sequence token (the
-  tokenizer's and the model's generation config's, the rule of
-  :func:`~specbound.llm.generate`); that block is kept whole, so ``sequences`` may hold a few
-  tokens after the end-of-sequence token.  ``stop_at_eos=False`` generates the full length.
+- **Stopping**: the run ends after the block that emits one of the model's end-of-sequence
+  tokens (``model.generation_config.eos_token_id``; :func:`~specbound.llm.generate` also
+  stops at the tokenizer's, the same token for the embedded model); that block is kept
+  whole, so ``sequences`` may hold a few tokens after the end-of-sequence token.
+  ``stop_at_eos=False`` generates the full length.  An ``eos_token_id`` given to
+  ``generate`` that differs from the model's is refused (:class:`ValueError`).
+- **Tokenizer**: none is needed (token ids in, token ids out); transformers 5 does not pass
+  ``generate``'s ``tokenizer`` on to a callable either.
 - **Draft**: ``assistant_model``.  transformers 5 (checked up to 5.24) does not pass
   ``assistant_model`` on to a callable ``custom_generate``; :func:`custom_generate` reads it
   from the calling ``GenerationMixin.generate`` frame of the same model.  ``draft=`` (a spec
@@ -65,7 +69,7 @@ import numpy as np
 from specbound._validation import as_bool, as_choice
 from specbound.llm._deps import require_llm_extra
 from specbound.llm._loading import LoadInfo
-from specbound.llm.drafts import DraftSpec, make_draft
+from specbound.llm.drafts import DraftSpec, make_draft, parse_draft
 from specbound.llm.generation import DEFAULT_WINDOW, _stop_tokens
 from specbound.llm.generation import generate as _generate
 from specbound.llm.models import LogitsProcessing, ModelPair
@@ -113,7 +117,8 @@ def _output_class():
 
         ``sequences`` is a ``(1, length)`` tensor (prompt and generated tokens); ``result``
         the :class:`~specbound.llm.GenerationResult` of the run (blocks, acceptance,
-        pivots, watermark, timings; ``text`` when a ``tokenizer`` was given).
+        pivots, watermark, timings; ``text`` is empty: decode ``sequences`` with your
+        tokenizer).
         """
 
         result: object = None
@@ -216,7 +221,7 @@ def _model_name(module) -> str:
     return str(getattr(cfg, "_name_or_path", "") or type(module).__name__)
 
 
-def _pair(model, draft, tokenizer, processing, decoder, B) -> ModelPair:
+def _pair(model, draft, processing, decoder, B) -> ModelPair:
     """A :class:`ModelPair` of ``model`` (target) and ``draft`` (module, spec or None)."""
     device = _device(model)
     info = LoadInfo(source="custom_generate", name=_model_name(model), kind="folder",
@@ -229,18 +234,22 @@ def _pair(model, draft, tokenizer, processing, decoder, B) -> ModelPair:
                 "assistant_model=... (or draft='temperature:1.5', a draft spec of "
                 "specbound.llm.drafts)")
         # ar and basic_uwm never call the draft; the target stands in for it
-        return ModelPair(model, model, tokenizer, processing, DraftSpec("model", "none"),
+        return ModelPair(model, model, None, processing, DraftSpec("model", "none"),
                          device=device, load_info={"target": info, "draft": None})
     if isinstance(draft, str | DraftSpec):
-        spec, module, dinfo = make_draft(model, tokenizer, draft, device=device, dtype="auto")
+        spec = parse_draft(draft)
+        if spec.kind == "model":
+            raise ValueError("draft: a 'model:' draft is a separate checkpoint; load it and "
+                             "pass it as assistant_model (its tokenizer must be the model's)")
+        spec, module, dinfo = make_draft(model, None, spec, device=device, dtype="auto")
         if module is not model:
             module.eval()
-        return ModelPair(model, module, tokenizer, processing, spec, device=device,
+        return ModelPair(model, module, None, processing, spec, device=device,
                          load_info={"target": info, "draft": dinfo})
     if not (isinstance(draft, torch.nn.Module) and callable(getattr(draft, "forward", None))):
         raise ValueError(f"draft: must be a draft spec (e.g. 'temperature:1.5') or a causal "
                          f"LM module, got {type(draft).__name__}")
-    return ModelPair(model, draft, tokenizer, processing,
+    return ModelPair(model, draft, None, processing,
                      DraftSpec("model", _model_name(draft)), device=device,
                      load_info={"target": info, "draft": None})
 
@@ -251,10 +260,10 @@ def _pair(model, draft, tokenizer, processing, decoder, B) -> ModelPair:
 def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=None,
                     generation_config=None, *, decoder="mpfr", L=4, B=1, key=None,
                     window=DEFAULT_WINDOW, seed=0, draft=None, assistant_model=None,
-                    tokenizer=None, stop_at_eos=True, batch_verify=True, tree=False,
+                    stop_at_eos=True, batch_verify=True, tree=False,
                     progress=False, log=None, prompt_id=0, prefix_cache=None, repeats=None,
-                    reweight=None, unkeyed=None, residual=None, mask_repeats=None,
-                    max_blocks=None, **model_kwargs):
+                    reweight=None, unkeyed=None, residual=None, max_blocks=None,
+                    **model_kwargs):
     """Run a specbound decoder as transformers' ``generate(..., custom_generate=...)``.
 
     Pass the function itself: ``model.generate(input_ids, custom_generate=custom_generate,
@@ -294,12 +303,9 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
         The draft as a spec of :mod:`specbound.llm.drafts` (``"temperature:1.5"``,
         ``"early_exit:K"``, ``"quantized:BITS"``, ``"model:ID"``) or a module; instead of
         ``assistant_model``.  ``ar`` and ``basic_uwm`` need no draft.
-    tokenizer : transformers tokenizer, optional
-        Used for ``result.text`` and the tokenizer's end-of-sequence token (as the
-        tokenizer of a :class:`~specbound.llm.ModelPair`).
     stop_at_eos, batch_verify, tree, progress, log, prompt_id, prefix_cache
         As in :func:`specbound.llm.generate`.
-    repeats, reweight, unkeyed, residual, mask_repeats, max_blocks
+    repeats, reweight, unkeyed, residual, max_blocks
         Options of :func:`specbound.sim.speculative_decode` (None: its default).
     **model_kwargs
         What ``generate`` prepared for its own loops (``attention_mask``, ``position_ids``,
@@ -321,7 +327,8 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
         prompts (``input_ids``, ``num_return_sequences``); a padded prompt
         (``attention_mask``); a prefilled ``cache``; an unsupported logits processor or
         stopping criterion (named by its ``generate`` option); an unsupported output
-        (``output_scores``, ...); and every error of :func:`specbound.llm.generate`.  Each
+        (``output_scores``, ...); an ``eos_token_id`` other than the model's (unless
+        ``stop_at_eos=False``); and every error of :func:`specbound.llm.generate`.  Each
         message starts with the argument's name.
     """
     decoder = as_choice(decoder, "decoder", DECODERS)
@@ -367,8 +374,9 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
                              "max_new_tokens nor max_length")
         max_new = max(int(max_length) - int(prompt.shape[0]), 0)
 
-    pair = _pair(model, draft if draft is not None else assistant_model, tokenizer,
-                 processing, decoder, int(B) if isinstance(B, int | np.integer) else 1)
+    n_drafts = int(B) if isinstance(B, int | np.integer) else 1
+    pair = _pair(model, draft if draft is not None else assistant_model, processing, decoder,
+                 n_drafts)
     stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
     if stop_at_eos:
         wanted = _eos_set(getattr(generation_config, "eos_token_id", None))
@@ -382,7 +390,7 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
                 "model.generation_config.eos_token_id or pass stop_at_eos=False")
     options = {name: value for name, value in (
         ("repeats", repeats), ("reweight", reweight), ("unkeyed", unkeyed),
-        ("residual", residual), ("mask_repeats", mask_repeats), ("max_blocks", max_blocks))
+        ("residual", residual), ("max_blocks", max_blocks))
         if value is not None}
     res = _generate(pair, prompt, decoder, L=L, B=B, key=key, window=window,
                     max_new_tokens=max_new, seed=seed, stop_at_eos=stop_at_eos,
