@@ -300,9 +300,10 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
         The draft, given to ``generate`` as usual (read from ``generate``'s frame; see the
         module docstring).
     draft : str or causal LM module, optional
-        The draft as a spec of :mod:`specbound.llm.drafts` (``"temperature:1.5"``,
-        ``"early_exit:K"``, ``"quantized:BITS"``, ``"model:ID"``) or a module; instead of
-        ``assistant_model``.  ``ar`` and ``basic_uwm`` need no draft.
+        The draft as a spec of :mod:`specbound.llm.drafts` made from the model
+        (``"temperature:1.5"``, ``"early_exit:K"``, ``"quantized:BITS"``; a ``"model:ID"``
+        checkpoint is loaded by you and passed as ``assistant_model``) or a module; instead
+        of ``assistant_model``.  ``ar`` and ``basic_uwm`` need no draft.
     stop_at_eos, batch_verify, tree, progress, log, prompt_id, prefix_cache
         As in :func:`specbound.llm.generate`.
     repeats, reweight, unkeyed, residual, max_blocks
