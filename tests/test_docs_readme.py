@@ -57,6 +57,11 @@ def test_readme_real_model_tour_runs():
     # the comment's claim on the real (p, q)
     assert abs(theory.exact_acceptance(P[0], Q[0], "mpfr", B=4)
                - theory.pml_bound(P[0], Q[0], 4)) < 1e-9
+    # transformers' generate with custom_generate: watermarked text (-21.2 measured on the
+    # project machine; a float32 near-tie on another machine could change a token, not the
+    # verdict)
+    llm, out, ids = namespace["llm"], namespace["out"], namespace["ids"]
+    assert llm.detect(out[0], key=42, prompt_length=len(ids)).log_pvalue < -10
 
 
 def test_readme_tour_is_short():

@@ -15,6 +15,9 @@ and one sampled in a Numba kernel under the same key and context are the same to
   :class:`PrefixCache` shares the prompt's prefill across the runs of one prompt.
 - :class:`ContextRecorder`, :func:`decision_acceptance`, :func:`block_crosscheck`: the
   theory's exact acceptance of every decision of a real run (realised vs predicted).
+- :func:`custom_generate`: every decoder from transformers' ``model.generate(...,
+  custom_generate=custom_generate, assistant_model=draft)`` (the same tokens as
+  :func:`generate`).
 - :func:`detect`: watermark detection of text, token ids or a result (tokenizer and key only).
 
 Everything is imported on first use: ``import specbound.llm`` works without torch, and the
@@ -63,6 +66,8 @@ _EXPORTS = {
     "ContextRecorder": "crosscheck",
     "decision_acceptance": "crosscheck",
     "block_crosscheck": "crosscheck",
+    "custom_generate": "hf_generate",
+    "CustomGenerateOutput": "hf_generate",
 }
 
 __all__ = sorted(_EXPORTS)
