@@ -32,7 +32,8 @@ rule, param_name, param, acceptance, be_L4, be_L8, kl, reverse_kl, tv``; KL/TV a
 over contexts, ``reverse_kl`` = KL(p ‖ induced), ``inf`` where the induced law drops part of
 the support of ``p``).
 
-Run: ``python -m paper_figs.efficiency_frontier [--quick] [--out DIR] [--vocab N] [--targets N] [--ell X,...]``
+Run: ``python -m paper_figs.efficiency_frontier [--quick] [--out DIR]
+[--vocab N] [--targets N] [--ell X,...]``
 (``--help`` for the defaults).
 """
 

@@ -26,7 +26,8 @@ points; ``mc_se`` is the binomial standard error of ``mc_delta``) and
 overshoot``) and ``lenience_study_curves.csv`` (the plotted lines of panel a: ``ell,
 tv_target, tv_mean, delta_mean, delta_min, delta_max``).
 
-Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR] [--draws N] [--directions N] [--ell X,...]``
+Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]
+[--draws N] [--directions N] [--ell X,...]``
 (``--help`` for the defaults).
 """
 

@@ -19,7 +19,8 @@ Outputs: ``prop1_study.png`` and ``prop1_study.csv`` (columns ``zipf_s, D, trunc
 param, L, be_lossless, be_truncation, gain, mean_kl_tree``; ``gain = be_truncation −
 be_lossless``, ``mean_kl_tree`` the mean over depths of KL_tree of the truncation rule).
 
-Run: ``python -m paper_figs.prop1_study [--quick] [--out DIR] [--depth N] [--vocab N] [--D N,...] [--tv X]``
+Run: ``python -m paper_figs.prop1_study [--quick] [--out DIR]
+[--depth N] [--vocab N] [--D N,...] [--tv X]``
 (``--help`` for the defaults).
 """
 

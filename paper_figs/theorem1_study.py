@@ -25,7 +25,8 @@ Outputs: ``theorem1_study.png`` and ``theorem1_study.csv`` (columns ``pair, trun
 kl_sd, kl_tree_D1, kl_tree_D4, mc_kl_sd, mc_kl_tree_D1`` — the ``mc_`` columns are empty
 off the Monte Carlo grid).
 
-Run: ``python -m paper_figs.theorem1_study [--quick] [--out DIR] [--draws N] [--vocab N] [--zipf X,...] [--tv X,...]``
+Run: ``python -m paper_figs.theorem1_study [--quick] [--out DIR]
+[--draws N] [--vocab N] [--zipf X,...] [--tv X,...]``
 (``--help`` for the defaults).
 """
 
