@@ -28,8 +28,8 @@ predicted_rate``), ``real_crosscheck_calibration.csv`` (per decoder and ``all`` 
 ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens.
 
 Run: ``python -m paper_figs.real_crosscheck [--quick] [--out DIR] [--executor SPEC]
-[--target MODEL] [--draft SPEC]`` (another model pair: any target and draft of
-``specbound.llm.load_pair``).
+[--target MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]`` (another
+model pair: any target and draft of ``specbound.llm.load_pair``; other sizes).
 """
 
 from __future__ import annotations
@@ -41,7 +41,14 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
-from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import (
+    cli,
+    decoder_color,
+    decoder_marker,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.results import proportion_ci
 
 FIGURE = True
@@ -105,9 +112,9 @@ def calibration_rows(name: str, acc: np.ndarray, pr: np.ndarray) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = rr.settings(quick, target, draft)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, params))
     specs = rr.resolve(SPECS, s)
     df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
     summ, cal = [], []
@@ -168,11 +175,12 @@ def plot(S: pd.DataFrame, C: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     """Run (or resume); write the CSVs, the markdown table and the PNG into ``out_dir``
-    (``target``, ``draft``: another model pair than the embedded model and its
-    ``temperature:1.5`` draft)."""
-    S, C = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+    (``params``: the keywords of ``paper_figs._real_runs.PARAMS``, e.g. ``target``,
+    ``draft``: another model pair than the embedded model and its ``temperature:1.5``
+    draft)."""
+    S, C = compute(out_dir, quick=quick, executor=executor, **params)
     csv = out_path(out_dir, f"{NAME}.csv")
     ccsv = out_path(out_dir, f"{NAME}_calibration.csv")
     S.to_csv(csv, index=False, float_format="%.10g")
@@ -185,4 +193,4 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
 
 
 if __name__ == "__main__":
-    rr.cli(main, __doc__)
+    cli(main, __doc__, rr.PARAMS, NAME)

@@ -45,8 +45,8 @@ Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
 ``real_runs.csv`` (resumable through ``specbound.sweep``, shared with ``real_crosscheck``).
 
 Run: ``python -m paper_figs.real_watermarks [--quick] [--out DIR] [--executor SPEC]
-[--target MODEL] [--draft SPEC]`` (D0 replaced by ``--draft``; the substitution study keeps
-the other three drafts).
+[--target MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]`` (D0
+replaced by ``--draft``; the substitution study keeps the other three drafts).
 """
 
 from __future__ import annotations
@@ -60,7 +60,14 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
-from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import (
+    cli,
+    decoder_color,
+    decoder_marker,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.results import proportion_ci
 from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
@@ -356,9 +363,9 @@ def plot_substitution(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None) -> dict[str, pd.DataFrame]:
-    s = rr.settings(quick, target, draft)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> dict[str, pd.DataFrame]:
+    s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, params))
     z = sizes(s)
     sp = specs(s)
     # crosscheck's configurations first (shared runs), then the rest
@@ -379,10 +386,10 @@ STUDIES = {
 }
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
-    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG (``target``,
-    ``draft``: another model pair, as in ``real_crosscheck``)."""
-    frames = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG (``params``:
+    the keywords of ``paper_figs._real_runs.PARAMS``, as in ``real_crosscheck``)."""
+    frames = compute(out_dir, quick=quick, executor=executor, **params)
     written = []
     for study, df in frames.items():
         plot, table = STUDIES[study]
@@ -391,4 +398,4 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
 
 
 if __name__ == "__main__":
-    rr.cli(main, __doc__)
+    cli(main, __doc__, rr.PARAMS, NAME)
