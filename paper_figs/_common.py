@@ -107,8 +107,11 @@ class Param:
         return x
 
     def show(self, value) -> str:
+        """``value`` as ``--help`` shows it (floats to 6 significant digits)."""
         if isinstance(value, tuple):
-            return ",".join(str(v) for v in value)
+            return ",".join(self.show(v) for v in value)
+        if isinstance(value, float):
+            return f"{value:.6g}"
         return str(value)
 
 

@@ -181,10 +181,10 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``lemma1_study.csv``, ``lemma1_study_curves.csv`` (the plotted means) and
     ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     paths = write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
     cv = out_path(out_dir, f"{NAME}_curves.csv")
     curves(df).to_csv(cv, index=False, float_format="%.10g")
@@ -192,4 +192,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -53,6 +53,8 @@ from specbound.results import proportion_ci
 
 FIGURE = True
 NAME = "real_crosscheck"
+#: the study's parameters (``--help``): the model pair and sizes of every real-model run
+PARAMS = rr.PARAMS
 SPECS = (rr.RunSpec("vsps"), rr.RunSpec("pfr"), rr.RunSpec("mpfr", B=2),
          rr.RunSpec("mpfr", B=4), rr.RunSpec("invariant", B=2), rr.RunSpec("invariant", B=4))
 BINS = np.linspace(0.0, 1.0, 11)
@@ -114,7 +116,7 @@ def calibration_rows(name: str, acc: np.ndarray, pr: np.ndarray) -> list[dict]:
 
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
             ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, params))
+    s = rr.settings(quick, **resolve_params(PARAMS, quick, params))
     specs = rr.resolve(SPECS, s)
     df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
     summ, cal = [], []
@@ -193,4 +195,4 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__, rr.PARAMS, NAME)
+    cli(main, __doc__, PARAMS, NAME)

@@ -74,6 +74,8 @@ from specbound.theory.watermark import anlppt, score_threshold, token_scores
 
 FIGURE = True
 NAME = "real_watermarks"
+#: the study's parameters (``--help``): the model pair and sizes of every real-model run
+PARAMS = rr.PARAMS
 FRONTIER_DECODERS = ("vsps", "pfr", "pfr_nowm", "mws", "mse", "mse_pseudo")
 DETECTION_DECODERS = ("pfr", "mws", "mpfr", "mse", "mse_pseudo")
 SUBST_DECODERS = ("pfr", "vsps", "mse")
@@ -365,7 +367,7 @@ def plot_substitution(df: pd.DataFrame, png: Path) -> None:
 
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
             ) -> dict[str, pd.DataFrame]:
-    s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, params))
+    s = rr.settings(quick, **resolve_params(PARAMS, quick, params))
     z = sizes(s)
     sp = specs(s)
     # crosscheck's configurations first (shared runs), then the rest
@@ -398,4 +400,4 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__, rr.PARAMS, NAME)
+    cli(main, __doc__, PARAMS, NAME)
