@@ -325,3 +325,14 @@ def test_paper_figs_imports_from_any_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     figs, pkg = proc.stdout.split()
     assert figs == pkg
+
+
+def test_readme_table_names_every_study_and_its_flags():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`"): line for line in text.splitlines()
+            if line.startswith("| `")}
+    for mod in MODULES:
+        name = mod.__name__.rsplit(".", 1)[-1]
+        assert name in rows, f"README's study table has no row for {name}"
+        flags = rows[name].rstrip(" |").rsplit("|", 1)[-1].split()
+        assert flags == [f"`{p.flag}`" for p in mod.PARAMS], name
