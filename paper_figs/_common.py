@@ -329,8 +329,8 @@ SMOKE_TEXT = "smoke run (--quick): small sizes, not the paper's numbers"
 
 @contextlib.contextmanager
 def smoke_mark(active: bool = True):
-    """Within the block (if ``active``), every figure saved carries :data:`SMOKE_TEXT` in its
-    bottom-left corner (entered by :func:`cli` and ``paper_figs.run_all`` in quick mode)."""
+    """Within the block (if ``active``), every figure saved carries :data:`SMOKE_TEXT` below
+    everything drawn, on the right (entered by :func:`cli` and ``paper_figs.run_all`` in quick mode)."""
     if not active:
         yield
         return
@@ -340,8 +340,12 @@ def smoke_mark(active: bool = True):
 
     def savefig(self, *args, **kwargs):
         if not getattr(self, "_specbound_smoke", False):
-            self.text(0.003, 0.003, SMOKE_TEXT, fontsize=7, color="tab:red", alpha=0.8,
-                      ha="left", va="bottom")
+            # just below everything drawn, right-aligned: never on a label or a legend (the
+            # style's savefig.bbox "tight" widens the canvas to hold it)
+            bb = self.get_tightbbox(self.canvas.get_renderer())
+            w, h = self.get_size_inches()
+            self.text(bb.x1 / w, bb.y0 / h, SMOKE_TEXT, fontsize=7, color="tab:red",
+                      ha="right", va="top")
             self._specbound_smoke = True
         return orig(self, *args, **kwargs)
 

@@ -195,6 +195,8 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
             ax2.plot(sub["param"], sub["frac_positive"], ":", color="C0",
                      label="fraction ΔBE > 0")
             ax2.set_ylim(0, 1)
+            ax2.set_ylabel("fraction of contexts with ΔBE > 0", color="C0", fontsize=8)
+            ax2.tick_params(axis="y", colors="C0")
             if fam == "eta":
                 ax.set_xscale("log")
             ax.set_xlabel("p_base (min-p)" if fam == "min_p" else "ε (η truncation)")
@@ -204,10 +206,14 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
                 h2, n2 = ax2.get_legend_handles_labels()
                 ax.legend(h1 + h2, n1 + n2, fontsize=7)
     handles, names = axes[0, 1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.03))
+    # the rules' legend in a band of its own below the bottom row's axis labels
+    ncol = 4
+    band = (0.3 + 0.2 * -(-len(names) // ncol)) / fig.get_figheight()
+    fig.legend(handles, names, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 0.0),
+               fontsize=8.5, frameon=False)
     fig.suptitle("Lossy verification on real next-token distributions: gain vs distortion, "
                  "and Lemma 1's ΔBE", y=1.0)
-    fig.tight_layout(rect=(0, 0, 1, 0.985))
+    fig.tight_layout(rect=(0, band, 1, 0.985))
     fig.savefig(png)
     plt.close(fig)
 

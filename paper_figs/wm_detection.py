@@ -572,7 +572,10 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel("detection token budget $T_{eval}$")
         ax.set_title(title.format(n=f"{n:,}"), fontsize=10)
     axes[0].set_ylabel("TPR @ 1% FPR")
-    axes[0].legend(fontsize=6.5, loc="lower right", bbox_to_anchor=(1.0, 0.04))
+    # below both panels (savefig.bbox "tight" keeps it), off the curves
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=4,
+               fontsize=7.5)
     axes[1].text(0.98, 0.08, "BASIC-UWM, PFR, MWS and MPFR\nemit the same keyed chain:\n"
                  "their curves coincide", transform=axes[1].transAxes, ha="right",
                  fontsize=8, color="0.3")
