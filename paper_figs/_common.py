@@ -330,7 +330,8 @@ SMOKE_TEXT = "smoke run (--quick): small sizes, not the paper's numbers"
 @contextlib.contextmanager
 def smoke_mark(active: bool = True):
     """Within the block (if ``active``), every figure saved carries :data:`SMOKE_TEXT` below
-    everything drawn, on the right (entered by :func:`cli` and ``paper_figs.run_all`` in quick mode)."""
+    everything drawn, on the right (entered by :func:`cli` and ``paper_figs.run_all`` in
+    quick mode)."""
     if not active:
         yield
         return
