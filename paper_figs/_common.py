@@ -176,12 +176,12 @@ def build_parser(description: str, table=(), prog: str | None = None
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("--quick", action="store_true",
                     help="small smoke-test version (default output folder paper_figs/out-quick/)")
-    ap.add_argument("--out", type=Path, default=None,
+    ap.add_argument("--out", type=Path, default=None, metavar="DIR",
                     help="output folder (default: paper_figs/out/, paper_figs/out-quick/ with "
                          "--quick, paper_figs/out-custom/NAME-HASH/ with non-default "
                          "parameters)")
     ap.add_argument(
-        "--executor", default=os.environ.get(EXECUTOR_ENV) or None,
+        "--executor", default=os.environ.get(EXECUTOR_ENV) or None, metavar="SPEC",
         help="where the sweeps run: 'serial', 'process[:N]', 'dask://host:port' (a Dask "
              "scheduler; extra 'dist') or 'dask-local[:N]'; default: $SPECBOUND_EXECUTOR, "
              "else each study's own (a 2-process pool in full mode)")

@@ -460,3 +460,19 @@ def test_real_wm_rouge_quick(tmp_path):
     h_low = rr.parse(first["entropy"])[0]
     assert h_low == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
     assert h_low < rr.parse(ar["entropy"])[0]
+
+
+def test_default_parameters_leave_the_settings_unchanged():
+    """The parameter tables reproduce the settings of earlier versions exactly (same
+    signatures: stored runs resume, outputs unchanged)."""
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+
+    for quick, ref in ((True, rr.QUICK), (False, rr.FULL)):
+        s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, {}))
+        assert s == ref and s.signature() == ref.signature()
+    for quick, ref in ((True, rg.QUICK), (False, rg.FULL)):
+        v = resolve_params(rg.PARAMS, quick, {})
+        assert rg.settings(quick, **v) == ref and v.changed == {}
+    assert rg.settings(False, **resolve_params(rg.PARAMS, False, {"summaries": 5})) == (
+        rg.settings(False, summaries=5))
