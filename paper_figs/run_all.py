@@ -18,8 +18,8 @@ a Dask ``distributed`` scheduler (extra ``dist``).  The scheduler and every work
 import ``paper_figs`` and ``specbound``: both are installed by ``pip install -e .`` (``make
 install``), so a ``dask scheduler`` and ``dask worker`` started anywhere in that environment
 will do (docs/sweep.md); from a source tree that is not installed, set ``PYTHONPATH`` to the
-repository root for them.  It is passed as
-``executor=`` to a script's ``main`` that accepts it and made the current executor
+repository root for them.  The executor is passed as ``executor=`` to a script's
+``main`` that accepts it and made the current executor
 (:func:`specbound.sweep.use_executor`) for the others.  Without one, a full run on two or
 more cores opens one 2-process pool (``process:2``) for all the studies, so that its two
 workers load the embedded model, its drafts and the compiled kernels once for the whole run
