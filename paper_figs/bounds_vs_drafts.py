@@ -99,6 +99,10 @@ def make_pair(n: int, tv_target: float, eps: np.ndarray, exponent: float = ZIPF_
               ) -> tuple[np.ndarray, np.ndarray, float]:
     """The Zipf target and the noisy draft whose TV to it is ``tv_target``; returns (p, q, σ)."""
     p = zipf_target(n, exponent)
+    reach = tv_distance(p, noisy_draft(p, eps, 50.0))
+    if not 0.0 < tv_target < reach:
+        raise ValueError(f"tv: the noisy drafts of this target reach TV in (0, {reach:.3f}), "
+                         f"got {tv_target}")
     sigma = brentq(
         lambda s: tv_distance(p, noisy_draft(p, eps, s)) - tv_target,
         0.0,

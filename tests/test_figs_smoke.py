@@ -217,6 +217,8 @@ def test_params_are_converted_and_checked():
                          ({"vocab": True}, "^vocab"), ({"bees": 3}, "^bees: not a parameter")):
         with pytest.raises(ValueError, match=match):
             resolve_params(bounds_vs_drafts.PARAMS, True, given)
+    with pytest.raises(ValueError, match="^tv: the noisy drafts"):
+        bounds_vs_drafts.compute(quick=True, tv=(0.999,), B=(1,))
 
 
 def _dirs(monkeypatch, tmp_path):
