@@ -1,6 +1,7 @@
 # specbound: two commands do everything on a fresh machine.
 #   make reproduce  -> regenerate the paper figures and tables into paper_figs/out/
-#                      (resumable: rerun after an interruption; QUICK=1 for the smoke version;
+#                      (resumable: rerun after an interruption; QUICK=1 for the smoke version,
+#                      into paper_figs/out-quick/;
 #                      EXECUTOR=dask://host:port, or $SPECBOUND_EXECUTOR, sends every sweep
 #                      to a Dask cluster, see specbound/sweep.py)
 #   make test       -> install everything and run the fast test tier
@@ -45,8 +46,8 @@ test-all: test test-slow
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# quick runs write to paper_figs/out-quick/ (smoke numbers never mix with a full run's)
 reproduce: $(STAMP)
-	mkdir -p paper_figs/out
 	MPLBACKEND=Agg $(PY) -m paper_figs.run_all $(REPRO_ARGS)
 
 reproduce-quick: $(STAMP)
@@ -57,4 +58,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.bench_decode
 
 clean:
-	rm -rf $(VENV) paper_figs/out .pytest_cache .hypothesis
+	rm -rf $(VENV) paper_figs/out paper_figs/out-quick paper_figs/out-custom .pytest_cache .hypothesis

@@ -10,32 +10,35 @@ with tokens of probability 0 under both models, which changes no formula.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import json
 
 import numpy as np
 
-from paper_figs._common import parse_args, sweep_executor
+from paper_figs._common import Param
+
+#: the ``--log DIR`` parameter of every script that reads a log (None: the shipped log)
+LOG_PARAM = Param("log", "path", None, None,
+                  "folder of a distribution log (None: the shipped log, "
+                  "specbound.llm.shipped_log())")
+#: ``--contexts N``: logged contexts used per draft (0: all of them)
+QUICK_CONTEXTS = 12
 
 
-def parse_log_args(doc: str, argv=None):
-    """``--quick``, ``--out``, ``--executor`` (paper_figs._common) and ``--log DIR``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--log", type=Path, default=None,
-                    help="folder of a distribution log (default: the shipped log)")
-    known, rest = ap.parse_known_args(argv)
-    args = parse_args(doc.splitlines()[0], rest)
-    args.log = known.log
-    return args
+def contexts_param(full: int = 0, quick: int = QUICK_CONTEXTS) -> Param:
+    """The ``--contexts N`` parameter: evenly spaced logged contexts per draft, 0 for all."""
+    return Param("contexts", "int", full, quick,
+                 "logged contexts per draft, evenly spaced (0: all)", low=0)
 
 
-def cli(main, doc: str, argv=None) -> None:
-    """``python -m paper_figs.NAME [--quick] [--out DIR] [--executor SPEC] [--log DIR]``."""
-    args = parse_log_args(doc, argv)
-    with sweep_executor(args.executor):
-        for path in main(args.out, quick=args.quick, log=args.log):
-            print(path)
+def store_signature(name: str, version: int, log, quick: bool, changed: dict) -> str:
+    """The signature of a script's resumable store: script, version, the log's contents, the
+    mode and the non-default parameters (none: the signature of earlier versions)."""
+    sig = f"{name}-v{version}-{log_signature(log)}-{'quick' if quick else 'full'}"
+    rest = {k: v for k, v in changed.items() if k != "log"}  # the log is in its signature
+    if rest:
+        blob = json.dumps(rest, sort_keys=True)
+        sig += "-" + hashlib.blake2b(blob.encode(), digest_size=6).hexdigest()
+    return sig
 
 
 def open_log(log=None):
@@ -68,8 +71,8 @@ def in_draft_order(df, drafts, by=()):
 
 
 def subsample(n: int, k: int | None) -> np.ndarray:
-    """``k`` evenly spaced positions out of ``n`` (all when ``k`` is None or >= n)."""
-    if k is None or k >= n:
+    """``k`` evenly spaced positions out of ``n`` (all when ``k`` is None, 0 or >= n)."""
+    if not k or k >= n:
         return np.arange(n)
     return np.unique(np.round(np.linspace(0, n - 1, k)).astype(np.int64))
 

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import out_path
+from paper_figs._common import Param, out_path
 
 #: bump when a change in the code changes the numbers (invalidates resumed rows)
 VERSION = 1
@@ -97,9 +97,33 @@ QUICK = RealSettings(per_set=1, max_prompt_tokens=64, max_new_tokens=6, sets=("s
                      quick=True)
 
 
-def settings(quick: bool, target: str | None = None, draft: str | None = None) -> RealSettings:
-    """The full or quick settings, with another target model or draft D0 if given."""
-    s = QUICK if quick else FULL
+def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK) -> tuple[Param, ...]:
+    """The parameters of a real-model study whose settings are ``full`` and ``quick``:
+    ``target``, ``draft`` (the model pair), ``prompts`` (per prompt set), ``tokens`` (new
+    tokens per prompt), ``prompt_tokens`` (longest prompt admitted); see :func:`settings`."""
+    return (
+        Param("target", "str", None, None,
+              "target model (specbound.llm.load_pair; None: the embedded model)"),
+        Param("draft", "str", None, None, f"draft D0 (None: {D0})"),
+        Param("prompts", "int", full.per_set, quick.per_set, "prompts per prompt set", low=1),
+        Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
+              "new tokens per prompt", low=1),
+        Param("prompt_tokens", "int", full.max_prompt_tokens, quick.max_prompt_tokens,
+              "longest chat-formatted prompt admitted (tokens)", low=1),
+    )
+
+
+PARAMS = real_params()
+
+
+def settings(quick: bool, target: str | None = None, draft: str | None = None, *,
+             base: RealSettings | None = None, prompts: int | None = None,
+             tokens: int | None = None, prompt_tokens: int | None = None) -> RealSettings:
+    """The full or quick settings (or ``base``), with another target model or draft D0 and
+    other sizes (:func:`real_params`) if given."""
+    s = base if base is not None else (QUICK if quick else FULL)
+    sizes = {"per_set": prompts, "max_new_tokens": tokens, "max_prompt_tokens": prompt_tokens}
+    s = replace(s, **{k: v for k, v in sizes.items() if v is not None})
     if target is not None:
         s = replace(s, target=str(target))
     if draft is not None:
@@ -364,23 +388,3 @@ def select(df: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
 def sequences(sub: pd.DataFrame) -> list[tuple[np.ndarray, int]]:
     """``(tokens, prompt_length)`` of every run of ``sub``."""
     return [(parse(r["tokens"], np.int64), int(r["prompt_length"])) for _, r in sub.iterrows()]
-
-
-def cli(main, doc: str, argv=None) -> None:
-    """``python -m paper_figs.NAME [--quick] [--out DIR] [--executor SPEC] [--target MODEL]
-    [--draft SPEC]``: the options of the other figure scripts, and the model pair to run
-    (default: the embedded model and ``temperature:1.5``; any ``load_pair`` target and
-    draft)."""
-    import argparse
-
-    from paper_figs._common import parse_args, sweep_executor
-
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--target", default=None,
-                    help="target model (specbound.llm.load_pair; default: embedded)")
-    ap.add_argument("--draft", default=None, help=f"draft D0 (default: {D0})")
-    known, rest = ap.parse_known_args(argv)
-    args = parse_args(doc.splitlines()[0], rest)
-    with sweep_executor(args.executor):
-        for path in main(args.out, quick=args.quick, target=known.target, draft=known.draft):
-            print(path)

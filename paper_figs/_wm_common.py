@@ -72,7 +72,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import out_path
+from paper_figs._common import Param, out_path
 from specbound._io import atomic_write
 from specbound.sim import metrics
 from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
@@ -101,6 +101,8 @@ __all__ = [
     "ratio_stats",
     "run_sweep",
     "save_prompt_stats",
+    "settings_params",
+    "with_params",
     "study_map",
     "study_sweep",
     "with_extra",
@@ -164,6 +166,27 @@ class Settings:
 #: the multi-draft paper's scale: 1,000 prompts x 128 new tokens x 3 seeds
 FULL = Settings(n_prompts=1000, max_new_tokens=128, n_seeds=3)
 QUICK = Settings(vocab_size=200, n_prompts=4, max_new_tokens=12, n_seeds=2, quick=True)
+
+def settings_params(full: Settings, quick: Settings) -> tuple[Param, ...]:
+    """The parameters ``vocab``, ``prompts``, ``tokens``, ``seeds`` of a study whose settings
+    are ``full`` (full mode) and ``quick`` (``--quick``): see :func:`with_params`."""
+    return (
+        Param("vocab", "int", full.vocab_size, quick.vocab_size,
+              "vocabulary of the synthetic LMs", low=2),
+        Param("prompts", "int", full.n_prompts, quick.n_prompts, "prompts", low=1),
+        Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
+              "new tokens per prompt", low=1),
+        Param("seeds", "int", full.n_seeds, quick.n_seeds,
+              "independent seeds (watermark keys) per prompt", low=1),
+    )
+
+
+def with_params(s: Settings, values) -> Settings:
+    """``s`` with the values of :func:`settings_params` (those present in ``values``)."""
+    names = {"vocab": "vocab_size", "prompts": "n_prompts", "tokens": "max_new_tokens",
+             "seeds": "n_seeds"}
+    return replace(s, **{f: values[k] for k, f in names.items() if k in values})
+
 
 #: drafter name -> keyword arguments of ``SyntheticLM.draft`` (None: the Settings default)
 DRAFTERS = {

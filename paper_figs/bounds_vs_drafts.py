@@ -22,7 +22,9 @@ Outputs (in ``out_dir``): ``bounds_vs_drafts.png`` (three panels, one per pair) 
 ``bounds_vs_drafts.csv`` with columns ``pair, tv, sigma, n, B, pml, pml_weak, lml,
 lml_relaxed, exact_mpfr, exact_gls`` (one row per pair and B).
 
-Run: ``python -m paper_figs.bounds_vs_drafts [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.bounds_vs_drafts [--quick] [--out DIR] [--vocab N] [--B N,...]
+[--tv X,...] [--zipf X]`` (``--help`` for the defaults; a pair of another nominal TV is
+labelled ``tv=X``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from paper_figs._common import BOUND_COLORS, cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    BOUND_COLORS,
+    Param,
+    cli,
+    resolve_params,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound.sim.distributions import logit_noise_draft, zipf_law
 from specbound.theory import (
     exact_acceptance,
@@ -53,6 +62,13 @@ N_QUICK = 200
 NOISE_SEED = 2026
 PAIRS = (("near", 0.1), ("medium", 0.3), ("far", 0.6))
 B_VALUES = tuple(range(1, 17))
+PARAMS = (
+    Param("vocab", "int", N_FULL, N_QUICK, "tokens n of the Zipf target", low=2),
+    Param("B", "ints", B_VALUES, B_VALUES, "numbers of drafts", low=1),
+    Param("tv", "floats", tuple(t for _, t in PAIRS), tuple(t for _, t in PAIRS),
+          "nominal TV(p, q) of the pairs (one panel each)", low=1e-6),
+    Param("zipf", "float", ZIPF_EXPONENT, ZIPF_EXPONENT, "Zipf exponent of the target", low=0),
+)
 COLUMNS = [
     "pair",
     "tv",
@@ -68,9 +84,14 @@ COLUMNS = [
 ]
 
 
-def make_pair(n: int, tv_target: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def make_pair(n: int, tv_target: float, eps: np.ndarray, exponent: float = ZIPF_EXPONENT
+              ) -> tuple[np.ndarray, np.ndarray, float]:
     """The Zipf target and the noisy draft whose TV to it is ``tv_target``; returns (p, q, σ)."""
-    p = zipf_law(n, ZIPF_EXPONENT)
+    p = zipf_law(n, exponent)
+    reach = tv_distance(p, logit_noise_draft(p, eps, 50.0))
+    if not 0.0 < tv_target < reach:
+        raise ValueError(f"tv: the noisy drafts of this target reach TV in (0, {reach:.3f}), "
+                         f"got {tv_target}")
     sigma = brentq(
         lambda s: tv_distance(p, logit_noise_draft(p, eps, s)) - tv_target,
         0.0,
@@ -81,15 +102,24 @@ def make_pair(n: int, tv_target: float, eps: np.ndarray) -> tuple[np.ndarray, np
     return p, logit_noise_draft(p, eps, sigma), float(sigma)
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
-    """All bounds and exact values for the three pairs and B = 1..16 (one row per pair, B)."""
-    n = N_QUICK if quick else N_FULL
+def pair_labels(tvs) -> list[tuple[str, float]]:
+    """``(label, nominal TV)`` of each pair: near/medium/far for the default TVs."""
+    names = dict((t, lab) for lab, t in PAIRS)
+    return [(names.get(t, f"tv={t:g}") if tuple(tvs) == tuple(names) else f"tv={t:g}", t)
+            for t in tvs]
+
+
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    """All bounds and exact values for the three pairs and B = 1..16 (one row per pair, B);
+    ``params``: the keywords of :data:`PARAMS`."""
+    v = resolve_params(PARAMS, quick, params)
+    n = v.vocab
     eps = np.random.default_rng(NOISE_SEED).standard_normal(n)
     rows = []
-    for label, tv_target in PAIRS:
-        p, q, sigma = make_pair(n, tv_target, eps)
+    for label, tv_target in pair_labels(v.tv):
+        p, q, sigma = make_pair(n, tv_target, eps, v.zipf)
         tv = tv_distance(p, q)
-        for B in B_VALUES:
+        for B in v.B:
             rows.append(
                 {
                     "pair": label,
@@ -121,8 +151,9 @@ SERIES = (
 
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
-    labels = [label for label, _ in PAIRS]
-    fig, axes = plt.subplots(1, len(labels), figsize=(12.0, 4.0), sharex=True)
+    labels = list(dict.fromkeys(df["pair"]))
+    fig, axes = plt.subplots(1, len(labels), figsize=(12.0, 4.0), sharex=True, squeeze=False)
+    axes = axes[0]
     for ax, label in zip(axes, labels, strict=True):
         sub = df[df["pair"] == label].sort_values("B")
         for col, name, ls, marker in SERIES:
@@ -139,7 +170,8 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         tv = float(sub["tv"].iloc[0])
         ax.set_title(f"{label}: TV(p, q) = {tv:.3f}, n = {int(sub['n'].iloc[0])}")
         ax.set_xlabel("number of drafts B")
-        ax.set_xticks([1, 4, 8, 12, 16])
+        if df["B"].max() == 16:
+            ax.set_xticks([1, 4, 8, 12, 16])
     axes[0].set_ylabel("P(accept)")
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.12))
@@ -149,11 +181,12 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
-    """Compute, write ``bounds_vs_drafts.csv`` and ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
+    """Compute, write ``bounds_vs_drafts.csv`` and ``.png`` into ``out_dir``; return the paths
+    (``params``: the keywords of :data:`PARAMS`)."""
+    df = compute(quick=quick, **params)
     return write_table_and_figure(out_dir, NAME, df, plot, "%.12g")
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -32,7 +32,9 @@ rule, param_name, param, acceptance, be_L4, be_L8, kl, reverse_kl, tv``; KL/TV a
 over contexts, ``reverse_kl`` = KL(p ‖ induced), ``inf`` where the induced law drops part of
 the support of ``p``).
 
-Run: ``python -m paper_figs.efficiency_frontier [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.efficiency_frontier [--quick] [--out DIR]
+[--vocab N] [--targets N] [--ell X,...]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, rule_color, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    cli,
+    resolve_params,
+    rule_color,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, zipf
 from specbound.theory import block_efficiency
 from specbound.theory.lossy import acceptance_rate, distortion, induced_distribution
@@ -51,10 +60,16 @@ from specbound.theory.tree import eta_allowed, min_p_allowed
 FIGURE = True
 NAME = "efficiency_frontier"
 ELLS = (1.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.1, 0.05)
+PARAMS = (
+    Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
+    Param("targets", "int", 200, 30, "targets per family", low=1),
+    Param("ell", "floats", ELLS, ELLS, "ℓ grid of the lenience and ceiling rules", low=0),
+)
 
 
-def families(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    n, m = (50, 30) if quick else (200, 200)
+def families(quick: bool, **params) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    v = resolve_params(PARAMS, quick, params)
+    n, m = v.vocab, v.targets
     out = []
     for k, (name, P) in enumerate((("Zipf(1.1) targets", zipf(n, 1.1, size=m, seed=31)),
                                    ("softmax-Gaussian targets",
@@ -74,7 +89,7 @@ def _draft(p: np.ndarray, tv: float, seed: int) -> np.ndarray:
             tv *= 0.8
 
 
-def sweeps(P: np.ndarray, Q: np.ndarray):
+def sweeps(P: np.ndarray, Q: np.ndarray, ELLS=ELLS):
     """(rule label, rule, parameter name, values, params(value) -> dict)."""
     A01 = min_p_allowed(P, 0.1)
     ratio = np.divide(P, Q, out=np.zeros_like(P), where=Q > 0)
@@ -104,10 +119,11 @@ def sweeps(P: np.ndarray, Q: np.ndarray):
     ]
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    pv = resolve_params(PARAMS, quick, params)
     rows = []
-    for fam, P, Q in families(quick):
-        for label, rule, pname, values, make in sweeps(P, Q):
+    for fam, P, Q in families(quick, vocab=pv.vocab, targets=pv.targets):
+        for label, rule, pname, values, make in sweeps(P, Q, pv.ell):
             for v in values:
                 params = make(v)
                 a = float(np.mean(acceptance_rate(P, Q, rule, **params)))
@@ -158,11 +174,11 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``efficiency_frontier.csv`` and ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

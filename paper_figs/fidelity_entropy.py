@@ -37,7 +37,9 @@ Each family runs as two tasks (:data:`PARTS`) on the studies' executor
 (``paper_figs._wm_common.study_map``: a 2-process pool in full mode, serial in quick mode);
 the rows are those of a serial run, in its order.
 
-Run: ``python -m paper_figs.fidelity_entropy [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.fidelity_entropy [--quick] [--out DIR] [--vocab N] [--prompts N]
+[--tokens N] [--entropy X,...] [--B N,...] [--L N,...] [--contexts N]`` (``--help`` for the
+defaults).
 """
 
 from __future__ import annotations
@@ -49,7 +51,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    cli,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound import sim, theory
 
 FIGURE = True
@@ -71,6 +80,23 @@ class Config:
 
 FULL = Config(1000, 48, 128, (0.3, 0.47, 1.0, 2.0, 3.0), (2, 4, 6, 8), (1, 2, 3, 4), 48)
 QUICK = Config(200, 3, 12, (0.47, 2.0), (2, 4), (2,), 6)
+PARAMS = (
+    Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size, "vocabulary of the LMs", low=2),
+    Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1),
+    Param("tokens", "int", FULL.new_tokens, QUICK.new_tokens, "new tokens per prompt", low=1),
+    Param("entropy", "floats", FULL.entropies, QUICK.entropies,
+          "target entropies (nats) of the calibrated LMs", low=0),
+    Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1),
+    Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1),
+    Param("contexts", "int", FULL.n_contexts, QUICK.n_contexts,
+          "contexts of the exact token-level comparison", low=1),
+)
+
+
+def config(quick: bool, **params) -> Config:
+    """The :class:`Config` of a run: the mode's, with the values of ``params``."""
+    v = resolve_params(PARAMS, quick, params)
+    return Config(v.vocab, v.prompts, v.tokens, v.entropy, v.B, v.L, v.contexts)
 
 
 def ratio_gap(num1, den1, num2, den2) -> tuple[float, float]:
@@ -189,13 +215,13 @@ def _family_rows(arg) -> list[dict]:
     return rows
 
 
-def compute(quick: bool = False, executor=None) -> pd.DataFrame:
+def compute(quick: bool = False, executor=None, **params) -> pd.DataFrame:
     """Every family and part (:data:`PARTS`) as one task on the studies' executor
     (``paper_figs._wm_common.study_map``: a 2-process pool in full mode, serial in quick
     mode), the rows in the order of a serial run."""
     from paper_figs._wm_common import study_map
 
-    cfg = QUICK if quick else FULL
+    cfg = config(quick, **params)
     args = [(cfg, i, part) for i in range(len(cfg.entropies) + 1) for part in PARTS]
     parts = study_map(_family_rows, args, quick=quick, executor=executor)
     return pd.DataFrame([r for rows in parts for r in rows])
@@ -324,13 +350,13 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``fidelity_entropy.csv``, ``.png`` and ``.md`` into ``out_dir``."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     md = out_path(out_dir, f"{NAME}.md")
     md.write_text(markdown(df), encoding="utf-8")
     return [*write_table_and_figure(out_dir, NAME, df, plot), md]
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

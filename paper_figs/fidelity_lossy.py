@@ -35,7 +35,8 @@ Outputs: ``fidelity_lossy.csv`` (columns ``section, family, rule, reading, param
 metric, mean, se``), ``fidelity_lossy.png`` (one panel per section) and ``fidelity_lossy.md``
 (the markdown tables quoted in docs/fidelity.md).
 
-Run: ``python -m paper_figs.fidelity_lossy [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.fidelity_lossy [--quick] [--out DIR] [--vocab N] [--contexts N]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    cli,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from paper_figs.efficiency_frontier import _draft
 from specbound.sim import calibrated_lm
 from specbound.sim.distributions import temperature_draft, zipf
@@ -64,6 +72,10 @@ ELLS = (1.0, 0.8, 0.5, 0.3)
 P_BASE_YIELD = 0.1
 P_BASES = (0.5, 0.3, 0.2, 0.1, 0.05)
 EPSILONS = tuple(np.geomspace(1e-4, 0.3, 8))
+PARAMS = (
+    Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
+    Param("contexts", "int", 200, 40, "contexts (target/draft pairs) per draft family", low=1),
+)
 
 
 def _calibrated(h, n, m, seed, *, mismatch=0.5, draft_temperature=1.0):
@@ -74,8 +86,9 @@ def _calibrated(h, n, m, seed, *, mismatch=0.5, draft_temperature=1.0):
     return lm.next_distributions(ctxs), d.next_distributions(ctxs)
 
 
-def families(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    n, m = (50, 40) if quick else (200, 200)
+def families(quick: bool, **params) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    v = resolve_params(PARAMS, quick, params)
+    n, m = v.vocab, v.contexts
     P = zipf(n, 1.1, size=m, seed=31)
     tv = np.random.default_rng(40).uniform(0.1, 0.6, size=m)
     noisy = np.stack([_draft(P[i], tv[i], i) for i in range(m)])
@@ -155,9 +168,9 @@ def eta_rows(fam, P, Q) -> list[dict]:
     return out
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
+def compute(quick: bool = False, **params) -> pd.DataFrame:
     rows = []
-    for fam, P, Q in families(quick):
+    for fam, P, Q in families(quick, **params):
         rows += yield_rows(fam, P, Q)
         rows += speccascade_rows(fam, P, Q)
         rows += eta_rows(fam, P, Q)
@@ -287,13 +300,13 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``fidelity_lossy.csv``, ``.png`` and ``.md`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     md = out_path(out_dir, f"{NAME}.md")
     md.write_text(markdown(df), encoding="utf-8")
     return [*write_table_and_figure(out_dir, NAME, df, plot), md]
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

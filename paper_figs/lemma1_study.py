@@ -29,7 +29,8 @@ draft, tv, truncation, param, z, gain, loss, net, direct``; ``draft`` as in the 
 ``tv`` the achieved TV(p, q)) and ``lemma1_study_curves.csv`` (the plotted numbers:
 ``truncation, draft, param, gain, loss, net, frac_positive, n_targets``, means over targets).
 
-Run: ``python -m paper_figs.lemma1_study [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.lemma1_study [--quick] [--out DIR] [--vocab N] [--targets N]
+[--p-base X,...] [--eps X,...]`` (``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    cli,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, temperature_draft, zipf
 from specbound.theory.tree import (
     eta_allowed,
@@ -54,11 +62,18 @@ DRAFTS = (("noisy", 0.1), ("noisy", 0.3), ("noisy", 0.5), ("sharpened", 0.8),
           ("sharpened", 0.6), ("sharpened", 0.4))
 P_BASES = tuple(np.round(np.arange(0.1, 0.91, 0.1), 2))
 EPSILONS = tuple(np.geomspace(1e-4, 0.3, 12))
+PARAMS = (
+    Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
+    Param("targets", "int", 8, 2, "targets per family and family parameter", low=1),
+    Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0),
+    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0),
+)
 
 
-def targets(quick: bool) -> list[tuple[str, float, np.ndarray]]:
+def targets(quick: bool, **params) -> list[tuple[str, float, np.ndarray]]:
     """(family, parameter, batch of targets) for the two synthetic families."""
-    n, k = (50, 2) if quick else (200, 8)
+    v = resolve_params(PARAMS, quick, params)
+    n, k = v.vocab, v.targets
     out = []
     for i, s in enumerate((0.8, 1.1, 1.4)):
         out.append(("zipf", s, zipf(n, s, size=k, seed=10 + i)))
@@ -68,9 +83,11 @@ def targets(quick: bool) -> list[tuple[str, float, np.ndarray]]:
     return out
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
     rows = []
-    for fam_idx, (family, fparam, P) in enumerate(targets(quick)):
+    for fam_idx, (family, fparam, P) in enumerate(targets(quick, vocab=v.vocab,
+                                                          targets=v.targets)):
         for d_idx, (kind, val) in enumerate(DRAFTS):
             seed = 1000 * fam_idx + d_idx
             if kind == "noisy":
@@ -80,8 +97,8 @@ def compute(quick: bool = False) -> pd.DataFrame:
             tvs = 0.5 * np.abs(P - Q).sum(axis=1)
             label = _label(kind, val)
             base = np.minimum(P, Q).sum(axis=1)
-            for trunc, grid, make in (("min-p", P_BASES, min_p_allowed),
-                                      ("eta", EPSILONS, eta_allowed)):
+            for trunc, grid, make in (("min-p", v.p_base, min_p_allowed),
+                                      ("eta", v.eps, eta_allowed)):
                 for param in grid:
                     A = make(P, float(param))
                     gain, loss = truncation_efficiency_delta(P, Q, A)
@@ -164,10 +181,10 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``lemma1_study.csv``, ``lemma1_study_curves.csv`` (the plotted means) and
     ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     paths = write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
     cv = out_path(out_dir, f"{NAME}_curves.csv")
     curves(df).to_csv(cv, index=False, float_format="%.10g")
@@ -175,4 +192,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

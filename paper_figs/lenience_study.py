@@ -26,7 +26,9 @@ points; ``mc_se`` is the binomial standard error of ``mc_delta``) and
 overshoot``) and ``lenience_study_curves.csv`` (the plotted lines of panel a: ``ell,
 tv_target, tv_mean, delta_mean, delta_min, delta_max``).
 
-Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.lenience_study [--quick] [--out DIR]
+[--draws N] [--directions N] [--ell X,...]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, out_path, rule_color, setup_matplotlib
+from paper_figs._common import Param, cli, out_path, resolve_params, rule_color, setup_matplotlib
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.lossy import induced_distribution, lenience_delta
@@ -48,11 +50,16 @@ ELLS = (0.2, 0.4, 0.6, 0.8, 0.9)
 TV_GRID = np.linspace(0.02, 0.8, 25)
 MC_TV_IDX = (3, 9, 15, 21, 24)
 ELL_B = 0.4
+PARAMS = (
+    Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1),
+    Param("directions", "int", 6, 2, "random noise directions per TV", low=1),
+    Param("ell", "floats", ELLS, ELLS, "lenience values ℓ", low=0),
+)
 
 
-def compute_delta(quick: bool = False) -> pd.DataFrame:
-    n_dir = 2 if quick else 6
-    n_mc = 20_000 if quick else 200_000
+def compute_delta(quick: bool = False, **params) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    n_dir, n_mc, ELLS = v.directions, v.draws, v.ell
     p = zipf(100, 1.1, seed=3)
     rows = []
     for d in range(n_dir):
@@ -102,7 +109,7 @@ def plot(df: pd.DataFrame, ceil: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(13.0, 4.6))
     cv = curves(df)
-    for k, ell in enumerate(ELLS):
+    for k, ell in enumerate(dict.fromkeys(df["ell"])):
         sub = df[df["ell"] == ell]
         m = cv[cv["ell"] == ell]
         tv = m["tv_mean"].to_numpy()
@@ -139,10 +146,10 @@ def plot(df: pd.DataFrame, ceil: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``lenience_study.csv``, ``lenience_study_ceiling.csv``,
     ``lenience_study_curves.csv`` and ``.png``."""
-    df = compute_delta(quick=quick)
+    df = compute_delta(quick=quick, **params)
     ceil = compute_ceiling()
     csv = out_path(out_dir, f"{NAME}.csv")
     csv_b = out_path(out_dir, f"{NAME}_ceiling.csv")
@@ -156,4 +163,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -21,7 +21,8 @@ induced, empirical, overshoot, n_samples``; one row per rule and token, ``oversh
 induced − p where positive, else 0; ``n_samples`` the draws behind ``empirical``).  The TV
 and KL to ``p`` of each induced law are in the panel titles.
 
-Run: ``python -m paper_figs.lossy_gallery [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.lossy_gallery [--quick] [--out DIR] [--draws N] [--vocab N]
+[--tv X] [--seed N]`` (``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import Param, cli, resolve_params, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft
 from specbound.theory.lossy import distortion, induced_distribution
@@ -41,13 +42,21 @@ FIGURE = True
 NAME = "lossy_gallery"
 V = 20
 SEED = 4
+TV = 0.4
+PARAMS = (
+    Param("draws", "int", 200_000, 20_000, "samples of each induced law", low=1),
+    Param("vocab", "int", V, V, "tokens of the Zipf(1.2) target", low=2),
+    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft", low=0),
+    Param("seed", "int", SEED, SEED, "seed of the draft's noise", low=0),
+)
 
 
-def make_pair() -> tuple[np.ndarray, np.ndarray]:
+def make_pair(vocab: int = V, tv: float = TV, seed: int = SEED
+              ) -> tuple[np.ndarray, np.ndarray]:
     """The illustrative pair: Zipf(1.2) target over 20 sorted tokens, noisy draft at TV 0.4."""
-    p = np.arange(1, V + 1, dtype=np.float64) ** -1.2
+    p = np.arange(1, vocab + 1, dtype=np.float64) ** -1.2
     p /= p.sum()
-    q = noisy_draft(p, 0.4, seed=SEED).q
+    q = noisy_draft(p, tv, seed=seed).q
     return p, q
 
 
@@ -70,9 +79,11 @@ def rules(p: np.ndarray, q: np.ndarray) -> list[tuple[str, str, dict]]:
     ]
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
-    n = 20_000 if quick else 200_000
-    p, q = make_pair()
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    n = v.draws
+    p, q = make_pair(v.vocab, v.tv, v.seed)
+    V = v.vocab
     rows = []
     for k, (title, rule, params) in enumerate(rules(p, q)):
         law = induced_distribution(p, q, rule, **params)
@@ -122,11 +133,12 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
-    """Write ``lossy_gallery.csv`` and ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
+    """Write ``lossy_gallery.csv`` and ``.png`` into ``out_dir``; return the paths
+    (``params``: the keywords of :data:`PARAMS`)."""
+    df = compute(quick=quick, **params)
     return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -19,7 +19,9 @@ Outputs: ``prop1_study.png`` and ``prop1_study.csv`` (columns ``zipf_s, D, trunc
 param, L, be_lossless, be_truncation, gain, mean_kl_tree``; ``gain = be_truncation −
 be_lossless``, ``mean_kl_tree`` the mean over depths of KL_tree of the truncation rule).
 
-Run: ``python -m paper_figs.prop1_study [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.prop1_study [--quick] [--out DIR]
+[--depth N] [--vocab N] [--D N,...] [--tv X]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, rule_color, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    cli,
+    resolve_params,
+    rule_color,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.tree import (
     eta_allowed,
@@ -48,8 +57,17 @@ SETS = (("min-p", (0.05, 0.1, 0.2, 0.3), min_p_allowed),
         ("eta", (1e-3, 1e-2, 0.1), eta_allowed))
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
-    depth = 4 if quick else 6
+PARAMS = (
+    Param("depth", "int", 6, 4, "tree depth L", low=1),
+    Param("vocab", "int", V, V, "tokens of every target", low=2),
+    Param("D", "ints", DS, DS, "children per node (draft tokens kept)", low=1),
+    Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts", low=0),
+)
+
+
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    depth, V, DS, DRAFT_TV = v.depth, v.vocab, v.D, v.tv
     rows = []
     for k, s in enumerate(ZIPF_S):
         P = zipf(V, s, size=depth, seed=50 + k)
@@ -67,7 +85,9 @@ def compute(quick: bool = False) -> pd.DataFrame:
                                  "L": depth, "be_lossless": float(ll),
                                  "be_truncation": float(tr), "gain": float(tr - ll),
                                  "mean_kl_tree": float(np.mean(kl))})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df.attrs["tv"] = DRAFT_TV
+    return df
 
 
 def plot(df: pd.DataFrame, png: Path) -> None:
@@ -76,10 +96,10 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     for ax, (trunc, _, _) in zip(axes, SETS, strict=True):
         sub = df[df["truncation"] == trunc]
         color = rule_color(f"truncation:{trunc}")
-        for j, D in enumerate(DS):
+        for j, D in enumerate(dict.fromkeys(df["D"])):
             for i, s in enumerate(ZIPF_S):
                 g = sub[(sub["D"] == D) & (sub["zipf_s"] == s)].sort_values("param")
-                ax.plot(g["be_lossless"], g["be_truncation"], marker="osD"[j],
+                ax.plot(g["be_lossless"], g["be_truncation"], marker="osD^v<>ph"[j % 9],
                         color=color, alpha=0.45 + 0.25 * i, ms=5, lw=1.0,
                         label=f"D = {D}" if i == 1 else None)
         lo = float(min(sub["be_lossless"].min(), sub["be_truncation"].min()))
@@ -90,17 +110,17 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         ax.set_title(f"{trunc} sets (above the diagonal: Proposition 1)", fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle("Proposition 1: tree block efficiency (closed forms; Zipf targets, noisy "
-                 "drafts at TV 0.3, top-D candidates)")
+                 f"drafts at TV {df.attrs.get('tv', DRAFT_TV)}, top-D candidates)")
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``prop1_study.csv`` and ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

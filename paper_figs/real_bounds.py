@@ -34,7 +34,8 @@ Resumable: one stored configuration per (draft, B) (``specbound.sweep``).
 
 ``--quick``: 12 contexts per draft, B ∈ {1, 2, 4}, Monte Carlo on 2 contexts with n = 4000.
 
-Run: ``python -m paper_figs.real_bounds [--quick] [--out DIR] [--log DIR]``.
+Run: ``python -m paper_figs.real_bounds [--quick] [--out DIR] [--log DIR] [--B N,...]
+[--contexts N] [--mc-contexts N] [--trials N]`` (``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import out_path, setup_matplotlib
-from paper_figs._real_log import cli, in_draft_order, log_signature, open_log, subsample
+from paper_figs._common import Param, cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._real_log import (
+    LOG_PARAM,
+    contexts_param,
+    in_draft_order,
+    open_log,
+    store_signature,
+    subsample,
+)
 from specbound.theory import (
     exact_acceptance,
     lml_bound,
@@ -66,6 +74,15 @@ MC_FULL = (8, 20_000)  # contexts per draft, Monte Carlo trials per context and 
 MC_QUICK = (2, 4_000)
 QUICK_CONTEXTS = 12
 MC_SEED = 2026
+PARAMS = (
+    LOG_PARAM,
+    Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
+    contexts_param(0, QUICK_CONTEXTS),
+    Param("mc_contexts", "int", MC_FULL[0], MC_QUICK[0],
+          "contexts per draft checked by Monte Carlo", low=0),
+    Param("trials", "int", MC_FULL[1], MC_QUICK[1],
+          "Monte Carlo trials per checked context and scheme", low=1),
+)
 #: bound -> the exact acceptance it bounds from below
 BOUND_OF = {"pml": "mpfr", "pml_weak": "mpfr", "lml": "gls", "lml_relaxed": "gls",
             "limit": "exp_race"}
@@ -116,14 +133,16 @@ def worker(arg) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, log=None, executor=None,
-            progress: bool = True) -> pd.DataFrame:
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    log = v.log
     lg = open_log(log)
-    Bs = B_QUICK if quick else B_FULL
-    n_mc, mc_n = MC_QUICK if quick else MC_FULL
-    positions = subsample(len(lg), QUICK_CONTEXTS if quick else None)
-    mc_positions = positions[subsample(len(positions), n_mc)]
-    sig = f"{NAME}-v{VERSION}-{log_signature(lg)}-{'quick' if quick else 'full'}"
+    Bs = v.B
+    n_mc, mc_n = v.mc_contexts, v.trials
+    positions = subsample(len(lg), v.contexts)
+    mc_positions = positions[subsample(len(positions), n_mc)] if n_mc else positions[:0]
+    sig = store_signature(NAME, VERSION, lg, quick, v.changed)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), sig)
     log_dir = None if log is None else str(log)
     configs = [(f"{d}|B={B}", (log_dir, d, B, positions.tolist(), mc_positions.tolist(), mc_n))
@@ -238,9 +257,10 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False, log=None, executor=None) -> list[Path]:
-    """Run (or resume) the sweep; write ``real_bounds.csv``, ``.md`` and ``.png``."""
-    df = compute(out_dir, quick=quick, log=log, executor=executor)
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume) the sweep; write ``real_bounds.csv``, ``.md`` and ``.png``
+    (``params``: the keywords of :data:`PARAMS`, e.g. ``log=DIR``)."""
+    df = compute(out_dir, quick=quick, executor=executor, **params)
     paths = wc.write_outputs(out_dir, NAME, df, plot, table)
     # the plotted summaries across contexts (means and 10%/90% quantiles per draft and B)
     num = df.select_dtypes("number").columns.drop("B", errors="ignore")
@@ -255,4 +275,4 @@ def main(out_dir, quick: bool = False, log=None, executor=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

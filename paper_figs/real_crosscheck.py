@@ -28,8 +28,8 @@ predicted_rate``), ``real_crosscheck_calibration.csv`` (per decoder and ``all`` 
 ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens.
 
 Run: ``python -m paper_figs.real_crosscheck [--quick] [--out DIR] [--executor SPEC]
-[--target MODEL] [--draft SPEC]`` (another model pair: any target and draft of
-``specbound.llm.load_pair``).
+[--target MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]`` (another
+model pair: any target and draft of ``specbound.llm.load_pair``; other sizes).
 """
 
 from __future__ import annotations
@@ -41,11 +41,20 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
-from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import (
+    cli,
+    decoder_color,
+    decoder_marker,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.results import proportion_ci
 
 FIGURE = True
 NAME = "real_crosscheck"
+#: the study's parameters (``--help``): the model pair and sizes of every real-model run
+PARAMS = rr.PARAMS
 SPECS = (rr.RunSpec("vsps"), rr.RunSpec("pfr"), rr.RunSpec("mpfr", B=2),
          rr.RunSpec("mpfr", B=4), rr.RunSpec("invariant", B=2), rr.RunSpec("invariant", B=4))
 BINS = np.linspace(0.0, 1.0, 11)
@@ -105,9 +114,9 @@ def calibration_rows(name: str, acc: np.ndarray, pr: np.ndarray) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = rr.settings(quick, target, draft)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    s = rr.settings(quick, **resolve_params(PARAMS, quick, params))
     specs = rr.resolve(SPECS, s)
     df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
     summ, cal = [], []
@@ -140,17 +149,42 @@ def table(S: pd.DataFrame) -> str:
 def plot(S: pd.DataFrame, C: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.0, 4.4))
+    from matplotlib.transforms import ScaledTranslation
+
     per = S[S["decoder"] != "all"]
-    for _, r in per.iterrows():
+    # decoders with (nearly) equal predictions (vsps and pfr emit the same blocks on a short
+    # run) would hide each other: the members of such a group are dodged sideways by a few
+    # points on the page (a display offset; the plotted values are the CSV's)
+    x = per["predicted_aatps"].to_numpy(dtype=float)
+    tol = 0.02 * max(float(np.ptp(x)), 1e-9)
+    order = np.argsort(x, kind="stable")
+    group = np.zeros(len(x), dtype=int)
+    for a, b in zip(order[:-1], order[1:], strict=True):
+        group[b] = group[a] + (x[b] - x[a] > tol)
+    shift = np.zeros(len(x))
+    for g in np.unique(group):
+        members = np.flatnonzero(group == g)
+        shift[members] = (np.arange(members.size) - (members.size - 1) / 2) * 7.0
+    for k, (_, r) in enumerate(per.iterrows()):
         dec = r["decoder"].split()[0]
+        dodge = ScaledTranslation(shift[k] / 72, 0, fig.dpi_scale_trans)
         a1.errorbar(r["predicted_aatps"], r["aatps"], yerr=2 * r["diff_se"],
                     color=decoder_color(dec), marker=decoder_marker(dec), ms=7, capsize=3,
                     mfc="none" if "B=2" in r["decoder"] else decoder_color(dec),
-                    label=r["decoder"], ls="none")
+                    label=r["decoder"], ls="none", transform=a1.transData + dodge,
+                    zorder=3 + k)
+    # (artists drawn with a display offset do not scale the axes: the data do)
+    for sign in (-2, 2):
+        a1.update_datalim(np.column_stack([per["predicted_aatps"],
+                                           per["aatps"] + sign * per["diff_se"]]))
+    a1.margins(x=0.06)
+    a1.autoscale_view()
     lo, hi = float(per["predicted_aatps"].min()), float(per["predicted_aatps"].max())
     a1.plot([lo, hi], [lo, hi], color="0.5", lw=0.8, ls="--")
     a1.set_xlabel("predicted AATPS (exact per-context acceptance)")
     a1.set_ylabel("realised AATPS (± 2 se)")
+    a1.text(0.99, 0.01, "equal predictions: markers dodged sideways", transform=a1.transAxes,
+            ha="right", va="bottom", fontsize=7, color="0.4")
     a1.set_title("Real model: realised vs predicted AATPS", fontsize=10)
     a1.legend(fontsize=7)
     allc = C[C["decoder"] == "all"]
@@ -168,11 +202,12 @@ def plot(S: pd.DataFrame, C: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     """Run (or resume); write the CSVs, the markdown table and the PNG into ``out_dir``
-    (``target``, ``draft``: another model pair than the embedded model and its
-    ``temperature:1.5`` draft)."""
-    S, C = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+    (``params``: the keywords of ``paper_figs._real_runs.PARAMS``, e.g. ``target``,
+    ``draft``: another model pair than the embedded model and its ``temperature:1.5``
+    draft)."""
+    S, C = compute(out_dir, quick=quick, executor=executor, **params)
     csv = out_path(out_dir, f"{NAME}.csv")
     ccsv = out_path(out_dir, f"{NAME}_calibration.csv")
     S.to_csv(csv, index=False, float_format="%.10g")
@@ -185,4 +220,4 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
 
 
 if __name__ == "__main__":
-    rr.cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

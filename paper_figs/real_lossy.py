@@ -36,7 +36,8 @@ configuration per draft and part (``specbound.sweep``).
 
 ``--quick``: 12 contexts per draft.
 
-Run: ``python -m paper_figs.real_lossy [--quick] [--out DIR] [--log DIR]``.
+Run: ``python -m paper_figs.real_lossy [--quick] [--out DIR] [--log DIR] [--contexts N]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import out_path, setup_matplotlib
+from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
 from paper_figs._real_log import (
-    cli,
+    LOG_PARAM,
+    contexts_param,
     in_draft_order,
-    log_signature,
     open_log,
     padded_pairs,
+    store_signature,
     subsample,
 )
 from paper_figs.efficiency_frontier import sweeps
@@ -65,6 +67,7 @@ FIGURE = True
 NAME = "real_lossy"
 VERSION = 1
 QUICK_CONTEXTS = 12
+PARAMS = (LOG_PARAM, contexts_param(0, QUICK_CONTEXTS))
 P_BASES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 EPSILONS = tuple(float(x) for x in np.geomspace(1e-4, 0.3, 10))
 
@@ -112,11 +115,13 @@ def lemma1_worker(arg) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, log=None, executor=None,
-            progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    v = resolve_params(PARAMS, quick, params)
+    log = v.log
     lg = open_log(log)
-    positions = subsample(len(lg), QUICK_CONTEXTS if quick else None).tolist()
-    sig = f"{NAME}-v{VERSION}-{log_signature(lg)}-{'quick' if quick else 'full'}"
+    positions = subsample(len(lg), v.contexts).tolist()
+    sig = store_signature(NAME, VERSION, lg, quick, v.changed)
     log_dir = None if log is None else str(log)
     configs = [(d, (log_dir, d, positions)) for d in lg.drafts]
     front = wc.study_sweep(configs, frontier_worker,
@@ -190,6 +195,8 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
             ax2.plot(sub["param"], sub["frac_positive"], ":", color="C0",
                      label="fraction ΔBE > 0")
             ax2.set_ylim(0, 1)
+            ax2.set_ylabel("fraction of contexts with ΔBE > 0", color="C0", fontsize=8)
+            ax2.tick_params(axis="y", colors="C0")
             if fam == "eta":
                 ax.set_xscale("log")
             ax.set_xlabel("p_base (min-p)" if fam == "min_p" else "ε (η truncation)")
@@ -199,17 +206,22 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
                 h2, n2 = ax2.get_legend_handles_labels()
                 ax.legend(h1 + h2, n1 + n2, fontsize=7)
     handles, names = axes[0, 1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.03))
+    # the rules' legend in a band of its own below the bottom row's axis labels
+    ncol = 4
+    band = (0.3 + 0.2 * -(-len(names) // ncol)) / fig.get_figheight()
+    fig.legend(handles, names, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 0.0),
+               fontsize=8.5, frameon=False)
     fig.suptitle("Lossy verification on real next-token distributions: gain vs distortion, "
                  "and Lemma 1's ΔBE", y=1.0)
-    fig.tight_layout(rect=(0, 0, 1, 0.985))
+    fig.tight_layout(rect=(0, band, 1, 0.985))
     fig.savefig(png)
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False, log=None, executor=None) -> list[Path]:
-    """Run (or resume); write ``real_lossy.csv``, ``real_lossy_lemma1.csv``, ``.md``, ``.png``."""
-    front, lem = compute(out_dir, quick=quick, log=log, executor=executor)
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume); write ``real_lossy.csv``, ``real_lossy_lemma1.csv``, ``.md``, ``.png``
+    (``params``: the keywords of :data:`PARAMS`, e.g. ``log=DIR``)."""
+    front, lem = compute(out_dir, quick=quick, executor=executor, **params)
     png = out_path(out_dir, f"{NAME}.png")
     md = out_path(out_dir, f"{NAME}.md")
     md.write_text(table(front, lem))
@@ -218,4 +230,4 @@ def main(out_dir, quick: bool = False, log=None, executor=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

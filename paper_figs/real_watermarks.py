@@ -45,8 +45,9 @@ Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
 ``real_runs.csv`` (resumable through ``specbound.sweep``, shared with ``real_crosscheck``).
 
 Run: ``python -m paper_figs.real_watermarks [--quick] [--out DIR] [--executor SPEC]
-[--target MODEL] [--draft SPEC]`` (D0 replaced by ``--draft``; the substitution study keeps
-the other three drafts).
+[--target MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N] [--L N,...]
+[--B N,...] [--T N,...] [--T-subst N,...]`` (D0 replaced by ``--draft``; the substitution
+study keeps the other three drafts).
 """
 
 from __future__ import annotations
@@ -60,13 +61,38 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
-from paper_figs._common import decoder_color, decoder_marker, out_path, setup_matplotlib
+from paper_figs._common import (
+    Param,
+    cli,
+    decoder_color,
+    decoder_marker,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.results import proportion_ci
 from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
 
 FIGURE = True
 NAME = "real_watermarks"
+#: the grids of the four studies, full and quick (:func:`sizes`)
+GRIDS = {False: {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
+                 "T_subst": (4, 8, 16)},
+         True: {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,)}}
+#: the study's parameters (``--help``): the model pair and sizes of every real-model run
+#: (``paper_figs._real_runs.PARAMS``) and the studies' grids
+PARAMS = (
+    *rr.PARAMS,
+    Param("L", "ints", GRIDS[False]["L"], GRIDS[True]["L"], "lookaheads of the frontier",
+          low=1),
+    Param("B", "ints", GRIDS[False]["B"], GRIDS[True]["B"],
+          "numbers of drafts of the multi-draft scaling", low=1),
+    Param("T", "ints", GRIDS[False]["T"], GRIDS[True]["T"],
+          "detection budgets T_eval (tokens)", low=1),
+    Param("T_subst", "ints", GRIDS[False]["T_subst"], GRIDS[True]["T_subst"],
+          "detection budgets of the drafter substitution", low=1),
+)
 FRONTIER_DECODERS = ("vsps", "pfr", "pfr_nowm", "mws", "mse", "mse_pseudo")
 DETECTION_DECODERS = ("pfr", "mws", "mpfr", "mse", "mse_pseudo")
 SUBST_DECODERS = ("pfr", "vsps", "mse")
@@ -74,17 +100,19 @@ FPR = 0.01
 N_WRONG_KEYS = 20
 
 
-def sizes(s: rr.RealSettings) -> dict:
+def sizes(s: rr.RealSettings, **grids) -> dict:
+    """The grids of the four studies (:data:`GRIDS`, with those of ``grids`` that are not
+    None), the drafts of the substitution and MPFR's B in the detection study."""
     drafts = rr.substitute_drafts(s)
+    z = dict(GRIDS[s.quick])
+    z.update({k: tuple(v) for k, v in grids.items() if v is not None})
     if s.quick:
-        return {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,),
-                "drafts": drafts[:2], "B_det": 2}
-    return {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
-            "T_subst": (4, 8, 16), "drafts": drafts, "B_det": 4}
+        return {**z, "drafts": drafts[:2], "B_det": 2}
+    return {**z, "drafts": drafts, "B_det": 4}
 
 
-def specs(s: rr.RealSettings) -> dict[str, list[rr.RunSpec]]:
-    z = sizes(s)
+def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:
+    z = sizes(s) if z is None else z
     Lmax = max(z["L"])
     return {
         "frontier": [rr.RunSpec(d, L=L, draft=s.draft) for d in FRONTIER_DECODERS
@@ -356,11 +384,12 @@ def plot_substitution(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None) -> dict[str, pd.DataFrame]:
-    s = rr.settings(quick, target, draft)
-    z = sizes(s)
-    sp = specs(s)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> dict[str, pd.DataFrame]:
+    v = resolve_params(PARAMS, quick, params)
+    s = rr.settings(quick, **{p.name: v[p.name] for p in rr.PARAMS})
+    z = sizes(s, **{k: v[k] for k in GRIDS[quick]})
+    sp = specs(s, z)
     # crosscheck's configurations first (shared runs), then the rest
     todo = [x for group in sp.values() for x in group]
     runs = rr.runs(out_dir, todo, s, executor=executor, progress=progress, desc=NAME)
@@ -379,10 +408,10 @@ STUDIES = {
 }
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -> list[Path]:
-    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG (``target``,
-    ``draft``: another model pair, as in ``real_crosscheck``)."""
-    frames = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft)
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume) the runs; write the four studies' CSV, markdown and PNG (``params``:
+    the keywords of ``paper_figs._real_runs.PARAMS``, as in ``real_crosscheck``)."""
+    frames = compute(out_dir, quick=quick, executor=executor, **params)
     written = []
     for study, df in frames.items():
         plot, table = STUDIES[study]
@@ -391,4 +420,4 @@ def main(out_dir, quick: bool = False, executor=None, target=None, draft=None) -
 
 
 if __name__ == "__main__":
-    rr.cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -87,7 +87,9 @@ set with ``N`` prompts (the first ``N`` of the same selection) at tau = 1 and
 entropy effect at the paper's entropy is measured with more than two prompts.
 
 Run: ``python -m paper_figs.real_wm_rouge [--quick] [--out DIR] [--executor SPEC]
-[--target MODEL] [--draft SPEC]``.
+[--target MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]
+[--summaries N] [--floor N] [--summary-prompt-tokens N] [--tau X,...]`` (``--help`` for the
+defaults).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
-from paper_figs._common import decoder_color, out_path, setup_matplotlib
+from paper_figs._common import Param, cli, decoder_color, out_path, resolve_params, setup_matplotlib
 from specbound.sim import mean_se, rouge_l
 
 FIGURE = True
@@ -142,10 +144,21 @@ QUICK = RougeSettings(per_set=1, max_new_tokens=8, sets=(rr.SUMMARIZE_SET,),
 EXTENDED_TEMPERATURES = (0.5,)
 
 
-def settings(quick: bool, target=None, draft=None, summaries=None) -> RougeSettings:
+def settings(quick: bool, target=None, draft=None, summaries=None, floor=None,
+             summary_prompt_tokens=None, tau=None, **sizes) -> RougeSettings:
     """The study's settings; ``summaries``: the extended run's (the summarisation set only,
-    ``summaries`` prompts)."""
+    ``summaries`` prompts); ``sizes``: ``prompts``, ``tokens``, ``prompt_tokens``
+    (``paper_figs._real_runs.real_params``); ``floor``: plain samples per prompt;
+    ``summary_prompt_tokens``: the summarisation set's prompt limit (``tau`` is not a
+    setting: :func:`temperatures`)."""
     s = QUICK if quick else FULL
+    if floor is not None:
+        s = replace(s, n_floor=int(floor))
+    if summary_prompt_tokens is not None:
+        s = replace(s, summarize_prompt_tokens=int(summary_prompt_tokens))
+    sizes = {k: v for k, v in sizes.items() if v is not None}
+    if sizes:
+        s = rr.settings(quick, base=s, **sizes)
     if summaries is not None:
         from specbound._validation import as_int
 
@@ -582,13 +595,38 @@ def _plot_entropy(ax, summ: pd.DataFrame) -> None:
     ax.legend(fontsize=6)
 
 
+PARAMS = (
+    *rr.real_params(FULL, QUICK),
+    Param("summaries", "int", None, None,
+          "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study)", low=1),
+    Param("floor", "int", FULL.n_floor, QUICK.n_floor,
+          "independent plain samples per prompt (the floor)", low=2),
+    Param("summary_prompt_tokens", "int", FULL.summarize_prompt_tokens,
+          QUICK.summarize_prompt_tokens, "longest summarisation prompt admitted (tokens)",
+          low=1),
+    Param("tau", "floats", TEMPERATURES[False], TEMPERATURES[True],
+          "lowered target temperatures of the entropy section (with --summaries: "
+          f"{', '.join(map(str, EXTENDED_TEMPERATURES))})", low=1e-3),
+)
+
+
 def _temperatures(quick: bool, summaries) -> tuple:
     return EXTENDED_TEMPERATURES if summaries is not None else TEMPERATURES[quick]
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, target=None,
-            draft=None, summaries=None) -> pd.DataFrame:
-    s = settings(quick, target, draft, summaries)
+def temperatures(quick: bool, values) -> tuple:
+    """The lowered temperatures of a run: ``tau`` if given, else :data:`TEMPERATURES`
+    (:data:`EXTENDED_TEMPERATURES` with ``summaries``)."""
+    if "tau" in values.changed:
+        return tuple(values.tau)
+    return _temperatures(quick, values.summaries)
+
+
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    taus = temperatures(quick, v)
+    s = settings(quick, **v)
     sp = specs(s)
     dec = [x for d in DECODERS for x in sp[d]]
     runs = rr.runs(out_dir, dec, s, executor=executor, progress=progress, desc=NAME,
@@ -601,7 +639,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
         return df
     levels = {1.0: base}
     tsp = tau_specs(s)
-    for tau in _temperatures(s.quick, summaries):
+    for tau in taus:
         levels[tau] = rr.runs(out_dir, [x for g in tsp.values() for x in g], tau_settings(s, tau),
                               executor=executor, progress=progress,
                               desc=f"{NAME} (temperature {tau:g})", store=tau_store(tau))
@@ -612,27 +650,15 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     return pd.concat([df, tf], ignore_index=True)
 
 
-def main(out_dir, quick: bool = False, executor=None, target=None, draft=None,
-         summaries=None) -> list[Path]:
-    """Run (or resume) the runs; write ``real_wm_rouge.{csv,md,png}`` (``summaries``: the
-    extended run, module docstring)."""
-    df = compute(out_dir, quick=quick, executor=executor, target=target, draft=draft,
-                 summaries=summaries)
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume) the runs; write ``real_wm_rouge.{csv,md,png}`` (``params``: the
+    keywords of :data:`PARAMS`; ``summaries``: the extended run, module docstring)."""
+    taus = temperatures(quick, resolve_params(PARAMS, quick, params))
+    df = compute(out_dir, quick=quick, executor=executor, **params)
     written = wc.write_frame_outputs(out_dir, NAME, df, plot, table)
-    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in _temperatures(quick, summaries))]
+    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in taus)]
     return written + [out_path(out_dir, f"{x}.csv") for x in stores]
 
 
-def _cli(argv=None) -> None:
-    import argparse
-    import functools
-
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--summaries", type=int, default=None,
-                    help="extended run: N summarisation prompts at tau = 1 and 0.5")
-    known, rest = ap.parse_known_args(argv)
-    rr.cli(functools.partial(main, summaries=known.summaries), __doc__, rest)
-
-
 if __name__ == "__main__":
-    _cli()
+    cli(main, __doc__, PARAMS, NAME)

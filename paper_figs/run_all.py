@@ -1,7 +1,11 @@
 """Regenerate every paper figure and table into ``paper_figs/out/`` (``make reproduce``).
 
-Each figure script is a module of this package with a ``main(out_dir, quick=False)``
-function and a ``FIGURE = True`` marker; this runner calls them in name order.
+Each figure script is a module of this package with a ``main(out_dir, quick=False,
+**params)`` function and a ``FIGURE = True`` marker; this runner calls them in name order,
+with their default parameters (``paper_figs._common.cli``: run one script alone for other
+values).  Output folder: ``--out DIR``; default ``paper_figs/out/``, and
+``paper_figs/out-quick/`` with ``--quick`` (``make reproduce QUICK=1``), so that smoke
+numbers never mix with a full run's; every figure of a quick run carries a "smoke run" mark.
 
 Resuming: the studies that sweep many configurations (``wm_*``) store each finished
 configuration at once (:mod:`specbound.sweep`), so an interrupted run, rerun with the same
@@ -10,9 +14,12 @@ seconds and simply run again.  Ctrl-C stops at once (exit status 130).
 
 Executor: ``--executor SPEC`` (or the environment variable ``SPECBOUND_EXECUTOR``; ``make
 reproduce EXECUTOR=SPEC``) sends every sweep to one executor, e.g. ``dask://host:8786`` for
-a Dask ``distributed`` scheduler (extra ``dist``; the workers must be able to import
-``paper_figs`` and ``specbound``, e.g. started from this folder).  It is passed as
-``executor=`` to a script's ``main`` that accepts it and made the current executor
+a Dask ``distributed`` scheduler (extra ``dist``).  The scheduler and every worker must
+import ``paper_figs`` and ``specbound``: both are installed by ``pip install -e .`` (``make
+install``), so a ``dask scheduler`` and ``dask worker`` started anywhere in that environment
+will do (docs/sweep.md); from a source tree that is not installed, set ``PYTHONPATH`` to the
+repository root for them.  The executor is passed as ``executor=`` to a script's
+``main`` that accepts it and made the current executor
 (:func:`specbound.sweep.use_executor`) for the others.  Without one, a full run on two or
 more cores opens one 2-process pool (``process:2``) for all the studies, so that its two
 workers load the embedded model, its drafts and the compiled kernels once for the whole run
@@ -20,7 +27,9 @@ instead of once per study (each study alone makes its own pool of the same size)
 run stays serial.
 
 Verdict: each study's wall time is recorded in ``timings.csv`` (columns ``study, seconds,
-quick, finished_utc``; a rerun of a study replaces its row), and at the end
+quick, finished_utc, params``: ``params`` is the JSON of the non-default parameters, empty
+for a default run; a rerun of a study replaces its row, and a study run alone,
+``python -m paper_figs.NAME``, records its row the same way), and at the end
 :mod:`paper_figs.index` writes ``INDEX.md`` (every claim of the two papers, its numbers and
 its verdict, computed from the CSVs) and the runner prints the count of claims per verdict.
 """
@@ -37,7 +46,7 @@ import time
 from pathlib import Path
 
 import paper_figs
-from paper_figs._common import parse_args, sweep_executor
+from paper_figs._common import default_out_dir, parse_args, smoke_mark, sweep_executor
 from specbound._io import atomic_write
 
 
@@ -50,11 +59,13 @@ def figure_modules():
     return [m for m in mods if getattr(m, "FIGURE", False)]
 
 
-TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc"]
+TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc", "params"]
 
 
-def record_timing(out_dir, study: str, seconds: float, quick: bool) -> Path:
-    """Store one study's wall time in ``out_dir/timings.csv`` (replacing its earlier row)."""
+def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str = "") -> Path:
+    """Store one study's wall time in ``out_dir/timings.csv`` (replacing its earlier row):
+    ``params`` is the JSON of its non-default parameters ("" for a default run).  A file
+    written before the ``params`` column existed is read with ``params`` empty."""
     import pandas as pd
 
     from paper_figs.index import TIMINGS
@@ -63,14 +74,16 @@ def record_timing(out_dir, study: str, seconds: float, quick: bool) -> Path:
     rows = []
     if path.is_file():
         try:
-            old = pd.read_csv(path)
+            old = pd.read_csv(path, dtype={"params": str}, keep_default_na=False)
         except (pd.errors.EmptyDataError, pd.errors.ParserError):
             old = None
-        if old is not None and list(old.columns) == TIMING_COLUMNS:
-            rows = [r for r in old.to_dict("records") if r["study"] != study]
+        if old is not None and list(old.columns) == TIMING_COLUMNS[:len(old.columns)] \
+                and len(old.columns) >= TIMING_COLUMNS.index("params"):
+            rows = [{**{"params": ""}, **r} for r in old.to_dict("records")
+                    if r["study"] != study]
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
     rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
-                 "finished_utc": stamp})
+                 "finished_utc": stamp, "params": str(params or "")})
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(index=False).encode())
     return path
@@ -109,9 +122,12 @@ def default_executor_spec(executor, quick: bool) -> str | None:
 def main(argv=None, modules=None) -> int:
     """Run every figure script (``modules``: the scripts to run, default all of them)."""
     args = parse_args(__doc__.splitlines()[0], argv)
+    if args.out is None:
+        args.out = default_out_dir(args.quick)
     mods = figure_modules() if modules is None else list(modules)
     try:
-        with sweep_executor(default_executor_spec(args.executor, args.quick)) as ex:
+        with sweep_executor(default_executor_spec(args.executor, args.quick)) as ex, \
+                smoke_mark(args.quick):
             if args.executor:
                 print(f"[reproduce] executor: {args.executor}", flush=True)
             for mod in mods:

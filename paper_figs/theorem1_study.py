@@ -25,7 +25,9 @@ Outputs: ``theorem1_study.png`` and ``theorem1_study.csv`` (columns ``pair, trun
 kl_sd, kl_tree_D1, kl_tree_D4, mc_kl_sd, mc_kl_tree_D1`` — the ``mc_`` columns are empty
 off the Monte Carlo grid).
 
-Run: ``python -m paper_figs.theorem1_study [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.theorem1_study [--quick] [--out DIR]
+[--draws N] [--vocab N] [--zipf X,...] [--tv X,...]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import cli, setup_matplotlib, write_table_and_figure
+from paper_figs._common import Param, cli, resolve_params, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced, simulate_tree_verification
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.tree import (
@@ -57,16 +59,30 @@ TRUNCATIONS = (("min-p 0.1", lambda p: min_p_allowed(p, 0.1)),
                ("η ε=0.02", lambda p: eta_allowed(p, 0.02)))
 
 
+PARAMS = (
+    Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1),
+    Param("vocab", "int", V, V, "tokens of every target", low=2),
+    Param("zipf", "floats", ZIPF_S, ZIPF_S, "Zipf exponents of the targets (one pair each)",
+          low=0),
+    Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf)",
+          low=0),
+)
+
+
 def _plugin_kl(counts: np.ndarray, ref: np.ndarray) -> float:
     f = counts / counts.sum()
     m = f > 0
     return float(np.sum(f[m] * np.log(f[m] / ref[m])))
 
 
-def compute(quick: bool = False) -> pd.DataFrame:
-    n_mc = 20_000 if quick else 200_000
-    P = np.stack([zipf(V, s, seed=7 + k) for k, s in enumerate(ZIPF_S)])
-    Q = noisy_draft(P, np.asarray(DRAFT_TV), seed=8).q
+def compute(quick: bool = False, **params) -> pd.DataFrame:
+    v = resolve_params(PARAMS, quick, params)
+    if len(v.zipf) != len(v.tv):
+        raise ValueError(f"tv: needs one value per zipf exponent ({len(v.zipf)}), "
+                         f"got {len(v.tv)}")
+    n_mc, V = v.draws, v.vocab
+    P = np.stack([zipf(V, s, seed=7 + k) for k, s in enumerate(v.zipf)])
+    Q = noisy_draft(P, np.asarray(v.tv), seed=8).q
     rows = []
     for i in range(P.shape[0]):
         p, q = P[i], Q[i]
@@ -90,14 +106,18 @@ def compute(quick: bool = False) -> pd.DataFrame:
                                                      allowed=A, n=n_mc, seed=seed)
                     row["mc_kl_tree_D1"] = _plugin_kl(res.emitted_counts[0], pt)
                 rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df.attrs.update(zipf=v.zipf, tv=v.tv)
+    return df
 
 
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     pairs = sorted(df["pair"].unique())
     tnames = [t for t, _ in TRUNCATIONS]
-    fig, axes = plt.subplots(len(tnames), len(pairs), figsize=(13.0, 6.8), sharex=True)
+    zs, tvs = df.attrs.get("zipf", ZIPF_S), df.attrs.get("tv", DRAFT_TV)
+    fig, axes = plt.subplots(len(tnames), len(pairs), figsize=(13.0, 6.8), sharex=True,
+                             squeeze=False)
     for r, tname in enumerate(tnames):
         for c, i in enumerate(pairs):
             ax = axes[r, c]
@@ -112,7 +132,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
                     label="Monte Carlo (sample_induced)")
             ax.plot(mc["t"], mc["mc_kl_tree_D1"], "s", color="C3", mfc="none", ms=6,
                     label="Monte Carlo (tree, D = 1)")
-            ax.set_title(f"Zipf({ZIPF_S[i]}) target, TV(p, q) = {DRAFT_TV[i]}, {tname}",
+            ax.set_title(f"Zipf({zs[i]}) target, TV(p, q) = {tvs[i]}, {tname}",
                          fontsize=9.5)
             ax.set_ylim(bottom=0.0)
             if r == len(tnames) - 1:
@@ -128,11 +148,11 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Write ``theorem1_study.csv`` and ``.png`` into ``out_dir``; return the paths."""
-    df = compute(quick=quick)
+    df = compute(quick=quick, **params)
     return write_table_and_figure(out_dir, NAME, df, plot, "%.10g")
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -67,7 +67,9 @@ columns) and ``wm_detection_comparisons.csv``, and the acceptance sweep's files.
 (one sweep task per decoder; per drafter noise and decoder in the acceptance sweep) and
 resumable.
 
-Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.wm_detection [--quick] [--out DIR] [--T N,...] [--vocab N]
+[--prompts N] [--tokens N] [--seeds N] [--null-texts N] [--null-keys N] [--acc-tokens N]
+[--acc-noise X,...] [--acc-T N,...]`` (``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
 from specbound.results import proportion_ci
 from specbound.sim import keyed_pivots
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
@@ -104,17 +106,35 @@ TESTS = (("aaronson", "exact"), ("aaronson", "empirical"), ("u", "empirical"))
 STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 
 
-def settings(quick: bool) -> wc.Settings:
-    if quick:
-        s = replace(wc.QUICK, n_prompts=12)
-        return wc.with_extra(s, L=L, B_mpfr=B_MPFR, n_null_texts=20, n_null_keys=5,
-                             coin_threshold=COIN_THRESHOLD)
-    return wc.with_extra(wc.FULL, L=L, B_mpfr=B_MPFR, n_null_texts=200, n_null_keys=50,
-                         coin_threshold=COIN_THRESHOLD)
+#: the acceptance sweep's grids (below): drafter logit-noise levels (0.3 is D0), budgets
+ACC_NOISE = (0.1, 0.2, 0.3, 0.5, 0.9)
+ACC_T_FULL = (4, 8, 16, 32)
+ACC_T_QUICK = (4, 8, 12)
+PARAMS = (
+    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens)", low=1),
+    *wc.settings_params(wc.FULL, replace(wc.QUICK, n_prompts=12)),
+    Param("null_texts", "int", 200, 20, "unwatermarked texts of the null calibration", low=1),
+    Param("null_keys", "int", 50, 5, "independent keys of the null calibration", low=1),
+    Param("acc_tokens", "int", 32, 12, "new tokens per prompt of the acceptance sweep", low=1),
+    Param("acc_noise", "floats", ACC_NOISE, ACC_NOISE,
+          "drafter logit-noise levels of the acceptance sweep", low=0),
+    Param("acc_T", "ints", ACC_T_FULL, ACC_T_QUICK, "budgets T_eval of the acceptance sweep",
+          low=1),
+)
+
+
+def settings(quick: bool, **params) -> wc.Settings:
+    v = resolve_params(PARAMS, quick, params)
+    base = wc.with_params(replace(wc.QUICK, n_prompts=12) if quick else wc.FULL, v)
+    s = wc.with_extra(base, L=L, B_mpfr=B_MPFR, n_null_texts=v.null_texts,
+                      n_null_keys=v.null_keys, coin_threshold=COIN_THRESHOLD)
+    if v.T != (T_QUICK if quick else T_FULL):  # (the default grid is not in the signature)
+        s = wc.with_extra(s, t_eval=v.T)
+    return s
 
 
 def t_values(s: wc.Settings) -> tuple[int, ...]:
-    return T_QUICK if s.quick else T_FULL
+    return tuple(_extra(s).get("t_eval", T_QUICK if s.quick else T_FULL))
 
 
 def cumulative_scores(U: np.ndarray, score: str) -> np.ndarray:
@@ -230,8 +250,9 @@ def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
-    s = settings(quick)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    s = settings(quick, **params)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     df = wc.run_sweep([("null", s)], null_worker, store, desc=f"{NAME} (null)",
                       progress=progress)
@@ -255,11 +276,8 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
 # and by the coin detector, as in the main sweep.
 
 NAME_ACC = "wm_detection_acceptance"
-#: logit-noise levels of ``target.draft(noise, seed=draft_seed)`` (0.3 is D0); realised
-#: per-decision acceptance about 0.89, 0.77, 0.66, 0.48, 0.24 at the full vocabulary
-ACC_NOISE = (0.1, 0.2, 0.3, 0.5, 0.9)
-ACC_T_FULL = (4, 8, 16, 32)
-ACC_T_QUICK = (4, 8, 12)
+# ACC_NOISE (above): logit-noise levels of ``target.draft(noise, seed=draft_seed)`` (0.3
+# is D0); realised per-decision acceptance about 0.89, 0.77, 0.66, 0.48, 0.24 at the full vocabulary
 #: sweep tasks of one level: (label, decoder, options, [(detector, coin_threshold)])
 ACC_RUNS = (("mse", "mse", {}, [("tokens", None)]),
             ("mse_pseudo_keyed", "mse_pseudo", {"residual": "keyed"},
@@ -273,12 +291,14 @@ ACC_GAINS = (("coin-tokens", "mse_pseudo_keyed:coin", "mse_pseudo_keyed:tokens")
              ("tokens-mse", "mse_pseudo_keyed:tokens", "mse:tokens"))
 
 
-def acceptance_settings(quick: bool) -> wc.Settings:
+def acceptance_settings(quick: bool, **params) -> wc.Settings:
     """The acceptance sweep's settings: the study's target, key, prompts and seeds; 32 new
     tokens (12 with ``--quick``), enough for its budgets."""
+    v = resolve_params(PARAMS, quick, params)
     s = replace(wc.QUICK, n_prompts=12) if quick else replace(wc.FULL, max_new_tokens=32)
-    return wc.with_extra(s, L=L, coin_threshold=COIN_THRESHOLD, noise_levels=ACC_NOISE,
-                         acc_t_eval=ACC_T_QUICK if quick else ACC_T_FULL)
+    s = replace(wc.with_params(s, v), max_new_tokens=v.acc_tokens)
+    return wc.with_extra(s, L=L, coin_threshold=COIN_THRESHOLD, noise_levels=v.acc_noise,
+                         acc_t_eval=v.acc_T)
 
 
 def _level(noise: float) -> str:
@@ -397,15 +417,16 @@ def acceptance_comparisons(stats: dict, s: wc.Settings) -> list[dict]:
 
 
 def compute_acceptance(out_dir, quick: bool = False, executor=None,
-                       progress: bool = True) -> pd.DataFrame:
+                       progress: bool = True, **params) -> pd.DataFrame:
     """Run (or resume) the acceptance sweep; write ``wm_detection_acceptance.csv`` and its
     comparisons."""
-    s = acceptance_settings(quick)
+    s = acceptance_settings(quick, **params)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME_ACC}.csv"), s.signature())
     # the slowest tasks first (low acceptance: more blocks per token)
     configs = [(f"{_level(noise)}/{r[0]}", (s, noise, r, str(out_dir),
                                             f"{_level(noise)}/{r[0]}"))
-               for noise in sorted(ACC_NOISE, reverse=True) for r in ACC_RUNS]
+               for noise in sorted(dict(s.extra)["noise_levels"], reverse=True)
+               for r in ACC_RUNS]
     df = wc.study_sweep(configs, acceptance_worker, store, quick=quick, executor=executor,
                         desc=NAME_ACC, progress=progress)
     stats = wc.load_prompt_stats(out_dir, NAME_ACC, s.signature())
@@ -451,7 +472,8 @@ def plot_acceptance(df: pd.DataFrame, path: Path) -> None:
     axes[2].set_title(f"T_eval = {shown[-1]}", fontsize=10)
     H = df["mean_entropy_nats"].iloc[0]
     fig.suptitle(f"Coin detector vs drafter acceptance (vocab {int(df['vocab_size'].iloc[0])}, "
-                 f"H≈{H:.2f} nats, L={L}, draft noise {', '.join(f'{x:g}' for x in ACC_NOISE)}"
+                 f"H≈{H:.2f} nats, L={L}, draft noise "
+                 f"{', '.join(f'{x:g}' for x in sorted(df['noise'].unique()))}"
                  f", {int(df['n_prompts'].iloc[0])} prompts x {int(df['n_seeds'].iloc[0])} "
                  "seeds)", fontsize=9)
     fig.savefig(path)
@@ -550,7 +572,10 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel("detection token budget $T_{eval}$")
         ax.set_title(title.format(n=f"{n:,}"), fontsize=10)
     axes[0].set_ylabel("TPR @ 1% FPR")
-    axes[0].legend(fontsize=6.5, loc="lower right", bbox_to_anchor=(1.0, 0.04))
+    # below both panels (savefig.bbox "tight" keeps it), off the curves
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=4,
+               fontsize=7.5)
     axes[1].text(0.98, 0.08, "BASIC-UWM, PFR, MWS and MPFR\nemit the same keyed chain:\n"
                  "their curves coincide", transform=axes[1].transAxes, ha="right",
                  fontsize=8, color="0.3")
@@ -562,13 +587,13 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Run (or resume) the null calibration, the detection sweep and the acceptance sweep;
     write CSVs, PNGs and the acceptance sweep's markdown table."""
-    df = compute(out_dir, quick=quick)
+    df = compute(out_dir, quick=quick, **params)
     paths = wc.write_outputs(out_dir, NAME, df, plot)
     paths.append(out_path(out_dir, f"{NAME}_comparisons.csv"))
-    acc = compute_acceptance(out_dir, quick=quick)
+    acc = compute_acceptance(out_dir, quick=quick, **params)
     cmp_path = out_path(out_dir, f"{NAME_ACC}_comparisons.csv")
     cmp = pd.read_csv(cmp_path)
     paths += wc.write_outputs(out_dir, NAME_ACC, acc, plot_acceptance,
@@ -577,4 +602,4 @@ def main(out_dir, quick: bool = False) -> list[Path]:
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -59,20 +59,29 @@ with the Table 15 value, the identical fraction and the TPR drifts), ``_comparis
 ``wm_drafter_substitution.md`` (Table 15 layout).  Incremental and resumable (one
 configuration per decoder variant).
 
-Run: ``python -m paper_figs.wm_drafter_substitution [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.wm_drafter_substitution [--quick] [--out DIR] [--T N,...]
+[--vocab N] [--prompts N] [--tokens N] [--seeds N]`` (``--help`` for the defaults).
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, decoder_color, out_path, setup_matplotlib
+from paper_figs._common import (
+    Param,
+    cli,
+    decoder_color,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.sim import keyed_pivots, rouge_l
 from specbound.sim.decode import KEYED_DECODERS
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
@@ -95,18 +104,24 @@ DRAFTER_NAMES = tuple(wc.DRAFTERS)
 COLORS = {"D0": "tab:blue", "D1": "tab:orange", "D2": "tab:green", "D3": "tab:red"}
 
 
-def settings(quick: bool) -> wc.Settings:
-    if quick:
-        return wc.with_extra(wc.QUICK, L=L, B_multi=B_MULTI, coin_threshold=COIN_THRESHOLD)
-    from dataclasses import replace
+# 500 prompts x 1 seed in full mode: 11 decoder variants x 4 drafters fit the reproduce budget
+PARAMS = (
+    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens)", low=1),
+    *wc.settings_params(replace(wc.FULL, n_prompts=500, n_seeds=1), wc.QUICK),
+)
 
-    # 500 prompts x 1 seed: 11 decoder variants x 4 drafters fit the reproduce budget
-    return wc.with_extra(replace(wc.FULL, n_prompts=500, n_seeds=1), L=L, B_multi=B_MULTI,
-                         coin_threshold=COIN_THRESHOLD)
+
+def settings(quick: bool, **params) -> wc.Settings:
+    v = resolve_params(PARAMS, quick, params)
+    base = wc.with_params(wc.QUICK if quick else replace(wc.FULL, n_prompts=500, n_seeds=1), v)
+    s = wc.with_extra(base, L=L, B_multi=B_MULTI, coin_threshold=COIN_THRESHOLD)
+    if v.T != (T_QUICK if quick else T_FULL):  # (the default grid is not in the signature)
+        s = wc.with_extra(s, t_eval=v.T)
+    return s
 
 
 def t_values(s: wc.Settings) -> tuple[int, ...]:
-    return T_QUICK if s.quick else T_FULL
+    return tuple(dict(s.extra).get("t_eval", T_QUICK if s.quick else T_FULL))
 
 
 def _label(decoder, variant):
@@ -244,8 +259,9 @@ def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
-    s = settings(quick)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    s = settings(quick, **params)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     # the slow tasks first (Python block loop, B = 4), so the pool balances the rest
     order = sorted(VARIANTS, key=lambda dv: (dv[1] == "default",
@@ -340,12 +356,12 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Run (or resume) the sweep; write the CSVs, the markdown table and the PNG."""
-    df = compute(out_dir, quick=quick)
+    df = compute(out_dir, quick=quick, **params)
     paths = wc.write_outputs(out_dir, NAME, df, plot, table)
     return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

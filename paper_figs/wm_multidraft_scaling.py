@@ -48,7 +48,9 @@ Outputs: ``wm_multidraft_scaling.png``, ``.csv`` (one row per decoder and B; set
 columns), ``_comparisons.csv`` and ``wm_multidraft_scaling.md`` (Table 1 layout).
 Incremental (one sweep task per B) and resumable.
 
-Run: ``python -m paper_figs.wm_multidraft_scaling [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.wm_multidraft_scaling [--quick] [--out DIR] [--B N,...] [--L N]
+[--vocab N] [--prompts N] [--tokens N] [--seeds N] [--theory-prompts N]`` (``--help`` for the
+defaults).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
 from specbound.sim import CachedLM, acceptance_compensator, detect_many, log_perplexity
 from specbound.theory import block_efficiency
 
@@ -74,16 +76,25 @@ THEORY_BLOCKS = {"mpfr": None, "invariant": 5}  # per prompt; None = every block
 #: prompts (of seed 0) on which the compensator is evaluated
 THEORY_PROMPTS = {False: 50, True: 4}
 STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
+PARAMS = (
+    Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
+    Param("L", "int", L, L, "lookahead", low=1),
+    *wc.settings_params(wc.FULL, wc.QUICK),
+    Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
+          "prompts of the exact-acceptance theory", low=1),
+)
 
 
-def settings(quick: bool) -> wc.Settings:
-    base = wc.QUICK if quick else wc.FULL
-    return wc.with_extra(base, L=L, theory_blocks_invariant=THEORY_BLOCKS["invariant"],
-                         n_theory_prompts=THEORY_PROMPTS[quick])
+def settings(quick: bool, **params) -> wc.Settings:
+    v = resolve_params(PARAMS, quick, params)
+    base = wc.with_params(wc.QUICK if quick else wc.FULL, v)
+    return wc.with_extra(base, L=v.L, theory_blocks_invariant=THEORY_BLOCKS["invariant"],
+                         n_theory_prompts=v.theory_prompts)
 
 
 def _decoder_at(s, target, draft, decoder, B, H):
     """Every seed of one (decoder, B): the summary row and the per-prompt arrays."""
+    L = dict(s.extra)["L"]
     P = s.prompt_set().tokens
     n = len(P)
     st = {"tokens": np.zeros(n), "blocks": np.zeros(n), "anlppt_u": np.zeros(n),
@@ -158,6 +169,7 @@ def worker(arg) -> list[dict]:
 
 def comparisons(stats: dict, s: wc.Settings, Bs) -> list[dict]:
     """MPFR - INVARIANT per B (AATPS, ANLPPT-U, LPPL) and MPFR's ANLPPT-U across B, paired."""
+    L = dict(s.extra)["L"]
     rows = []
     Bs = sorted(B for B in Bs if f"mpfr|{B}" in stats and f"invariant|{B}" in stats)
     for B in Bs:
@@ -179,9 +191,10 @@ def comparisons(stats: dict, s: wc.Settings, Bs) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
-    s = settings(quick)
-    Bs = B_QUICK if quick else B_FULL
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    s = settings(quick, **params)
+    Bs = resolve_params(PARAMS, quick, params).B
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     # largest B first (the costliest), so that the 2-process pool ends with the short tasks
     configs = [(f"B{B}", (s, B, str(out_dir), f"B{B}")) for B in sorted(Bs, reverse=True)]
@@ -194,6 +207,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
 
 def table(df: pd.DataFrame) -> str:
     """Markdown table in the layout of the paper's Table 1 (plus theory and ANLPPT columns)."""
+    L = int(df["L"].iloc[0])
     lines = [
         f"Multi-draft scaling, L = {L}, synthetic LM (vocab {int(df['vocab_size'].iloc[0])}, "
         f"mean entropy {df['mean_entropy_nats'].iloc[0]:.2f} nats, "
@@ -233,7 +247,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         bx.errorbar(sub["B"], sub["anlppt_u"], yerr=sub["anlppt_u_se"], color=color,
                     marker=marker, capsize=3, label=lab)
     ax.set_xlabel("number of drafts B")
-    ax.set_ylabel(f"AATPS (L = {L})")
+    ax.set_ylabel(f"AATPS (L = {int(df['L'].iloc[0])})")
     ax.set_title("Accepted tokens per step", fontsize=10)
     ax.legend(fontsize=7)
     bx.set_xlabel("number of drafts B")
@@ -245,12 +259,12 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Run (or resume) the sweep; write the CSV, the markdown table and the PNG."""
-    df = compute(out_dir, quick=quick)
+    df = compute(out_dir, quick=quick, **params)
     paths = wc.write_outputs(out_dir, NAME, df, plot, table)
     return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

@@ -51,7 +51,9 @@ Outputs: ``wm_single_draft_frontier.png``, ``.csv`` (one row per decoder, varian
 the settings as columns) and ``_comparisons.csv``.  The CSV is written incrementally (one
 sweep task per L) and an interrupted run resumes.
 
-Run: ``python -m paper_figs.wm_single_draft_frontier [--quick] [--out DIR]``.
+Run: ``python -m paper_figs.wm_single_draft_frontier [--quick] [--out DIR] [--L N,...]
+[--vocab N] [--prompts N] [--tokens N] [--seeds N] [--theory-prompts N] [--hh-prompts N]``
+(``--help`` for the defaults).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, cli, out_path, setup_matplotlib
+from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
 from specbound.sim import (
     DECODER_SCHEME,
     CachedLM,
@@ -94,10 +96,21 @@ SCORES = (("anlppt_u", "u", {"method": "chernoff"}), ("anlppt_u_exact", "u", {"m
           ("anlppt_aaronson", "aaronson", {}))
 
 
-def settings(quick: bool) -> wc.Settings:
-    base = wc.QUICK if quick else wc.FULL
-    return wc.with_extra(base, n_theory_prompts=THEORY_PROMPTS[quick],
-                         n_hh_prompts=HH_PROMPTS[quick])
+PARAMS = (
+    Param("L", "ints", L_VALUES, L_VALUES, "lookaheads", low=1),
+    *wc.settings_params(wc.FULL, wc.QUICK),
+    Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
+          "prompts of the exact-acceptance theory", low=1),
+    Param("hh_prompts", "int", HH_PROMPTS[False], HH_PROMPTS[True],
+          f"prompts of Hu & Huang's setting (L = {HH_L})", low=1),
+)
+
+
+def settings(quick: bool, **params) -> wc.Settings:
+    v = resolve_params(PARAMS, quick, params)
+    base = wc.with_params(wc.QUICK if quick else wc.FULL, v)
+    return wc.with_extra(base, n_theory_prompts=v.theory_prompts,
+                         n_hh_prompts=v.hh_prompts)
 
 
 def _run(s, target, draft, decoder, L, runs, n=None, **options):
@@ -204,13 +217,14 @@ def worker(arg) -> list[dict]:
     return wc.with_task_cpu(rows, cpu0)
 
 
-def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
+def comparisons(stats: dict, s: wc.Settings, L_VALUES=L_VALUES) -> list[dict]:
     """Every difference the paper draws from Fig. 1, paired by prompt (module docstring)."""
     rows = []
 
     def get(label, L, variant="default"):
         return stats.get(f"{label}|{L}|{variant}")
 
+    L_VALUES = sorted(L_VALUES)
     for L in L_VALUES:
         a = get("pfr", L)
         if a is None:
@@ -256,8 +270,10 @@ def comparisons(stats: dict, s: wc.Settings) -> list[dict]:
     return rows
 
 
-def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) -> pd.DataFrame:
-    s = settings(quick)
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
+            ) -> pd.DataFrame:
+    s = settings(quick, **params)
+    L_VALUES = resolve_params(PARAMS, quick, params).L
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), s.signature())
     # costliest first (the cost of an L task grows with L; Hu & Huang's setting and BASIC-UWM
     # are the cheapest), so that the 2-process pool ends with the short tasks
@@ -268,7 +284,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True) 
     df = wc.study_sweep(configs, worker, store, quick=quick, executor=executor, desc=NAME,
                         progress=progress)
     stats = wc.load_prompt_stats(out_dir, NAME, s.signature())
-    wc.write_comparisons(out_dir, NAME, comparisons(stats, s))
+    wc.write_comparisons(out_dir, NAME, comparisons(stats, s, L_VALUES))
     return df
 
 
@@ -319,12 +335,12 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir, quick: bool = False) -> list[Path]:
+def main(out_dir, quick: bool = False, **params) -> list[Path]:
     """Run (or resume) the sweep, write the CSVs and the PNG into ``out_dir``."""
-    df = compute(out_dir, quick=quick)
+    df = compute(out_dir, quick=quick, **params)
     paths = wc.write_outputs(out_dir, NAME, df, plot)
     return paths + [out_path(out_dir, f"{NAME}_comparisons.csv")]
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    cli(main, __doc__, PARAMS, NAME)

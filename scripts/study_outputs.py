@@ -47,8 +47,12 @@ def run(out: Path, size: str, studies, pool: bool) -> None:
     with contextlib.nullcontext() if pool else use_executor(None):
         for name in studies:
             mod = importlib.import_module(f"paper_figs.{name}")
+            kw = {}
+            if size == "medium" and hasattr(mod, "PARAMS"):  # studies with a --prompts flag
+                n = {"fidelity_entropy": 8, "wm_drafter_substitution": None}.get(name, 24)
+                kw = {} if n is None else {"prompts": n}
             t0, c0 = time.time(), time.process_time()
-            mod.main(out, quick=size == "quick")
+            mod.main(out, quick=size == "quick", **kw)
             print(f"{name} {size}: wall {time.time() - t0:.1f} s, CPU of this process "
                   f"{time.process_time() - c0:.1f} s", flush=True)
 

@@ -8,11 +8,14 @@ the Monte Carlo z-scores are small, Lemma 1's gain − loss is the direct differ
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from paper_figs import _real_log, real_bounds, real_lossy
+from paper_figs._common import build_parser, cli, resolve_params
 from specbound.llm.logs import DistributionLog, read_log
 
 V = 30
@@ -43,10 +46,16 @@ def user_log(tmp_path_factory):
 
 
 def test_log_option_is_parsed():
-    args = _real_log.parse_log_args(real_bounds.__doc__, ["--quick", "--log", "some/dir"])
-    assert args.quick and str(args.log) == "some/dir"
-    assert _real_log.parse_log_args(real_bounds.__doc__, []).log is None
+    ap = build_parser(real_bounds.__doc__, real_bounds.PARAMS)
+    args = ap.parse_args(["--quick", "--log", "some/dir", "--B", "1,3"])
+    assert args.quick
+    v = resolve_params(real_bounds.PARAMS, args.quick, {"log": args.log, "B": args.B})
+    assert str(v.log) == "some/dir" and v.B == (1, 3) and v.contexts == 12
+    assert set(v.changed) == {"log", "B"}
+    assert resolve_params(real_bounds.PARAMS, False, {}).log is None
+    assert resolve_params(real_lossy.PARAMS, False, {}).contexts == 0  # 0: every context
     assert _real_log.subsample(10, 3).tolist() == [0, 4, 9]
+    assert _real_log.subsample(10, 0).tolist() == list(range(10))
 
 
 def test_real_bounds_on_a_user_log(user_log, tmp_path):
@@ -164,17 +173,27 @@ def test_real_watermarks_quick(tmp_path):
     assert "| pfr |" in (tmp_path / "real_wm_substitution.md").read_text()
 
 
-def test_real_run_options_are_parsed():
+def test_real_run_options_are_parsed(tmp_path):
     from paper_figs import _real_runs as rr
 
     seen = {}
 
-    def main(out, quick, target, draft):
-        seen.update(out=str(out), quick=quick, target=target, draft=draft)
+    def main(out, quick, **params):
+        seen.update(out=str(out), quick=quick, **params)
         return []
 
-    rr.cli(main, "doc", ["--quick", "--out", "d", "--target", "m", "--draft", "early_exit:20"])
-    assert seen == {"out": "d", "quick": True, "target": "m", "draft": "early_exit:20"}
+    out = tmp_path / "d"
+    cli(main, "doc", rr.PARAMS, "real_x", ["--quick", "--out", str(out), "--target", "m",
+                                           "--draft", "early_exit:20", "--tokens", "3"])
+    assert seen == {"out": str(out), "quick": True, "target": "m", "draft": "early_exit:20",
+                    "tokens": "3"}
+    t = pd.read_csv(out / "timings.csv", keep_default_na=False)
+    assert t["study"].tolist() == ["real_x"]
+    assert json.loads(t["params"].iloc[0]) == {"target": "m", "draft": "early_exit:20",
+                                               "tokens": 3}
+    s = rr.settings(True, **resolve_params(rr.PARAMS, True, {"tokens": "3", "prompts": 2}))
+    assert (s.max_new_tokens, s.per_set, s.max_prompt_tokens) == (3, 2, rr.QUICK.max_prompt_tokens)
+    assert rr.settings(True, **resolve_params(rr.PARAMS, True, {})) == rr.QUICK
     s = rr.settings(False, draft="early_exit:20")
     assert s.draft == "early_exit:20" and s.signature() != rr.FULL.signature()
     assert rr.substitute_drafts(rr.settings(False, draft="quantized:3")) == (
@@ -441,3 +460,19 @@ def test_real_wm_rouge_quick(tmp_path):
     h_low = rr.parse(first["entropy"])[0]
     assert h_low == pytest.approx(-(p * np.log(p)).sum(), rel=1e-4)
     assert h_low < rr.parse(ar["entropy"])[0]
+
+
+def test_default_parameters_leave_the_settings_unchanged():
+    """The parameter tables reproduce the settings of earlier versions exactly (same
+    signatures: stored runs resume, outputs unchanged)."""
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rg
+
+    for quick, ref in ((True, rr.QUICK), (False, rr.FULL)):
+        s = rr.settings(quick, **resolve_params(rr.PARAMS, quick, {}))
+        assert s == ref and s.signature() == ref.signature()
+    for quick, ref in ((True, rg.QUICK), (False, rg.FULL)):
+        v = resolve_params(rg.PARAMS, quick, {})
+        assert rg.settings(quick, **v) == ref and v.changed == {}
+    assert rg.settings(False, **resolve_params(rg.PARAMS, False, {"summaries": 5})) == (
+        rg.settings(False, summaries=5))

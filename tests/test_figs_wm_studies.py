@@ -382,3 +382,44 @@ def test_synthetic_entropy_in_range():
     t, _ = wc.make_models(wc.FULL)
     assert isinstance(t, SyntheticLM) and t.vocab_size == 1000
     assert 2.0 < t.mean_entropy(n_contexts=200, seed=wc.FULL.run_seed) < 3.0
+
+
+def test_default_parameters_leave_the_settings_unchanged():
+    """Each study's parameter table gives the settings of earlier versions exactly (same
+    signatures: stored full runs resume, outputs unchanged); a non-default value changes
+    the signature."""
+    from dataclasses import replace
+
+    old = {
+        wm_detection.settings: lambda q: wc.with_extra(
+            replace(wc.QUICK, n_prompts=12) if q else wc.FULL, L=4, B_mpfr=4,
+            n_null_texts=20 if q else 200, n_null_keys=5 if q else 50, coin_threshold=0.5),
+        wm_detection.acceptance_settings: lambda q: wc.with_extra(
+            replace(wc.QUICK, n_prompts=12) if q else replace(wc.FULL, max_new_tokens=32),
+            L=4, coin_threshold=0.5, noise_levels=(0.1, 0.2, 0.3, 0.5, 0.9),
+            acc_t_eval=(4, 8, 12) if q else (4, 8, 16, 32)),
+        wm_drafter_substitution.settings: lambda q: wc.with_extra(
+            wc.QUICK if q else replace(wc.FULL, n_prompts=500, n_seeds=1), L=4, B_multi=4,
+            coin_threshold=0.5),
+    }
+    from paper_figs import fidelity_entropy, wm_multidraft_scaling, wm_single_draft_frontier
+
+    old[wm_multidraft_scaling.settings] = lambda q: wc.with_extra(
+        wc.QUICK if q else wc.FULL, L=4, theory_blocks_invariant=5,
+        n_theory_prompts=4 if q else 50)
+    old[wm_single_draft_frontier.settings] = lambda q: wc.with_extra(
+        wc.QUICK if q else wc.FULL, n_theory_prompts=4 if q else 50,
+        n_hh_prompts=4 if q else 500)
+    old[fidelity_entropy.config] = lambda q: fidelity_entropy.QUICK if q else (
+        fidelity_entropy.FULL)
+    for make, ref in old.items():
+        for q in (True, False):
+            assert make(q) == ref(q)
+            if hasattr(ref(q), "signature"):
+                assert make(q).signature() == ref(q).signature()
+    assert wm_detection.settings(True, T="1,2").signature() != wm_detection.settings(
+        True).signature()
+    assert wm_detection.t_values(wm_detection.settings(True, T="1,2")) == (1, 2)
+    assert wm_detection.t_values(wm_detection.settings(True)) == wm_detection.T_QUICK
+    s = wm_drafter_substitution.settings(True, prompts=3, seeds=1, vocab=50, tokens=5)
+    assert (s.n_prompts, s.n_seeds, s.vocab_size, s.max_new_tokens) == (3, 1, 50, 5)
