@@ -242,7 +242,7 @@ def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
 
 def _validated(target, draft, prompt, rule, L, max_new_tokens):
     rule = as_choice(rule, "rule", LOSSY_RULES)
-    target, draft, prompt, _, L, _, N, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
+    target, draft, prompt, _, L, _, N, _, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
                                                      max_new_tokens, None)
     return target, draft, prompt, rule, L, N
 
