@@ -14,6 +14,7 @@ from specbound.sim.decode import (
     expected_block_tokens,
     speculative_decode,
 )
+from specbound.sim.decoders import DECODER_SPECS, DecoderSpec
 from specbound.sim.detect import (
     DetectionBatch,
     DetectionResult,
@@ -76,7 +77,8 @@ __all__ = [
     # sequence level
     "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
     "expected_block_tokens", "speculative_decode", "DecodeBatch", "speculative_decode_batch",
-    "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
+    "DECODERS", "DECODER_SCHEME", "DECODER_SPECS", "DecoderSpec", "DecodeBackend",
+    "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
     # sequence-level lossy verification
     "lossy_decode", "lossy_decode_batch",

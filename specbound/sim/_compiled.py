@@ -1,7 +1,9 @@
 """The compiled sequence decoders: the block loop of every decoder in Numba (private).
 
 :func:`decode_one` is the block loop of :func:`specbound.sim.decode.speculative_decode` for
-every decoder of :data:`specbound.sim.decode.DECODERS` with the model evaluation inside the
+every decoder of :data:`specbound.sim.decoders.DECODER_SPECS` (the block chosen by the
+decoder's block kind, the behaviour inside it by the spec's flags: :func:`compiled_spec`)
+with the model evaluation inside the
 loop (:class:`~specbound.sim.models.SyntheticLM` through
 :func:`specbound.sim._model_kernels.synthetic_probs`, :class:`~specbound.sim.models.MarkovLM`
 by its rows), the keyed context labels in Numba (:mod:`specbound.sim._blake2b`), the same

@@ -12,10 +12,15 @@ The decision logic never calls a model: it asks a *backend* (the protocol below)
 batched draft evaluation per draft depth and one batched target evaluation per block, so the
 same decisions and the same random draws drive the synthetic models of this package
 (:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
-The block loop is Python; every vocabulary-sized step (exponential race, MPFR top-B, residual
-draw, recursive rejection) is a Numba kernel (``_kernels``).  Keyed context labels are
-BLAKE2b digests computed once per context in Python (:mod:`specbound.sim.prf`; whole-prefix
-labels keep the hash state along the committed sequence).
+The block loop of this module (``_Run``) is the reference: it runs for a given backend and
+for models without a compiled evaluation; every vocabulary-sized step (exponential race,
+MPFR top-B, residual draw, recursive rejection) is a Numba kernel (``_kernels``) and keyed
+context labels are BLAKE2b digests computed once per context (:mod:`specbound.sim.prf`;
+whole-prefix labels keep the hash state along the committed sequence).  Otherwise the
+compiled loop (:mod:`specbound.sim._compiled`) makes the same decisions with the same draws.
+Which block runs a decoder is the block kind of its :class:`~specbound.sim.decoders.
+DecoderSpec` (:data:`specbound.sim.decoders.DECODER_SPECS`), in both loops; the key is
+hashed once (:func:`specbound.sim.prf.key_digest`) and its digest passed down.
 
 Backend protocol
 ----------------
@@ -208,7 +213,7 @@ __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS
 
 #: largest ``B`` of :func:`speculative_decode`
 MAX_DRAFTS = 1024
-#: largest ``max_new_tokens`` of :func:`speculative_decode` (the block loop is Python)
+#: largest ``max_new_tokens`` of :func:`speculative_decode`
 MAX_NEW_TOKENS = 100_000
 #: handling of repeated context windows by the keyed decoders (``repeats=``): ``"reuse"`` the
 #: keyed clocks, ``"mask"`` them with unkeyed position clocks, ``"skip"`` the watermark
@@ -974,7 +979,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         Secret key; required by the keyed decoders (:data:`KEYED_DECODERS`), ignored by the
         others.
     max_new_tokens : int, 0 <= max_new_tokens <= 100,000
-        Number of tokens to generate (:data:`MAX_NEW_TOKENS`: the block loop is Python).
+        Number of tokens to generate (at most :data:`MAX_NEW_TOKENS`).
     seed : int, SeedSequence or Generator
         Source of the unkeyed randomness (SPEC 7); results are bit-for-bit reproducible.
     window : int >= 0 or None
