@@ -46,14 +46,35 @@ from specbound.sim._compiled import (
     pcg_doubles,
 )
 from specbound.sim._config import JIT
+from specbound.sim.lossy import (
+    RULE_CEILING,
+    RULE_CONTRASTIVE,
+    RULE_FUZZY,
+    RULE_INTERPOLATION,
+    RULE_JUDGE,
+    RULE_LENIENCE,
+    RULE_LOSSLESS,
+    RULE_TRUNCATION,
+    RULE_TRUNCATION_CEILING,
+)
 
 #: IEEE arithmetic (the NumPy mechanism's roundings); cached like the other kernels
 JIT_IEEE = dict(JIT, fastmath=False)
 JIT_IEEE_PAR = dict(JIT_IEEE, parallel=True)
 
-# rule codes: the index in specbound.theory.RULES
-(LOSSLESS, INTERPOLATION, FUZZY, LENIENCE, JUDGE, TRUNCATION, CEILING, TRUNCATION_CEILING,
- CONTRASTIVE) = range(9)
+# rule codes: ``RuleSpec.code`` of the rule registry (specbound.sim.lossy.RULE_SPECS)
+LOSSLESS = RULE_LOSSLESS
+INTERPOLATION = RULE_INTERPOLATION
+FUZZY = RULE_FUZZY
+LENIENCE = RULE_LENIENCE
+JUDGE = RULE_JUDGE
+TRUNCATION = RULE_TRUNCATION
+CEILING = RULE_CEILING
+TRUNCATION_CEILING = RULE_TRUNCATION_CEILING
+CONTRASTIVE = RULE_CONTRASTIVE
+#: the compiled rules (``lossy_one`` refuses any other code)
+CODES = (LOSSLESS, INTERPOLATION, FUZZY, LENIENCE, JUDGE, TRUNCATION, CEILING,
+         TRUNCATION_CEILING, CONTRASTIVE)
 # positions in ``fpar`` and ``ipar``
 F_LAM, F_THRESHOLD, F_ELL, F_BETA, F_ALPHA = range(5)
 I_DIVERGENCE, I_REDRAW = range(2)
@@ -259,10 +280,11 @@ def accept_prob(rule, p, q, nu, i, fpar, jud, alw, gate):
         return h if q[i] > 0.0 else 0.0
     if rule == TRUNCATION:
         return 1.0 if alw[i] else 0.0
-    # truncation_ceiling
-    if alw[i] and q[i] > 0.0:
-        return 1.0
-    return _ratio(p[i], fpar[F_ELL] * q[i])
+    if rule == TRUNCATION_CEILING:
+        if alw[i] and q[i] > 0.0:
+            return 1.0
+        return _ratio(p[i], fpar[F_ELL] * q[i])
+    raise ValueError("rule: unknown rule code in the compiled loop")
 
 
 @njit(**JIT_IEEE)
@@ -330,10 +352,11 @@ def correction(rule, p, q, nu, fpar, ipar, jud, alw, u, st, w):
             for i in range(n):
                 w[i] = w[i] / s
         return _K.categorical(w, u)
-    # ceiling, truncation_ceiling: residual (p - q h)_+, p if empty
-    for i in range(n):
-        w[i] = q[i] * accept_prob(rule, p, q, nu, i, fpar, jud, alw, 0.0)
-    return _K.residual_sample(p, w, u)
+    if rule == CEILING or rule == TRUNCATION_CEILING:  # residual (p - q h)_+, p if empty
+        for i in range(n):
+            w[i] = q[i] * accept_prob(rule, p, q, nu, i, fpar, jud, alw, 0.0)
+        return _K.residual_sample(p, w, u)
+    raise ValueError("rule: unknown rule code in the compiled loop")
 
 
 # ------------------------------------------------------------------ one prompt
@@ -354,6 +377,12 @@ def lossy_one(rule, tm, dm, tokens, n0, N, L, st, fpar, ipar, jud, alw, emitted,
     :data:`ERR_NO_MASS` when a truncation context needed ``p_Theta`` and ``A`` carried no
     target mass (the Python loop's ``ValueError``; the run stops there).
     """
+    known = False
+    for c in CODES:
+        if rule == c:
+            known = True
+    if not known:
+        raise ValueError("rule: unknown rule code in the compiled loop")
     n = tm[4].shape[0] if tm[0] == 0 else tm[5].shape[1]
     P = np.empty(n)
     LG = np.empty(n)

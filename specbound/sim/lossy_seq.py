@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_rng
+from specbound._validation import as_bool, as_rng
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
@@ -52,9 +52,8 @@ from specbound.sim.decode import (
     WatermarkConfig,
     _validate,
 )
-from specbound.sim.lossy import LOSSY_RULES
-from specbound.sim.lossy import _mechanism as _mech
 from specbound.sim.lossy import _prepare as _prep
+from specbound.sim.lossy import rule_spec
 from specbound.theory.lossy import DIVERGENCES, parse_rule_params
 
 __all__ = ["lossy_decode", "lossy_decode_batch"]
@@ -79,6 +78,7 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
     by :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets
     ``finished`` ends the run after the current block.
     """
+    mechanism = rule_spec(rule).mechanism
     tokens = [int(t) for t in prompt]
     n0 = len(tokens)
     backend.reset(tokens)
@@ -102,7 +102,7 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
         for s in range(ell):
             p, q = np.asarray(P[s], dtype=np.float64), qs[s]
             per = _prep(rule, p[None], q[None], _rule_params(params, p, q))[0]
-            mech = _mech(rule, p, q, per)
+            mech = mechanism(p, q, per)
             x = xs[s]
             dec_pos.append(len(tokens) + len(new) - n0)
             if us[s, 1] < mech.h[x]:
@@ -165,7 +165,7 @@ def _constants(rule, params, n):
     jud = (prm["judge"][0].astype(np.float64) if "judge" in prm else np.zeros(1))
     alw = (np.ascontiguousarray(prm["allowed"][0]) if "allowed" in prm
            else np.zeros(1, np.bool_))
-    return LOSSY_RULES.index(rule), fpar, ipar, jud, alw
+    return rule_spec(rule).code, fpar, ipar, jud, alw
 
 
 def _plan(target, draft, L, N, store_drafts, unwrap_cached):
@@ -241,7 +241,7 @@ def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
 
 
 def _validated(target, draft, prompt, rule, L, max_new_tokens):
-    rule = as_choice(rule, "rule", LOSSY_RULES)
+    rule = rule_spec(rule).name
     target, draft, prompt, _, L, _, N, _, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
                                                      max_new_tokens, None)
     return target, draft, prompt, rule, L, N
