@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from specbound import theory
-from specbound.sim import SyntheticBackend, SyntheticLM, lossy_decode, lossy_decode_batch
+from specbound.sim import (
+    SyntheticBackend,
+    SyntheticLM,
+    lossy_decode,
+    lossy_decode_batch,
+    speculative_decode,
+)
 from specbound.sim import _compiled as C
 from specbound.sim import _compiled_lossy as CL
 from specbound.sim import lossy as LO
@@ -100,3 +106,23 @@ def test_rule_spec_fields():
     assert RULE_SPECS["lossless"].prepare is None
     with pytest.raises(ValueError, match="registered twice"):
         LO._rule_registry(RULE_SPECS["lossless"], RULE_SPECS["lossless"])
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_lossless_rule_is_vanilla_speculative_sampling(n):
+    """One single-draft block: ``lossy_decode(..., "lossless")`` is
+    ``speculative_decode(..., "vsps")`` token for token, block for block and decision for
+    decision, in the Python loop, in the compiled loop and in the batch (same seed, same
+    random stream)."""
+    t = SyntheticLM(n, 2, seed=n)
+    d = t.draft(0.6, seed=n + 1)
+    for seed in range(4):
+        kw = dict(L=3, max_new_tokens=25, seed=seed)
+        ref = speculative_decode(t, d, [1, 2], "vsps", **kw)
+        runs = [lossy_decode(t, d, [1, 2], "lossless", **kw),
+                lossy_decode(t, d, [1, 2], "lossless", backend=SyntheticBackend(t, d), **kw),
+                lossy_decode_batch(t, d, [[1, 2]], "lossless", L=3, max_new_tokens=25,
+                                   seed=[seed], store_drafts=True)[0]]
+        for got in runs:
+            assert got.decoder == "lossy:lossless"
+            assert_same_result(ref, dataclasses.replace(got, decoder="vsps"), label=str(seed))

@@ -44,6 +44,7 @@ from specbound.sim._compiled import (
     model_probs,
     pcg_double,
     pcg_doubles,
+    pcg_next,
 )
 from specbound.sim._config import JIT
 from specbound.sim.lossy import (
@@ -369,7 +370,8 @@ def lossy_one(rule, tm, dm, tokens, n0, N, L, st, fpar, ipar, jud, alw, emitted,
     ``(generated, n_blocks, n_decisions, error)``.
 
     ``st``: the PCG64 state (advanced in place, exactly as the Python loop advances its
-    generator: ``rng.random((ell + 1, 3))`` per block, then the redraw loop's uniforms).
+    generator: one run label, then ``rng.random((ell + 1, 3))`` per block, then the redraw
+    loop's uniforms).  ``lossless`` accepts with ``U q(x) <= p(x)`` (the ``vsps`` step).
     ``fpar = (lam, threshold, ell, beta, alpha)``, ``ipar = (divergence, redraw)``, ``jud``
     (float 0/1) and ``alw`` (bool): the rule's constant parameters.  Output rows as
     :func:`specbound.sim._compiled.decode_one` (``drafts[block, 0, :ell]``); ``counts =
@@ -393,6 +395,7 @@ def lossy_one(rule, tm, dm, tokens, n0, N, L, st, fpar, ipar, jud, alw, emitted,
     SN = np.empty((L if share else 1, n))
     xs = np.empty(L, np.int64)
     us = np.empty(3 * (L + 1))
+    pcg_next(st)  # the run label of the decoders' block loop (unused by the lossy rules)
     gen = 0
     nblk = 0
     ndec = 0
@@ -433,7 +436,11 @@ def lossy_one(rule, tm, dm, tokens, n0, N, L, st, fpar, ipar, jud, alw, emitted,
             x = xs[s]
             dec_pos[ndec] = gen
             k += 1
-            if us[3 * s + 1] < accept_prob(rule, P, q, NU, x, fpar, jud, alw, gate):
+            if rule == LOSSLESS:  # speculative sampling's own step (vsps)
+                ok = us[3 * s + 1] * q[x] <= P[x]
+            else:
+                ok = us[3 * s + 1] < accept_prob(rule, P, q, NU, x, fpar, jud, alw, gate)
+            if ok:
                 dec_ok[ndec] = True
                 ndec += 1
                 acc += 1

@@ -183,6 +183,7 @@ from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecat
 from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
+from specbound.sim import lossy as _lossy
 from specbound.sim.decoders import (
     DECODER_SCHEME,
     DECODER_SPECS,
@@ -441,8 +442,15 @@ class _Run:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
     def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
-                 reweight="delta", unkeyed="position", residual="plain"):
+                 reweight="delta", unkeyed="position", residual="plain", rule=None,
+                 rule_params=None):
         self.backend = backend
+        # a lossy rule (``rule``) is the verification step of the single-draft block
+        self.rule = rule
+        self.rule_spec = _lossy.rule_spec(rule) if rule is not None else None
+        self.rule_params = dict(rule_params or {})
+        self.verification = self.verify_sd if rule is None else self.verify_rule
+        self.name = decoder if rule is None else f"lossy:{rule}"
         self.decoder, self.L, self.B, self.N, self.rng, self.w = (
             decoder, L, B, N, rng, window)
         self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
@@ -450,6 +458,9 @@ class _Run:
         self.mask = repeats == "mask"
         self.spec = spec = decoder_spec(decoder)
         self.kind = spec.block_for(reweight)
+        if rule is not None and self.kind != "single":
+            raise ValueError(f"rule: a lossy rule is the verification step of the single-draft "
+                             f"block, not of {decoder!r}")
         self.block = _block_function(spec, self.kind)  # before anything is drawn
         self.skip = repeats == "skip" and spec.keyed
         self.gamma = reweight == "gamma"
@@ -747,29 +758,13 @@ class _Run:
         for s in range(ell):
             ctx = h + xs[:s]
             pv = self.p(np.array(ctx, dtype=np.int64))
-            qv = qs[s]
-            x = xs[s]
             skip = skips[s]
-            if self.spec.acceptance == "reweighted" and not skip:  # between R(p) and R(q)
-                pv = self.gamma_weights(labs[s], pv)
-                qv = self.gamma_weights(labs[s], qv)
-            if self.spec.acceptance == "keyed_coin" and not skip:
-                coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
-            else:
-                coin = us[s, 1]
+            y, ok = self.verification(s, ctx, xs[s], pv, qs[s], us, skip, labs[s])
             emitted += 1
-            if coin * qv[x] <= pv[x]:
-                self.emit(x, ctx, skip)
-                self.decide(1, True, skip)
-                continue
-            if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
-                w = np.maximum(pv - qv, 0.0)
-                y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
-            else:
-                y = _K.residual_sample(pv, qv, us[s, 2])
             self.emit(y, ctx, skip)
-            self.decide(1, False, skip)
-            return emitted
+            self.decide(1, ok, skip)
+            if not ok:
+                return emitted
         if self.generated < self.N:
             ctx = h + xs
             pv = self.p(np.array(ctx, dtype=np.int64))
@@ -784,6 +779,52 @@ class _Run:
             self.emit(y, ctx, skip)
             emitted += 1
         return emitted
+
+    # -- the verification step of the single-draft block (pluggable) ------------------
+    def verify_sd(self, s, ctx, x, pv, qv, us, skip, lab):
+        """Speculative sampling's step (Leviathan et al. 2023, Alg. 1): accept ``x`` iff
+        ``U q(x) <= p(x)``, else a token from the residual ``(p - q)_+``.  The decoders' flags
+        vary it: ``acceptance="reweighted"`` (mws, gamma) tests between ``R(p)`` and ``R(q)``,
+        ``"keyed_coin"`` (mse_pseudo) takes the second key's coin and, with
+        ``residual="keyed"``, races the residual on its clocks.  It is the ``lossless`` rule.
+        Returns ``(token, accepted)``."""
+        if self.spec.acceptance == "reweighted" and not skip:  # between R(p) and R(q)
+            pv = self.gamma_weights(lab, pv)
+            qv = self.gamma_weights(lab, qv)
+        if self.spec.acceptance == "keyed_coin" and not skip:
+            coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
+        else:
+            coin = us[s, 1]
+        if coin * qv[x] <= pv[x]:
+            return x, True
+        if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
+            w = np.maximum(pv - qv, 0.0)
+            y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
+        else:
+            y = _K.residual_sample(pv, qv, us[s, 2])
+        return y, False
+
+    def verify_rule(self, s, ctx, x, pv, qv, us, skip, lab):
+        """A lossy rule's step (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2): the rule's
+        mechanism in this context (:data:`specbound.sim.lossy.RULE_SPECS`, parameters
+        evaluated here when callable): accept iff ``U < h(x)``, else the rule's correction
+        (a draw from its residual with ``us[s, 2]``, or the redraw loop of the
+        ``"renormalize"`` readings on the generator's next uniforms).  A rule whose spec is
+        speculative sampling's step (``lossless``) runs :meth:`verify_sd`."""
+        if self.rule_spec.sd_step:
+            return self.verify_sd(s, ctx, x, pv, qv, us, skip, lab)
+        p = np.asarray(pv, dtype=np.float64)
+        per = _lossy._prepare(self.rule, p[None], qv[None],
+                              _lossy.context_params(self.rule_params, p, qv))[0]
+        mech = self.rule_spec.mechanism(p, qv, per)
+        if us[s, 1] < mech.h[x]:
+            return x, True
+        if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
+            while True:
+                y = int(_K.categorical(mech.q, self.rng.random()))
+                if self.rng.random() < mech.h[y]:
+                    return y, False
+        return int(_K.categorical(mech.residual, us[s, 2])), False
 
     def _draft_paths(self, ell, draw):
         """B draft sequences, each on its own path; ``draw(s, b, q)`` -> token."""
@@ -852,7 +893,6 @@ class _Run:
         return emitted
 
     def run(self, max_blocks=None):
-        d = self.decoder
         block = self.block
         blocks = 0
         # a backend may end a run early (a real model's end-of-sequence token) by setting
@@ -886,7 +926,7 @@ class _Run:
             n_draft_contexts=self.n_draft_contexts,
             pivots=np.array(self.pivots, dtype=np.float64),
             drafts=tuple(self.drafts),
-            decoder=d,
+            decoder=self.name,
             L=self.L,
             B=self.B,
             watermark=WatermarkConfig(self.key_id, self.w, self.mask, self.repeats,

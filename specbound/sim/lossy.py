@@ -255,6 +255,12 @@ class RuleSpec:
         ``per``; None when the parsed parameters suffice.
     summary : str
         One line for the docs.
+    sd_step : bool
+        The sequence decoders verify with speculative sampling's own step (``U q(x) <=
+        p(x)``, residual ``(p - q)_+``; the ``vsps`` decoder), not with ``U < h(x)`` of the
+        mechanism: only ``lossless``, so that ``lossy_decode(..., "lossless")`` is
+        ``speculative_decode(..., "vsps")`` token for token.  The mechanism (and
+        :func:`sample_induced`) is unchanged.
     """
 
     name: str
@@ -263,6 +269,7 @@ class RuleSpec:
     mechanism: Callable
     prepare: Callable | None = None
     summary: str = ""
+    sd_step: bool = False
 
 
 #: compiled rule codes (``RuleSpec.code``; :mod:`specbound.sim._compiled_lossy` dispatches on
@@ -271,8 +278,8 @@ class RuleSpec:
  RULE_CEILING, RULE_TRUNCATION_CEILING, RULE_CONTRASTIVE) = range(9)
 
 
-def _rule(name, code, mechanism, prepare=None, summary=""):
-    return RuleSpec(name, code, RULE_PARAMS[name], mechanism, prepare, summary)
+def _rule(name, code, mechanism, prepare=None, summary="", sd_step=False):
+    return RuleSpec(name, code, RULE_PARAMS[name], mechanism, prepare, summary, sd_step)
 
 
 def _rule_registry(*specs: RuleSpec) -> types.MappingProxyType:
@@ -284,7 +291,8 @@ def _rule_registry(*specs: RuleSpec) -> types.MappingProxyType:
 
 #: name -> :class:`RuleSpec`, in the order of :data:`specbound.theory.RULES`
 RULE_SPECS = _rule_registry(
-    _rule("lossless", RULE_LOSSLESS, _mech_lossless, summary="speculative sampling (lossless)"),
+    _rule("lossless", RULE_LOSSLESS, _mech_lossless, summary="speculative sampling (lossless)",
+          sd_step=True),
     _rule("interpolation", RULE_INTERPOLATION, _mech_nu, _prep_interpolation,
           summary="towards nu = lam p + (1 - lam) q (DIVERSED)"),
     _rule("fuzzy", RULE_FUZZY, _mech_fuzzy, summary="Fuzzy SD: a divergence gate"),
@@ -309,6 +317,11 @@ def rule_spec(rule) -> RuleSpec:
     if spec is None:
         raise ValueError(f"rule: must be one of {sorted(RULE_SPECS)}, got {rule!r}")
     return spec
+
+
+def context_params(params: dict, p, q) -> dict:
+    """A rule's parameters in one context: callables ``f(p, q)`` evaluated on it."""
+    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
 
 
 def _mechanism(rule: str, p: np.ndarray, q: np.ndarray, prm: dict) -> _Mechanism:

@@ -11,9 +11,13 @@ per-context mechanism is :func:`specbound.sim.lossy._mechanism`, the code of
 :func:`specbound.sim.sample_induced`, so the first token of a block follows
 :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
 
-Randomness: ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction
-or bonus draw at each block position), then the redraw loop's uniforms in order
-(``categorical(q, U)``, then the test ``U' < h``), from ``np.random.default_rng(seed)``.
+Randomness (that of ``speculative_decode(..., "vsps")``, whose block this is): one 64-bit
+run label first (drawn by the decoders' block loop, unused by the rules), then
+``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus draw
+at each block position), then the redraw loop's uniforms in order (``categorical(q, U)``,
+then the test ``U' < h``), from ``np.random.default_rng(seed)``.  The ``lossless`` rule
+verifies with speculative sampling's own step (``U q(x) <= p(x)``), so
+``lossy_decode(..., "lossless")`` is ``speculative_decode(..., "vsps")`` token for token.
 
 Two implementations, the same numbers:
 
@@ -43,18 +47,17 @@ import numpy as np
 from specbound._validation import as_bool, as_rng
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
-from specbound.sim import _kernels as _K
 from specbound.sim.batch import DecodeBatch, _from_results, _prompt_rows, _seeds
 from specbound.sim.decode import (
     DecodeBackend,
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
+    _Run,
     _validate,
 )
-from specbound.sim.lossy import _prepare as _prep
-from specbound.sim.lossy import rule_spec
-from specbound.theory.lossy import DIVERGENCES, parse_rule_params
+from specbound.sim.lossy import context_params, rule_spec
+from specbound.theory.lossy import DIVERGENCES, check_rule_params, parse_rule_params
 
 __all__ = ["lossy_decode", "lossy_decode_batch"]
 
@@ -65,79 +68,24 @@ _NO_MASS = ("allowed: the allowed set carries no target mass (context 0); the tr
 # ------------------------------------------------------------------ the Python block loop
 
 
-def _rule_params(params, p, q):
-    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
-    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+#: a rule's parameters in one context (callables ``f(p, q)`` evaluated on it)
+_rule_params = context_params
 
 
 def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
     """The Python block loop on ``backend`` (validated ``rule``, ``L``, ``N``, ``rng``).
 
-    The reference implementation: any :class:`~specbound.sim.decode.DecodeBackend`, rule
-    parameters constant or callable ``f(p, q)`` (evaluated and validated in every context
-    by :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets
-    ``finished`` ends the run after the current block.
+    The reference implementation: the single-draft block of
+    :func:`specbound.sim.speculative_decode` (``vsps``'s block, the same code) with the
+    rule's verification step (``_Run.verify_rule``); any
+    :class:`~specbound.sim.decode.DecodeBackend`, rule parameters constant or callable
+    ``f(p, q)`` (evaluated and validated in every context by
+    :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets ``finished``
+    ends the run after the current block.
     """
-    mechanism = rule_spec(rule).mechanism
-    tokens = [int(t) for t in prompt]
-    n0 = len(tokens)
-    backend.reset(tokens)
-    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
-    n_t = n_d = c_t = c_d = 0
-    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
-        ell = min(L, N - (len(tokens) - n0))
-        us = rng.random((ell + 1, 3))
-        xs, qs = [], []
-        for s in range(ell):
-            qv = backend.draft_step([tuple(xs)])[0]
-            n_d += 1
-            c_d += 1
-            xs.append(int(_K.categorical(qv, us[s, 0])))
-            qs.append(qv)
-        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
-        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
-        n_t += 1
-        c_t += ell + 1
-        new, k_acc = [], 0
-        for s in range(ell):
-            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
-            per = _prep(rule, p[None], q[None], _rule_params(params, p, q))[0]
-            mech = mechanism(p, q, per)
-            x = xs[s]
-            dec_pos.append(len(tokens) + len(new) - n0)
-            if us[s, 1] < mech.h[x]:
-                new.append(x)
-                dec_ok.append(True)
-                k_acc += 1
-                continue
-            dec_ok.append(False)
-            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
-                while True:
-                    y = int(_K.categorical(mech.q, rng.random()))
-                    if rng.random() < mech.h[y]:
-                        break
-            else:
-                y = int(_K.categorical(mech.residual, us[s, 2]))
-            new.append(y)
-            break
-        else:
-            if len(tokens) + len(new) - n0 < N:
-                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
-                                              us[ell, 2])))
-        tokens.extend(new)
-        emitted.append(len(new))
-        accepted.append(k_acc)
-        backend.commit(new)
-    return DecodeResult(
-        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
-        emitted_per_block=np.array(emitted, dtype=np.int64),
-        accepted_per_block=np.array(accepted, dtype=np.int64),
-        nu=np.ones(len(dec_ok), dtype=np.int64),
-        decision_accepted=np.array(dec_ok, dtype=bool),
-        decision_position=np.array(dec_pos, dtype=np.int64),
-        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
-        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
-        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+    check_rule_params(rule, params)
+    return _Run(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
+                rule_params=params).run()
 
 
 # ------------------------------------------------------------------ the compiled path
