@@ -2,7 +2,7 @@
 Python block loop, and the first token of a block follows the rule's induced law.
 
 The reference is :func:`specbound.sim.lossy_seq.lossy_loop` on a
-:class:`~specbound.sim.SyntheticBackend` (the loop ``llm.lossy_decode`` runs on real models).
+:class:`~specbound.sim.SyntheticBackend` (the loop ``llm.generate_lossy`` runs on real models).
 Equality checks are deterministic; the statistical checks state their false-failure rates.
 """
 
@@ -184,7 +184,7 @@ def test_generator_seed_is_advanced_as_by_the_python_loop(monkeypatch):
 def test_callables_and_uncovered_runs_take_the_python_loop(monkeypatch):
     """Callable parameters, a custom backend, a CachedLM (single run), another bit generator
     and work above MAX_WORK run the Python loop (the spy sees no kernel call) and give
-    ``llm.lossy_decode``'s tokens; a callable returning a constant gives the constant's
+    the Python loop's tokens; a callable returning a constant gives the constant's
     compiled tokens."""
     target, draft = _pair(50)
     kw = dict(L=3, max_new_tokens=20, seed=4)

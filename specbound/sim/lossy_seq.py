@@ -22,8 +22,8 @@ verifies with speculative sampling's own step (``U q(x) <= p(x)``), so
 Two implementations, the same numbers:
 
 - the Python block loop (:func:`lossy_loop`) over any
-  :class:`~specbound.sim.decode.DecodeBackend` (``llm.lossy_decode`` and
-  ``llm.generate_lossy`` drive it with a real model pair's KV-cached backend);
+  :class:`~specbound.sim.decode.DecodeBackend` (``llm.generate_lossy``
+  drives it with a real model pair's KV-cached backend);
 - the compiled loop (:mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated
   inside the loop, NumPy's PCG64 stream replayed, prompts under ``prange`` in
   :func:`lossy_decode_batch`).
