@@ -115,8 +115,8 @@ def test_the_compiled_kernel_itself_refuses_an_unknown_kind():
                             -1, kdw, adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"],
                             out["nu"], out["dec_ok"], out["dec_pos"], out["pivots"],
                             out["drafts"], out["block_ell"], out["counts"], True, share,
-                            np.zeros((1, 3), np.int64), C.option_flags(), out["skipped"],
-                            out["decision_skipped"])
+                            np.zeros((1, 4), np.int64), C.option_flags(), out["skipped"],
+                            out["decision_skipped"], *C.NO_RULE)
 
 
 def test_a_spec_without_a_block_function_fails_the_import_check(monkeypatch):

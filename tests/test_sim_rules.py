@@ -54,6 +54,7 @@ def test_compiled_codes_are_the_specs_not_positions(monkeypatch):
     monkeypatch.setattr(LO, "LOSSY_RULES", tuple(reversed(theory.RULES)))
     dummy = {"allowed": np.arange(20) < 4, "ell": 0.5}
     assert LS._constants("truncation_ceiling", dummy, 20)[0] == CL.TRUNCATION_CEILING
+    assert LS._constants("lossless", {}, 20)[0] == -1  # speculative sampling's own step
 
 
 def test_unknown_rule_is_refused_everywhere():
@@ -71,9 +72,9 @@ def test_compiled_lossy_loop_refuses_an_unknown_code():
     """No fall-through in the compiled loop: a code outside the registry raises instead of
     running the last rule of an if-chain."""
     t, d = _pair()
-    code, fpar, ipar, jud, alw = LS._constants("lossless", {}, 20)
+    _, fpar, ipar, jud, alw = LS._constants("lossless", {}, 20)
     tm, dm, share = LS._plan(t, d, 2, 4, True, False)
-    for bad in (max(CL.CODES) + 1, -1):
+    for bad in (max(CL.CODES) + 1, -2):
         st = C.pcg_state(np.random.default_rng(0))[None, :].copy()
         with pytest.raises(ValueError, match="unknown rule code"):
             LS._run_compiled("lossless", (bad, fpar, ipar, jud, alw), (tm, dm, share),

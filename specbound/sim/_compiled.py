@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from specbound.sim import _blake2b as _b2
+from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim._config import JIT
@@ -44,6 +45,7 @@ from specbound.sim._model_kernels import (
     synthetic_probs_rows,
     window_label,
 )
+from specbound.sim._pcg import pcg_double, pcg_doubles, pcg_next, pcg_state, set_pcg_state
 from specbound.sim.decoders import (
     ACC_KEYED_COIN,
     ACC_REWEIGHTED,
@@ -58,6 +60,7 @@ from specbound.sim.decoders import (
     DecoderSpec,
     decoder_spec,
 )
+from specbound.sim.lossy import RULE_CONTRASTIVE, RULE_FUZZY, RULE_TRUNCATION
 from specbound.sim.prf import prf_uniform
 from specbound.sim.results import DecodeResult, WatermarkConfig
 
@@ -72,85 +75,6 @@ DS_CODE, DS_KIND, DS_KEYED, DS_ACCEPTANCE = range(4)
 
 MODEL_SYNTHETIC = 0
 MODEL_MARKOV = 1
-
-# ------------------------------------------------------------------ PCG64 (NumPy's)
-
-_M32 = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
-_S58 = np.uint64(58)
-_S11 = np.uint64(11)
-_S63 = np.uint64(63)
-_MUL_HI = np.uint64(0x2360ED051FC65DA4)
-_MUL_LO = np.uint64(0x4385DF649FCCF645)
-_ONE = np.uint64(1)
-_INV53 = 1.0 / 9007199254740992.0  # 2**-53
-
-
-@njit(inline="always", **JIT)
-def _mulhi(a, b):
-    """High 64 bits of the 128-bit product ``a * b``."""
-    a0 = a & _M32
-    a1 = a >> _S32
-    b0 = b & _M32
-    b1 = b >> _S32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    p11 = a1 * b1
-    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
-    return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
-
-
-@njit(**JIT)
-def pcg_next(st):
-    """Next 64-bit output of NumPy's ``PCG64`` (XSL-RR 128/64); ``st = [state_hi, state_lo,
-    inc_hi, inc_lo]`` is advanced in place (the LCG step comes first, as in NumPy)."""
-    sh = st[0]
-    sl = st[1]
-    lo = sl * _MUL_LO
-    hi = _mulhi(sl, _MUL_LO) + sl * _MUL_HI + sh * _MUL_LO
-    nlo = lo + st[3]
-    carry = _ONE if nlo < lo else np.uint64(0)
-    nhi = hi + st[2] + carry
-    st[0] = nhi
-    st[1] = nlo
-    x = nhi ^ nlo
-    rot = nhi >> _S58
-    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
-
-
-@njit(**JIT)
-def pcg_double(st):
-    """``Generator.random()``: ``(next >> 11) * 2**-53``."""
-    return np.float64(pcg_next(st) >> _S11) * _INV53
-
-
-@njit(**JIT)
-def pcg_doubles(st, out):
-    """``out[:] = Generator.random(out.size)``."""
-    for i in range(out.shape[0]):
-        out[i] = pcg_double(st)
-
-
-def pcg_state(rng: np.random.Generator) -> np.ndarray | None:
-    """The ``PCG64`` state of ``rng`` as four words, or None for another bit generator."""
-    bg = rng.bit_generator
-    if type(bg) is not np.random.PCG64:
-        return None
-    s = bg.state["state"]
-    m = (1 << 64) - 1
-    return np.array([s["state"] >> 64, s["state"] & m, s["inc"] >> 64, s["inc"] & m],
-                    dtype=np.uint64)
-
-
-def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
-    """Write the advanced state back into ``rng`` (as if the draws had been made there)."""
-    bg = rng.bit_generator
-    state = bg.state
-    state["state"] = {"state": (int(st[0]) << 64) | int(st[1]),
-                      "inc": (int(st[2]) << 64) | int(st[3])}
-    bg.state = state
-
 
 # ------------------------------------------------------------------ models
 
@@ -394,7 +318,7 @@ def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_
 @njit(**JIT)
 def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share, opts, skp, dskp):
+               store_drafts, share, opts, skp, dskp, vstep, fpar, ipar, jud, alw):
     """Decode one prompt (``tokens[:n0]``) with the decoder of ``dspec`` (its compiled spec,
     :func:`compiled_spec`: code, block kind, keyed, acceptance test); returns
     ``(generated, n_blocks, n_decisions)``.
@@ -413,10 +337,26 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
     ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
     ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``repeats="skip"``;
     ``skp`` / ``dskp``: the skipped flags per generated token / per decision.
+    ``vstep``: the verification step of the single-draft block, -1 for speculative
+    sampling's own step (the decoders, the ``lossless`` rule), else the code of a lossy rule
+    (:data:`specbound.sim.lossy.RULE_SPECS`) with its constant parameters ``fpar``, ``ipar``,
+    ``jud``, ``alw`` (:mod:`specbound.sim._compiled_lossy`).  Returns ``(generated,
+    n_blocks, n_decisions, error)``, ``error`` :data:`_compiled_lossy.ERR_NO_MASS` when a
+    truncation context needed ``p_Theta`` and ``A`` carried no target mass (the run stops).
     """
     kind = dspec[DS_KIND]
     if kind < BLOCK_TOKEN or kind > BLOCK_SPECINFER:
         raise ValueError("decoder: unknown block kind in the compiled loop")
+    if vstep != -1:
+        known = False
+        for c in _CL.CODES:
+            if vstep == c:
+                known = True
+        if not known:
+            raise ValueError("rule: unknown rule code in the compiled loop")
+        if kind != BLOCK_SINGLE or dspec[DS_KEYED] != 0:
+            raise ValueError("rule: a lossy rule is the verification step of the unkeyed "
+                             "single-draft block")
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
     keyed = dspec[DS_KEYED] != 0
     kcoin = dspec[DS_ACCEPTANCE] == ACC_KEYED_COIN  # mse_pseudo's second key
@@ -443,6 +383,9 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
     sks = np.zeros(L, np.bool_)
     P = np.empty(n)
     LG = np.empty(n)
+    W = np.empty(n if vstep >= 0 else 1)
+    T = np.empty(n if vstep >= 0 else 1)
+    NU = np.empty(n if vstep == RULE_CONTRASTIVE else 1)
     SN = np.empty((maxn if share else 1, n))
     has_s = np.zeros(maxn, np.bool_)
     Q = np.empty((L if single else 1, n))
@@ -712,28 +655,48 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
                     gamma_reweight(labs[s], Q[s], GU, GQ)
                     pv = GP
                     qv = GQ
-                alab = np.uint64(0)
-                if kcoin and not sk:
-                    alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
-                    coin = prf_uniform(alab, 0, 0)
-                else:
-                    coin = us[3 * s + 1]
-                k += 1
-                if coin * qv[x] <= pv[x]:
-                    y = x
-                    ok = True
-                elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
-                    pos = False
-                    for v in range(n):
-                        d_ = P[v] - Q[s, v]
-                        LG[v] = d_ if d_ > 0.0 else 0.0
-                        if LG[v] > 0.0:
-                            pos = True
-                    y = _K.race_argmin(alab, LG if pos else P, 1)
-                    ok = False
-                else:
-                    y = _K.residual_sample(pv, qv, us[3 * s + 2])
-                    ok = False
+                if vstep >= 0:  # a lossy rule's verification step (_compiled_lossy)
+                    if vstep == RULE_TRUNCATION and _CL._no_target_mass(
+                            P, qv, alw, ipar[_CL.I_REDRAW] != 0):
+                        return gen, nblk, ndec, _CL.ERR_NO_MASS
+                    gate = 0.0
+                    if vstep == RULE_FUZZY:
+                        dv = _CL.fuzzy_divergence(P, qv, ipar[_CL.I_DIVERGENCE], W, T)
+                        gate = 1.0 if dv <= fpar[_CL.F_THRESHOLD] else 0.0
+                    elif vstep == RULE_CONTRASTIVE:
+                        _CL.contrastive_law(P, qv, fpar[_CL.F_BETA], fpar[_CL.F_ALPHA], NU)
+                    k += 1
+                    if us[3 * s + 1] < _CL.accept_prob(vstep, P, qv, NU, x, fpar, jud, alw,
+                                                       gate):
+                        y = x
+                        ok = True
+                    else:
+                        y = _CL.correction(vstep, P, qv, NU, fpar, ipar, jud, alw,
+                                           us[3 * s + 2], st, W)
+                        ok = False
+                else:  # speculative sampling's step (the lossless rule), the decoders' flags
+                    alab = np.uint64(0)
+                    if kcoin and not sk:
+                        alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
+                        coin = prf_uniform(alab, 0, 0)
+                    else:
+                        coin = us[3 * s + 1]
+                    k += 1
+                    if coin * qv[x] <= pv[x]:
+                        y = x
+                        ok = True
+                    elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
+                        pos = False
+                        for v in range(n):
+                            d_ = P[v] - Q[s, v]
+                            LG[v] = d_ if d_ > 0.0 else 0.0
+                            if LG[v] > 0.0:
+                                pos = True
+                        y = _K.race_argmin(alab, LG if pos else P, 1)
+                        ok = False
+                    else:
+                        y = _K.residual_sample(pv, qv, us[3 * s + 2])
+                        ok = False
                 if keyed:
                     klab = labs[s]
                     if mask or sk:
@@ -897,41 +860,47 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
         if kcoin and window < 0:
             _prefix_extend(apre, apst, tokens, hlen, n0 + gen)
         nblk += 1
-    return gen, nblk, ndec
+    return gen, nblk, ndec, 0
 
 
 @njit(**JIT_PAR)
 def decode_batch(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp):
+                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
+                 alw):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
     for i in prange(tokens.shape[0]):
-        g, nb, nd = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
-                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
-                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
+        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
+                                    states[i], window, kdw, adw, person, emitted[i],
+                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
+                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
+                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
+        sizes[i, 3] = err
 
 
 @njit(**JIT)
 def decode_serial(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp):
+                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
+                 alw):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
     for i in range(tokens.shape[0]):
-        g, nb, nd = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
-                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
-                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
+        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
+                                    states[i], window, kdw, adw, person, emitted[i],
+                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
+                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
+                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
+        sizes[i, 3] = err
 
 
 # ------------------------------------------------------------------ Python side
@@ -939,6 +908,11 @@ def decode_serial(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, windo
 #: largest number of float64 entries of the per-prompt work arrays of the compiled path
 #: (beyond it the reference loop runs)
 MAX_WORK = 20_000_000
+
+
+#: the ``(vstep, fpar, ipar, jud, alw)`` arguments of :func:`decode_one` for the decoders
+#: (speculative sampling's own verification step; no lossy rule)
+NO_RULE = (-1, np.zeros(5), np.zeros(2, np.int64), np.zeros(1), np.zeros(1, np.bool_))
 
 
 def compiled_spec(spec: DecoderSpec, reweight="delta") -> np.ndarray:
@@ -1049,14 +1023,14 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     tokens = np.zeros((1, n0 + N), np.int64)
     tokens[0, :n0] = prompt
     out = outputs(1, N, L, B, True)
-    sizes = np.zeros((1, 3), np.int64)
+    sizes = np.zeros((1, 4), np.int64)
     states = st[None, :].copy()
     decode_serial(dspec, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
                  -1 if max_blocks is None else int(max_blocks), states,
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
                  out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes, opts, out["skipped"], out["decision_skipped"])
+                 sizes, opts, out["skipped"], out["decision_skipped"], *NO_RULE)
     set_pcg_state(rng, states[0])
     return build_result(spec, key_id(key) if spec.keyed else None, window, tokens[0], n0, out,
                         sizes[0], 0, L, B, True, (repeats, reweight, unkeyed, residual))
@@ -1068,7 +1042,7 @@ def build_result(spec, kid, window, tokens, n0, out, size, i, L, B, with_drafts,
     of the decoder of ``spec`` (``options``: ``(repeats, reweight, unkeyed, residual)`` of
     the run)."""
     repeats, reweight, unkeyed, residual = options
-    g, nb, nd = (int(x) for x in size)
+    g, nb, nd = (int(x) for x in size[:3])
     ells = out["block_ell"][i, :nb]
     kind = spec.block_for(reweight)
     rows = 1 if kind == "single" else B

@@ -281,14 +281,14 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     for i, a in enumerate(arrs):
         tokens[i, :a.size] = a
     out = _C.outputs(n, N, L, B, store)
-    sizes = np.zeros((n, 3), np.int64)
+    sizes = np.zeros((n, 4), np.int64)
     st = np.stack(states)
     kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
     kernel(dspec, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
                     out["block_ell"], out["counts"], store, share, sizes, opts,
-                    out["skipped"], out["decision_skipped"])
+                    out["skipped"], out["decision_skipped"], *_C.NO_RULE)
     kid = key_id(key) if spec.keyed else None
     results = [_C.build_result(spec, kid, w, tokens[i], int(n0s[i]), out, sizes[i], i, L, B,
                                store, options)

@@ -19,14 +19,16 @@ then the test ``U' < h``), from ``np.random.default_rng(seed)``.  The ``lossless
 verifies with speculative sampling's own step (``U q(x) <= p(x)``), so
 ``lossy_decode(..., "lossless")`` is ``speculative_decode(..., "vsps")`` token for token.
 
-Two implementations, the same numbers:
+There is no lossy block loop of its own: both loops of the decoders run it, with the rule as
+the verification step of their single-draft block (the block of ``vsps``), the same numbers:
 
-- the Python block loop (:func:`lossy_loop`) over any
-  :class:`~specbound.sim.decode.DecodeBackend` (``llm.generate_lossy``
-  drives it with a real model pair's KV-cached backend);
-- the compiled loop (:mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated
-  inside the loop, NumPy's PCG64 stream replayed, prompts under ``prange`` in
-  :func:`lossy_decode_batch`).
+- the Python block loop (:func:`lossy_loop`: ``_Run.block_single`` of
+  :mod:`specbound.sim.decode` with ``_Run.verify_rule``) over any
+  :class:`~specbound.sim.decode.DecodeBackend` (``llm.generate_lossy`` drives it with a real
+  model pair's KV-cached backend);
+- the compiled loop (:func:`specbound.sim._compiled.decode_one` with the rule's step of
+  :mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated inside the loop, NumPy's
+  PCG64 stream replayed, prompts under ``prange`` in :func:`lossy_decode_batch`).
 
 :func:`lossy_decode` and :func:`lossy_decode_batch` take the compiled loop whenever it
 covers the run: no ``backend``, ``SyntheticLM`` / ``MarkovLM`` models (a ``CachedLM`` of one
@@ -45,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from specbound._validation import as_bool, as_rng
+from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim.batch import DecodeBatch, _from_results, _prompt_rows, _seeds
@@ -56,6 +59,7 @@ from specbound.sim.decode import (
     _Run,
     _validate,
 )
+from specbound.sim.decoders import decoder_spec
 from specbound.sim.lossy import context_params, rule_spec
 from specbound.theory.lossy import DIVERGENCES, check_rule_params, parse_rule_params
 
@@ -92,7 +96,8 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
 
 
 def _constants(rule, params, n):
-    """The rule's constant parameters in the compiled form ``(code, fpar, ipar, jud, alw)``,
+    """The rule's constant parameters in the compiled form ``(vstep, fpar, ipar, jud, alw)``
+    (``vstep``: the rule's code, -1 for a rule that is speculative sampling's own step),
     validated by :func:`specbound.theory.lossy.parse_rule_params` (``ValueError`` naming the
     argument); None when a parameter is a callable (the Python loop then evaluates and
     validates it in every context)."""
@@ -113,7 +118,8 @@ def _constants(rule, params, n):
     jud = (prm["judge"][0].astype(np.float64) if "judge" in prm else np.zeros(1))
     alw = (np.ascontiguousarray(prm["allowed"][0]) if "allowed" in prm
            else np.zeros(1, np.bool_))
-    return rule_spec(rule).code, fpar, ipar, jud, alw
+    spec = rule_spec(rule)
+    return (-1 if spec.sd_step else spec.code), fpar, ipar, jud, alw
 
 
 def _plan(target, draft, L, N, store_drafts, unwrap_cached):
@@ -134,8 +140,9 @@ def _plan(target, draft, L, N, store_drafts, unwrap_cached):
 
 
 def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
-    """Run the compiled loop on validated prompts; returns the outputs and the sizes."""
-    code, fpar, ipar, jud, alw = consts
+    """Run the compiled loop on validated prompts -- the single-draft block of the decoders
+    (``vsps``'s, :func:`specbound.sim._compiled.decode_one`) with the rule's verification
+    step -- and return the outputs and the sizes."""
     tm, dm, share = plan
     n = len(prompts)
     n0s = np.array([a.size for a in prompts], dtype=np.int64)
@@ -144,10 +151,13 @@ def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
         tokens[i, :a.size] = a
     out = _C.outputs(n, N, L, 1, store)
     sizes = np.zeros((n, 4), np.int64)
-    kernel = _CL.lossy_batch if parallel and n > 1 else _CL.lossy_serial
-    kernel(code, tm, dm, tokens, n0s, N, L, states, fpar, ipar, jud, alw, out["emitted"],
-           out["accepted"], out["dec_ok"], out["dec_pos"], out["drafts"], out["block_ell"],
-           out["counts"], store, share, sizes)
+    kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
+    dspec = _C.compiled_spec(decoder_spec("vsps"))  # the block whose step the rule is
+    nokey = np.zeros(4, np.uint64)
+    kernel(dspec, tm, dm, tokens, n0s, N, L, 1, -1, states, -1, nokey, nokey, _b2.PERSON_WORDS,
+           out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
+           out["pivots"], out["drafts"], out["block_ell"], out["counts"], store, share, sizes,
+           _C.option_flags(), out["skipped"], out["decision_skipped"], *consts)
     if np.any(sizes[:, 3] == _CL.ERR_NO_MASS):
         raise ValueError(_NO_MASS)
     return tokens, n0s, out, sizes
