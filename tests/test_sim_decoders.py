@@ -99,6 +99,7 @@ def test_unknown_block_kind_raises_in_both_loops(monkeypatch):
         sim.speculative_decode_batch(t, d, [[1], [2]], "fake")
 
 
+@pytest.mark.kernel
 def test_the_compiled_kernel_itself_refuses_an_unknown_kind():
     """The kernel's own check (behind :func:`_compiled.compiled_spec`): a kind number
     outside the known kinds raises instead of running some block."""

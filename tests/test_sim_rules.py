@@ -68,6 +68,7 @@ def test_unknown_rule_is_refused_everywhere():
         rule_spec(None)
 
 
+@pytest.mark.kernel
 def test_compiled_lossy_loop_refuses_an_unknown_code():
     """No fall-through in the compiled loop: a code outside the registry raises instead of
     running the last rule of an if-chain."""
