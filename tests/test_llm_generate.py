@@ -356,8 +356,8 @@ LOSSY_CASES = [
 @pytest.mark.parametrize("rule,params", LOSSY_CASES[:5])
 def test_lossy_rules_same_tokens_on_cached_and_synthetic_backends(synth, rule, params):
     target, draft, pair = synth
-    ref = G.lossy_decode(sim.SyntheticBackend(target, draft), PROMPT, rule, L=3,
-                         max_new_tokens=30, seed=2, **params)
+    ref = sim.lossy_decode(target, draft, PROMPT, rule, L=3, max_new_tokens=30, seed=2,
+                           backend=sim.SyntheticBackend(target, draft), **params)
     res = G.generate_lossy(pair, PROMPT, rule, L=3, max_new_tokens=30, seed=2, **params)
     _same(res, ref)
     assert res.decoder == f"lossy:{rule}" and res.n_generated == 30
@@ -372,18 +372,18 @@ def test_lossy_first_token_follows_the_induced_law_on_the_embedded_model(llm_pai
     real (p, q) at the prompt (Zhou et al. 2026), over 1000 seeds (the prompt's
     distributions computed once, as in the lossless test above)."""
     from specbound import theory
-    from specbound.sim.lossy_seq import _rule_params
+    from specbound.sim.lossy import context_params
 
     t_lm, d_lm = G.as_protocol_models(llm_pair)
     target, draft = sim.CachedLM(t_lm), sim.CachedLM(d_lm)
     p = target.next_distribution(real_ids)
     q = draft.next_distribution(real_ids)
     for rule, params in LOSSY_CASES:
-        concrete = _rule_params(params, p, q)
+        concrete = context_params(params, p, q)
         law = theory.induced_distribution(p, q, rule, **concrete)
-        first = np.array([G.lossy_decode(sim.SyntheticBackend(target, draft), real_ids, rule,
-                                         L=1, max_new_tokens=1, seed=i,
-                                         **params).generated[0]
+        first = np.array([sim.lossy_decode(target, draft, real_ids, rule, L=1, max_new_tokens=1,
+                                           seed=i, backend=sim.SyntheticBackend(target, draft),
+                                           **params).generated[0]
                           for i in range(LOSSY_SEEDS)])
         assert_gof(first, law, samples=True, alpha=FIVE_SIGMA_RATE, label=rule)
     g = G.generate_lossy(llm_pair, real_ids, "lenience", L=2, max_new_tokens=3, ell=0.5)

@@ -2,7 +2,7 @@
 Python block loop, and the first token of a block follows the rule's induced law.
 
 The reference is :func:`specbound.sim.lossy_seq.lossy_loop` on a
-:class:`~specbound.sim.SyntheticBackend` (the loop ``llm.lossy_decode`` runs on real models).
+:class:`~specbound.sim.SyntheticBackend` (the loop ``llm.generate_lossy`` runs on real models).
 Equality checks are deterministic; the statistical checks state their false-failure rates.
 """
 
@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from specbound import theory
-from specbound.llm import generation as G
 from specbound.sim import (
     CachedLM,
     MarkovLM,
@@ -51,16 +50,17 @@ def _pair(n, kind=None):
 
 
 def _spy_kernels(monkeypatch) -> list:
-    """Record every call of the compiled lossy loop (serial and parallel kernels)."""
+    """Record every call of the compiled block loop (serial and parallel kernels), which the
+    lossy decoder runs with the rule as the verification step of the single-draft block."""
     calls = []
-    for name in ("lossy_serial", "lossy_batch"):
-        real = getattr(CL, name)
+    for name in ("decode_serial", "decode_batch"):
+        real = getattr(C, name)
 
         def spy(*a, _real=real, _name=name):
             calls.append(_name)
             return _real(*a)
 
-        monkeypatch.setattr(CL, name, spy)
+        monkeypatch.setattr(C, name, spy)
     return calls
 
 
@@ -131,7 +131,7 @@ def test_compiled_equals_python_loop_token_for_token(index, n, kind, monkeypatch
             assert_same(ref, batch[i], label=f"{rule} n={n} prompt {i} threads {threads}")
     one = lossy_decode(target, draft, ps.tokens[0], rule, seed=ps.seeds[0], **kw, **params)
     assert_same(refs[0], one, label=f"{rule} n={n} single")
-    assert calls == ["lossy_batch", "lossy_batch", "lossy_serial"]
+    assert calls == ["decode_batch", "decode_batch", "decode_serial"]
     assert one.decoder == f"lossy:{rule}"
 
 
@@ -184,7 +184,7 @@ def test_generator_seed_is_advanced_as_by_the_python_loop(monkeypatch):
 def test_callables_and_uncovered_runs_take_the_python_loop(monkeypatch):
     """Callable parameters, a custom backend, a CachedLM (single run), another bit generator
     and work above MAX_WORK run the Python loop (the spy sees no kernel call) and give
-    ``llm.lossy_decode``'s tokens; a callable returning a constant gives the constant's
+    the Python loop's tokens; a callable returning a constant gives the constant's
     compiled tokens."""
     target, draft = _pair(50)
     kw = dict(L=3, max_new_tokens=20, seed=4)
@@ -194,7 +194,8 @@ def test_callables_and_uncovered_runs_take_the_python_loop(monkeypatch):
     for rule, params in (("truncation", minp), ("lenience", {"ell": lambda p, q: 0.5}),
                          ("interpolation", {"lam": lambda p, q: 1.0 - float(np.max(q))})):
         got = lossy_decode(target, draft, [1], rule, **kw, **params)
-        ref = G.lossy_decode(SyntheticBackend(target, draft), [1], rule, **kw, **params)
+        ref = lossy_decode(target, draft, [1], rule, backend=SyntheticBackend(target, draft),
+                           **kw, **params)
         assert_same(ref, got, label=rule)
         b = lossy_decode_batch(target, draft, [[1], [2]], rule, seed=[4, 5], L=3,
                                max_new_tokens=20, store_drafts=True, **params)
@@ -206,9 +207,9 @@ def test_callables_and_uncovered_runs_take_the_python_loop(monkeypatch):
     assert ct.misses > 0
     assert_same(const, a)
     g = np.random.Generator(np.random.Philox(3))
-    ref = G.lossy_decode(SyntheticBackend(target, draft), [1], "judge", L=3, max_new_tokens=20,
-                         seed=np.random.Generator(np.random.Philox(3)),
-                         judge=np.arange(50) % 2 == 0)
+    ref = lossy_decode(target, draft, [1], "judge", backend=SyntheticBackend(target, draft),
+                       L=3, max_new_tokens=20, seed=np.random.Generator(np.random.Philox(3)),
+                       judge=np.arange(50) % 2 == 0)
     assert_same(ref, lossy_decode(target, draft, [1], "judge", L=3, max_new_tokens=20, seed=g,
                                   judge=np.arange(50) % 2 == 0))
     assert_same(const, lossy_decode(target, draft, [1], "lenience", ell=0.5,
@@ -220,7 +221,7 @@ def test_callables_and_uncovered_runs_take_the_python_loop(monkeypatch):
     calls = _spy_kernels(monkeypatch)
     b = lossy_decode_batch(ct, CachedLM(draft), [[1]], "lenience", seed=[4], L=3,
                            max_new_tokens=20, store_drafts=True, ell=0.5)
-    assert calls == ["lossy_serial"]  # a CachedLM's model runs compiled in the batch
+    assert calls == ["decode_serial"]  # a CachedLM's model runs compiled in the batch
     assert_same(const, b[0])
 
 
@@ -285,7 +286,7 @@ def _check_block_law(rule, params, monkeypatch):
         cc = np.concatenate(ctx)
         if min(np.sum(cc == v) for v in range(4)) >= LAW_M:
             break
-    assert set(calls) == {"lossy_serial"}
+    assert set(calls) == {"decode_serial"}
     ff = np.concatenate(first)
     for v in range(4):
         sample = ff[cc == v][:LAW_M]
@@ -329,7 +330,7 @@ def test_first_token_of_the_first_block_over_prompts(monkeypatch):
         law = theory.induced_distribution(p, q, rule, **params)
         assert_gof(first, law, samples=True, alpha=ALPHA, label=rule)
         assert_not_gof(first, _shifted(law), below=ALPHA, samples=True, label=rule)
-    assert calls == ["lossy_batch", "lossy_batch"]
+    assert calls == ["decode_batch", "decode_batch"]
 
 
 def test_bad_input_names_the_argument_before_any_kernel_runs(monkeypatch):

@@ -54,7 +54,6 @@ _EXPORTS = {
     "DEFAULT_WINDOW": "generation",
     "as_protocol_models": "generation",
     "generate_lossy": "generation",
-    "lossy_decode": "generation",
     "detect": "detection",
     "embedded_tokenizer": "detection",
     "DistributionLog": "logs",

@@ -53,11 +53,12 @@ from specbound._validation import as_bool, as_choice, as_int
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
+from specbound.sim.lossy_seq import lossy_decode as _sim_lossy_decode
 
 torch = require_llm_extra()
 
 __all__ = ["DEFAULT_WINDOW", "GenerationResult", "PairBackend", "PrefixCache", "generate",
-           "generate_lossy", "lossy_decode"]
+           "generate_lossy"]
 
 #: default watermark context window of :func:`generate` (the last 4 tokens): a finite window
 #: lets :func:`specbound.llm.detect` score text without its prompt
@@ -683,20 +684,31 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         if ids.size + max_new_tokens + int(L) + 1 > limit:
             raise ValueError(f"max_new_tokens: {ids.size} prompt tokens + {max_new_tokens} new "
                              f"tokens + L + 1 exceed the target's context window of {limit}")
+    target, draft_lm = as_protocol_models(pair)
+
+    def run(backend):
+        return speculative_decode(target, draft_lm, ids, decoder, L=L, B=B, key=key,
+                                  max_new_tokens=max_new_tokens, seed=seed, window=window,
+                                  backend=backend, **options)
+
+    return _drive(pair, ids, prompt_text, decoder, max_new_tokens, progress, run,
+                  dict(batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
+                       stop_tokens=_stop_tokens(pair, stop_at_eos), prefix_cache=prefix_cache))
+
+
+def _drive(pair, ids, prompt_text, label, max_new_tokens, progress, run, backend_options):
+    """The driver shared by :func:`generate` and :func:`generate_lossy`: a KV-cached
+    :class:`PairBackend` (with a progress bar when ``progress``), ``run(backend)`` -- the
+    simulator's block loop on it -- timed, and its :class:`GenerationResult`."""
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=max_new_tokens, desc=f"generate ({decoder})", unit="tok")
-    backend = PairBackend(pair, batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
-                          stop_tokens=_stop_tokens(pair, stop_at_eos), progress=bar,
-                          prefix_cache=prefix_cache)
-    target, draft_lm = as_protocol_models(pair)
+        bar = tqdm(total=max_new_tokens, desc=f"generate ({label})", unit="tok")
+    backend = PairBackend(pair, progress=bar, **backend_options)
     t0 = time.perf_counter()
     try:
-        res = speculative_decode(target, draft_lm, ids, decoder, L=L, B=B, key=key,
-                                 max_new_tokens=max_new_tokens, seed=seed, window=window,
-                                 backend=backend, **options)
+        res = run(backend)
     finally:
         if bar is not None:
             bar.close()
@@ -706,49 +718,22 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
 # ----------------------------------------------------------------------------- lossy rules
 
 
-def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
-                 **params) -> DecodeResult:
-    """Blockwise speculative sampling with a lossy verification rule, on any backend.
-
-    The block of Alg. 1 (Leviathan et al. 2023, arXiv:2211.17192) with the verification
-    step of a rule of :data:`specbound.theory.RULES` (Zhou et al. 2026, arXiv:2607.26627,
-    §3.1-3.2): ``L`` drafts ``x_s ~ q``; at each position the rule's acceptance test
-    ``U < h(x_s)`` and, at the first rejection, the rule's correction (a residual, the
-    truncated target, or -- for the ``"renormalize"`` readings -- fresh drafts from ``q``
-    tested again until one passes), computed by the simulator's per-context mechanism
-    (:mod:`specbound.sim.lossy`, the same code as :func:`specbound.sim.sample_induced`); a
-    bonus token from the target when all drafts pass.  So the first token of a block
-    follows :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
-
-    The block loop is the simulator's Python loop (:func:`specbound.sim.lossy_seq.lossy_loop`,
-    the reference of :func:`specbound.sim.lossy_decode`, which runs it compiled on synthetic
-    models).  Parameters are those of the rule (``ell``, ``lam``, ``threshold``, ``judge``,
-    ``allowed``, ...); any of them may be a callable ``f(p, q)`` evaluated in every context
-    (e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``).  Randomness:
-    ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus
-    draw), then the redraw loop's uniforms in order.  ``backend`` is a
-    :class:`specbound.sim.DecodeBackend` (:class:`PairBackend`, or
-    :class:`~specbound.sim.SyntheticBackend` for protocol models).
-    """
-    from specbound._validation import as_rng
-    from specbound.sim.lossy import LOSSY_RULES
-    from specbound.sim.lossy_seq import lossy_loop
-
-    rule = as_choice(rule, "rule", LOSSY_RULES)
-    L = as_int(L, "L", min_value=1)
-    N = as_int(max_new_tokens, "max_new_tokens", min_value=0)
-    return lossy_loop(backend, prompt, rule, L, N, as_rng(seed), params)
-
-
 def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=True,
                    template="default", draft=None, stop_at_eos=True, progress=False,
                    log=None, prompt_id=0, prefix_cache=None, **params) -> GenerationResult:
-    """:func:`lossy_decode` on a real pair with the KV-cached :class:`PairBackend`.
+    """:func:`specbound.sim.lossy_decode` on a real pair with the KV-cached
+    :class:`PairBackend`: blockwise speculative sampling (Leviathan et al. 2023,
+    arXiv:2211.17192, Alg. 1) whose verification step is a rule of
+    :data:`specbound.theory.RULES` (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2), the
+    single-draft block of :func:`generate` with the rule's step; the first token of a block
+    follows :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.  On
+    any other backend call ``sim.lossy_decode(target, draft, prompt, rule, ...,
+    backend=PairBackend(pair))`` (``target, draft = as_protocol_models(pair)``).
 
     Arguments as :func:`generate` (no key: the lossy rules are unwatermarked; ``prefix_cache``
-    as there) plus the
-    rule's parameters (constants or callables ``f(p, q)``).  ``result.decoder`` is
-    ``"lossy:<rule>"``.
+    as there) plus the rule's parameters (constants, or callables ``f(p, q)`` evaluated in
+    every context, e.g. a min-p set ``allowed=lambda p, q: p >= 0.1 * p.max()``).
+    ``result.decoder`` is ``"lossy:<rule>"``.
 
     Raises
     ------
@@ -769,19 +754,13 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
         name = "prompt" if ids.size >= limit else "max_new_tokens"
         raise ValueError(f"{name}: {ids.size} prompt tokens + {max_new_tokens} new tokens "
                          f"+ L + 1 exceed the target's context window of {limit}")
-    bar = None
-    if as_bool(progress, "progress"):
-        from tqdm.auto import tqdm
+    target, draft_lm = as_protocol_models(pair)
 
-        bar = tqdm(total=max_new_tokens, desc=f"generate (lossy:{rule})", unit="tok")
-    backend = PairBackend(pair, log=log, prompt_id=prompt_id,
-                          stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos")),
-                          progress=bar, prefix_cache=prefix_cache)
-    t0 = time.perf_counter()
-    try:
-        res = lossy_decode(backend, ids, rule, L=L, max_new_tokens=max_new_tokens, seed=seed,
-                           **params)
-    finally:
-        if bar is not None:
-            bar.close()
-    return _generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
+    def run(backend):
+        return _sim_lossy_decode(target, draft_lm, ids, rule, L=L, max_new_tokens=max_new_tokens,
+                                 seed=seed, backend=backend, **params)
+
+    return _drive(pair, ids, prompt_text, f"lossy:{rule}", max_new_tokens,
+                  as_bool(progress, "progress"), run,
+                  dict(log=log, prompt_id=prompt_id, prefix_cache=prefix_cache,
+                       stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos"))))

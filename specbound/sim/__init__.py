@@ -14,6 +14,7 @@ from specbound.sim.decode import (
     expected_block_tokens,
     speculative_decode,
 )
+from specbound.sim.decoders import DECODER_SPECS, DecoderSpec
 from specbound.sim.detect import (
     DetectionBatch,
     DetectionResult,
@@ -43,7 +44,7 @@ from specbound.sim.gof import (
 )
 from specbound.sim.invariance import check_drafter_invariance
 from specbound.sim.logged import DenseBatch, LogReader, LogWriter, SparseBatch
-from specbound.sim.lossy import sample_induced
+from specbound.sim.lossy import RULE_SPECS, RuleSpec, sample_induced
 from specbound.sim.lossy_seq import lossy_decode, lossy_decode_batch
 from specbound.sim.metrics import cluster_ratio_se, lcs_length, mean_se, rouge_l
 from specbound.sim.models import (
@@ -72,11 +73,13 @@ __all__ = [
     "NoisyDraft", "dirichlet", "mixture_draft", "noisy_draft", "softmax_gaussian",
     "temperature_draft", "top_k", "zipf", "DenseBatch", "LogReader", "LogWriter", "SparseBatch",
     # lossy verification
-    "TreeVerificationResult", "sample_induced", "simulate_tree_verification",
+    "RULE_SPECS", "RuleSpec", "TreeVerificationResult", "sample_induced",
+    "simulate_tree_verification",
     # sequence level
     "DecodeResult", "MarkovLM", "SyntheticLM", "check_drafter_invariance",
     "expected_block_tokens", "speculative_decode", "DecodeBatch", "speculative_decode_batch",
-    "DECODERS", "DECODER_SCHEME", "DecodeBackend", "SyntheticBackend", "WatermarkConfig",
+    "DECODERS", "DECODER_SCHEME", "DECODER_SPECS", "DecoderSpec", "DecodeBackend",
+    "SyntheticBackend", "WatermarkConfig",
     "acceptance_compensator", "CachedLM", "PromptSet", "log_perplexity", "random_prompts",
     # sequence-level lossy verification
     "lossy_decode", "lossy_decode_batch",

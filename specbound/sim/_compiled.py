@@ -1,7 +1,9 @@
 """The compiled sequence decoders: the block loop of every decoder in Numba (private).
 
 :func:`decode_one` is the block loop of :func:`specbound.sim.decode.speculative_decode` for
-every decoder of :data:`specbound.sim.decode.DECODERS` with the model evaluation inside the
+every decoder of :data:`specbound.sim.decoders.DECODER_SPECS` (the block chosen by the
+decoder's block kind, the behaviour inside it by the spec's flags: :func:`compiled_spec`)
+with the model evaluation inside the
 loop (:class:`~specbound.sim.models.SyntheticLM` through
 :func:`specbound.sim._model_kernels.synthetic_probs`, :class:`~specbound.sim.models.MarkovLM`
 by its rows), the keyed context labels in Numba (:mod:`specbound.sim._blake2b`), the same
@@ -33,6 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from specbound.sim import _blake2b as _b2
+from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim._config import JIT
@@ -42,97 +45,36 @@ from specbound.sim._model_kernels import (
     synthetic_probs_rows,
     window_label,
 )
+from specbound.sim._pcg import pcg_double, pcg_doubles, pcg_next, pcg_state, set_pcg_state
+from specbound.sim.decoders import (
+    ACC_KEYED_COIN,
+    ACC_REWEIGHTED,
+    ACCEPTANCES,
+    BLOCK_GLS,
+    BLOCK_KINDS,
+    BLOCK_SINGLE,
+    BLOCK_SPECINFER,
+    BLOCK_TOKEN,
+    BLOCK_TREE,
+    DECODER_SPECS,
+    DecoderSpec,
+    decoder_spec,
+)
+from specbound.sim.lossy import RULE_CONTRASTIVE, RULE_FUZZY, RULE_TRUNCATION
 from specbound.sim.prf import prf_uniform
+from specbound.sim.results import DecodeResult, WatermarkConfig
 
 JIT_PAR = dict(JIT, parallel=True)
 
-# decoder codes: the index in specbound.sim.decode.DECODERS
-AR, BASIC_UWM, VSPS, PFR, PFR_NOWM, MPFR, INVARIANT, SPECINFER, MWS, MSE, MSE_PSEUDO = range(11)
-CODE_NAMES = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
-              "mws", "mse", "mse_pseudo")
-_KEYED = (BASIC_UWM, PFR, MPFR, MWS, MSE, MSE_PSEUDO)
+#: decoder names by compiled code (``DecoderSpec.code``), derived from the registry
+CODE_NAMES = tuple(sorted(DECODER_SPECS, key=lambda name: DECODER_SPECS[name].code))
+#: codes of the keyed decoders
+_KEYED = tuple(s.code for s in DECODER_SPECS.values() if s.keyed)
+#: positions in the decoder's compiled spec ``dspec`` (:func:`compiled_spec`)
+DS_CODE, DS_KIND, DS_KEYED, DS_ACCEPTANCE = range(4)
 
 MODEL_SYNTHETIC = 0
 MODEL_MARKOV = 1
-
-# ------------------------------------------------------------------ PCG64 (NumPy's)
-
-_M32 = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
-_S58 = np.uint64(58)
-_S11 = np.uint64(11)
-_S63 = np.uint64(63)
-_MUL_HI = np.uint64(0x2360ED051FC65DA4)
-_MUL_LO = np.uint64(0x4385DF649FCCF645)
-_ONE = np.uint64(1)
-_INV53 = 1.0 / 9007199254740992.0  # 2**-53
-
-
-@njit(inline="always", **JIT)
-def _mulhi(a, b):
-    """High 64 bits of the 128-bit product ``a * b``."""
-    a0 = a & _M32
-    a1 = a >> _S32
-    b0 = b & _M32
-    b1 = b >> _S32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    p11 = a1 * b1
-    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
-    return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
-
-
-@njit(**JIT)
-def pcg_next(st):
-    """Next 64-bit output of NumPy's ``PCG64`` (XSL-RR 128/64); ``st = [state_hi, state_lo,
-    inc_hi, inc_lo]`` is advanced in place (the LCG step comes first, as in NumPy)."""
-    sh = st[0]
-    sl = st[1]
-    lo = sl * _MUL_LO
-    hi = _mulhi(sl, _MUL_LO) + sl * _MUL_HI + sh * _MUL_LO
-    nlo = lo + st[3]
-    carry = _ONE if nlo < lo else np.uint64(0)
-    nhi = hi + st[2] + carry
-    st[0] = nhi
-    st[1] = nlo
-    x = nhi ^ nlo
-    rot = nhi >> _S58
-    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
-
-
-@njit(**JIT)
-def pcg_double(st):
-    """``Generator.random()``: ``(next >> 11) * 2**-53``."""
-    return np.float64(pcg_next(st) >> _S11) * _INV53
-
-
-@njit(**JIT)
-def pcg_doubles(st, out):
-    """``out[:] = Generator.random(out.size)``."""
-    for i in range(out.shape[0]):
-        out[i] = pcg_double(st)
-
-
-def pcg_state(rng: np.random.Generator) -> np.ndarray | None:
-    """The ``PCG64`` state of ``rng`` as four words, or None for another bit generator."""
-    bg = rng.bit_generator
-    if type(bg) is not np.random.PCG64:
-        return None
-    s = bg.state["state"]
-    m = (1 << 64) - 1
-    return np.array([s["state"] >> 64, s["state"] & m, s["inc"] >> 64, s["inc"] & m],
-                    dtype=np.uint64)
-
-
-def set_pcg_state(rng: np.random.Generator, st: np.ndarray) -> None:
-    """Write the advanced state back into ``rng`` (as if the draws had been made there)."""
-    bg = rng.bit_generator
-    state = bg.state
-    state["state"] = {"state": (int(st[0]) << 64) | int(st[1]),
-                      "inc": (int(st[2]) << 64) | int(st[3])}
-    bg.state = state
-
 
 # ------------------------------------------------------------------ models
 
@@ -374,11 +316,16 @@ def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_
 
 
 @njit(**JIT)
-def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
+def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
                emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share, opts, skp, dskp):
-    """Decode one prompt (``tokens[:n0]``) with decoder ``code``; returns
+               store_drafts, share, opts, skp, dskp, vstep, fpar, ipar, jud, alw):
+    """Decode one prompt (``tokens[:n0]``) with the decoder of ``dspec`` (its compiled spec,
+    :func:`compiled_spec`: code, block kind, keyed, acceptance test); returns
     ``(generated, n_blocks, n_decisions)``.
+
+    The block of every step is chosen by the block kind alone (``BLOCK_*`` of
+    :mod:`specbound.sim.decoders`), and within a block the behaviour by the spec's flags, never
+    by the decoder's code: an unknown kind raises ``ValueError`` (no fall-through).
 
     ``st``: the PCG64 state (advanced in place); ``window < 0``: whole-prefix labels;
     ``kdw`` / ``adw``: the key digest / the mse_pseudo acceptance digest as words.  Output
@@ -390,21 +337,40 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
     ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``repeats="skip"``;
     ``skp`` / ``dskp``: the skipped flags per generated token / per decision.
+    ``vstep``: the verification step of the single-draft block, -1 for speculative
+    sampling's own step (the decoders, the ``lossless`` rule), else the code of a lossy rule
+    (:data:`specbound.sim.lossy.RULE_SPECS`) with its constant parameters ``fpar``, ``ipar``,
+    ``jud``, ``alw`` (:mod:`specbound.sim._compiled_lossy`).  Returns ``(generated,
+    n_blocks, n_decisions, error)``, ``error`` :data:`_compiled_lossy.ERR_NO_MASS` when a
+    truncation context needed ``p_Theta`` and ``A`` carried no target mass (the run stops).
     """
+    kind = dspec[DS_KIND]
+    if kind < BLOCK_TOKEN or kind > BLOCK_SPECINFER:
+        raise ValueError("decoder: unknown block kind in the compiled loop")
+    if vstep != -1:
+        known = False
+        for c in _CL.CODES:
+            if vstep == c:
+                known = True
+        if not known:
+            raise ValueError("rule: unknown rule code in the compiled loop")
+        if kind != BLOCK_SINGLE or dspec[DS_KEYED] != 0:
+            raise ValueError("rule: a lossy rule is the verification step of the unkeyed "
+                             "single-draft block")
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
-    keyed = (code == BASIC_UWM or code == PFR or code == MPFR or code == MWS or code == MSE
-             or code == MSE_PSEUDO)
+    keyed = dspec[DS_KEYED] != 0
+    kcoin = dspec[DS_ACCEPTANCE] == ACC_KEYED_COIN  # mse_pseudo's second key
+    reweighted = dspec[DS_ACCEPTANCE] == ACC_REWEIGHTED
     gamma = opts[OPT_GAMMA] != 0
     mask = opts[OPT_MASK] != 0 and keyed and window >= 0
-    fresh = opts[OPT_FRESH] != 0 and code == PFR_NOWM
-    kres = opts[OPT_KEYED_RESIDUAL] != 0 and code == MSE_PSEUDO
+    fresh = opts[OPT_FRESH] != 0 and kind == BLOCK_TREE and not keyed
+    kres = opts[OPT_KEYED_RESIDUAL] != 0 and kcoin
     # repeats="skip": the unkeyed uniforms are drawn whenever the mode is on (as in the
     # reference loop), repeats are looked for only with a finite window
     skipmode = opts[OPT_SKIP] != 0 and keyed
     track_skip = skipmode and window >= 0
-    tree = (code == PFR or code == PFR_NOWM or code == MPFR
-            or (code == MWS and not gamma))
-    single = code == VSPS or code == MSE or code == MSE_PSEUDO or (code == MWS and gamma)
+    tree = kind == BLOCK_TREE
+    single = kind == BLOCK_SINGLE
     GU = np.empty(n if gamma else 1)
     GP = np.empty(n if gamma else 1)
     GQ = np.empty(n if gamma else 1)
@@ -417,10 +383,13 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     sks = np.zeros(L, np.bool_)
     P = np.empty(n)
     LG = np.empty(n)
+    W = np.empty(n if vstep >= 0 else 1)
+    T = np.empty(n if vstep >= 0 else 1)
+    NU = np.empty(n if vstep == RULE_CONTRASTIVE else 1)
     SN = np.empty((maxn if share else 1, n))
     has_s = np.zeros(maxn, np.bool_)
     Q = np.empty((L if single else 1, n))
-    QN = np.empty((maxn if code == SPECINFER else 1, n))
+    QN = np.empty((maxn if kind == BLOCK_SPECINFER else 1, n))
     parent = np.empty(maxn, np.int64)
     ntok = np.empty(maxn, np.int64)
     depth = np.empty(maxn, np.int64)
@@ -447,7 +416,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
     apst = np.zeros(2, np.int64)
     if keyed and window < 0:
         _prefix_start(kdw, person, pre, pst, tokens, n0)
-    if code == MSE_PSEUDO and window < 0:
+    if kcoin and window < 0:
         _prefix_start(adw, person, apre, apst, tokens, n0)
     run_label = pcg_next(st)
     gen = 0
@@ -460,11 +429,11 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
         hlen = n0 + gen
         dec0 = ndec
         k = 0
-        if code == AR or code == BASIC_UWM:
+        if kind == BLOCK_TOKEN:  # ar, basic_uwm: one target token per step
             counts[0] += 1
             counts[2] += 1
             model_probs(tm, tokens[:hlen], P)
-            if code == AR:
+            if not keyed:
                 y = _K.categorical(P, pcg_double(st))
                 pivots[gen] = np.nan
             else:
@@ -526,7 +495,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     else:
                         if fresh:
                             lab = ulabels[d]
-                        elif code == PFR_NOWM:
+                        elif not keyed:  # pfr_nowm: the unkeyed position clocks
                             lab = _K.trial_label(run_label, hlen + d)
                         else:
                             lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
@@ -633,7 +602,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                     if not labset[node]:
                         if fresh:
                             nlab[node] = ulabels[ell]
-                        elif code == PFR_NOWM:
+                        elif not keyed:
                             nlab[node] = _K.trial_label(run_label, cur)
                         else:
                             nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0,
@@ -656,7 +625,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 counts[3] += 1
                 _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
                 sks[s] = track_skip and _is_repeat(tokens, n0, cur, window)
-                if code == VSPS or sks[s]:
+                if not keyed or sks[s]:
                     x = _K.categorical(Q[s], us[3 * s])
                 else:
                     labs[s] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
@@ -681,33 +650,53 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 pv = P
                 qv = Q[s]
                 sk = sks[s]
-                if code == MWS and not sk:  # gamma: between the reweighted distributions
+                if reweighted and not sk:  # mws, gamma: between the reweighted laws
                     gamma_reweight(labs[s], P, GU, GP)
                     gamma_reweight(labs[s], Q[s], GU, GQ)
                     pv = GP
                     qv = GQ
-                alab = np.uint64(0)
-                if code == MSE_PSEUDO and not sk:
-                    alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
-                    coin = prf_uniform(alab, 0, 0)
-                else:
-                    coin = us[3 * s + 1]
-                k += 1
-                if coin * qv[x] <= pv[x]:
-                    y = x
-                    ok = True
-                elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
-                    pos = False
-                    for v in range(n):
-                        d_ = P[v] - Q[s, v]
-                        LG[v] = d_ if d_ > 0.0 else 0.0
-                        if LG[v] > 0.0:
-                            pos = True
-                    y = _K.race_argmin(alab, LG if pos else P, 1)
-                    ok = False
-                else:
-                    y = _K.residual_sample(pv, qv, us[3 * s + 2])
-                    ok = False
+                if vstep >= 0:  # a lossy rule's verification step (_compiled_lossy)
+                    if vstep == RULE_TRUNCATION and _CL._no_target_mass(
+                            P, qv, alw, ipar[_CL.I_REDRAW] != 0):
+                        return gen, nblk, ndec, _CL.ERR_NO_MASS
+                    gate = 0.0
+                    if vstep == RULE_FUZZY:
+                        dv = _CL.fuzzy_divergence(P, qv, ipar[_CL.I_DIVERGENCE], W, T)
+                        gate = 1.0 if dv <= fpar[_CL.F_THRESHOLD] else 0.0
+                    elif vstep == RULE_CONTRASTIVE:
+                        _CL.contrastive_law(P, qv, fpar[_CL.F_BETA], fpar[_CL.F_ALPHA], NU)
+                    k += 1
+                    if us[3 * s + 1] < _CL.accept_prob(vstep, P, qv, NU, x, fpar, jud, alw,
+                                                       gate):
+                        y = x
+                        ok = True
+                    else:
+                        y = _CL.correction(vstep, P, qv, NU, fpar, ipar, jud, alw,
+                                           us[3 * s + 2], st, W)
+                        ok = False
+                else:  # speculative sampling's step (the lossless rule), the decoders' flags
+                    alab = np.uint64(0)
+                    if kcoin and not sk:
+                        alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
+                        coin = prf_uniform(alab, 0, 0)
+                    else:
+                        coin = us[3 * s + 1]
+                    k += 1
+                    if coin * qv[x] <= pv[x]:
+                        y = x
+                        ok = True
+                    elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
+                        pos = False
+                        for v in range(n):
+                            d_ = P[v] - Q[s, v]
+                            LG[v] = d_ if d_ > 0.0 else 0.0
+                            if LG[v] > 0.0:
+                                pos = True
+                        y = _K.race_argmin(alab, LG if pos else P, 1)
+                        ok = False
+                    else:
+                        y = _K.residual_sample(pv, qv, us[3 * s + 2])
+                        ok = False
                 if keyed:
                     klab = labs[s]
                     if mask or sk:
@@ -730,7 +719,7 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 cur = hlen + ell
                 model_probs(tm, tokens[:cur], P)
                 sk = track_skip and _is_repeat(tokens, n0, cur, window)
-                if code == VSPS:
+                if not keyed:
                     y = _K.categorical(P, us[3 * ell + 2])
                     pivots[gen] = np.nan
                 elif sk:
@@ -752,8 +741,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 tokens[cur] = y
                 gen += 1
                 k += 1
-        else:  # invariant (GLS) and specinfer: B draft paths in a trie
-            gls = code == INVARIANT
+        elif kind == BLOCK_GLS or kind == BLOCK_SPECINFER:  # B draft paths in a trie
+            gls = kind == BLOCK_GLS
             if gls:
                 for s in range(ell + 1):
                     ulabels[s] = pcg_next(st)
@@ -857,6 +846,8 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
                 tokens[cur] = y
                 gen += 1
                 k += 1
+        else:  # no fall-through to another decoder's block
+            raise ValueError("decoder: unknown block kind in the compiled loop")
         emitted[nblk] = k
         a = 0
         for i in range(dec0, ndec):
@@ -866,44 +857,50 @@ def decode_one(code, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, a
         block_ell[nblk] = ell
         if keyed and window < 0:
             _prefix_extend(pre, pst, tokens, hlen, n0 + gen)
-        if code == MSE_PSEUDO and window < 0:
+        if kcoin and window < 0:
             _prefix_extend(apre, apst, tokens, hlen, n0 + gen)
         nblk += 1
-    return gen, nblk, ndec
+    return gen, nblk, ndec, 0
 
 
 @njit(**JIT_PAR)
-def decode_batch(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
+def decode_batch(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp):
+                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
+                 alw):
     """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
     under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
     PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
     for i in prange(tokens.shape[0]):
-        g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
-                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
-                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
+        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
+                                    states[i], window, kdw, adw, person, emitted[i],
+                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
+                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
+                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
+        sizes[i, 3] = err
 
 
 @njit(**JIT)
-def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
+def decode_serial(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
                  person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp):
+                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
+                 alw):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
     for i in range(tokens.shape[0]):
-        g, nb, nd = decode_one(code, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks, states[i],
-                               window, kdw, adw, person, emitted[i], accepted[i], nu[i],
-                               dec_ok[i], dec_pos[i], pivots[i], drafts[i], block_ell[i],
-                               counts[i], store_drafts, share, opts, skp[i], dskp[i])
+        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
+                                    states[i], window, kdw, adw, person, emitted[i],
+                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
+                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
+                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
         sizes[i, 0] = g
         sizes[i, 1] = nb
         sizes[i, 2] = nd
+        sizes[i, 3] = err
 
 
 # ------------------------------------------------------------------ Python side
@@ -913,26 +910,48 @@ def decode_serial(code, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window
 MAX_WORK = 20_000_000
 
 
-def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False,
-         opts=None):
-    """The compiled arguments of a run, or None when the compiled path does not cover it
-    (``opts``: the :func:`option_flags` of the run, for the size of its work arrays).
+#: the ``(vstep, fpar, ipar, jud, alw)`` arguments of :func:`decode_one` for the decoders
+#: (speculative sampling's own verification step; no lossy rule)
+NO_RULE = (-1, np.zeros(5), np.zeros(2, np.int64), np.zeros(1), np.zeros(1, np.bool_))
 
-    Returns ``(code, tm, dm, kdw, adw, share)``.
+
+def compiled_spec(spec: DecoderSpec, reweight="delta") -> np.ndarray:
+    """The decoder's spec as the kernel reads it: ``dspec = (code, block kind, keyed,
+    acceptance)`` (``DS_*`` positions), the block kind the one of a run with ``reweight``.
+
+    Raises ``ValueError`` naming the decoder when its block kind has no compiled block (the
+    kernel's own check is the second line of defence)."""
+    kind = spec.block_for(reweight)
+    if kind not in BLOCK_KINDS:
+        raise ValueError(f"decoder: {spec.name!r} has block kind {kind!r}, which has no "
+                         f"compiled block; known kinds: {sorted(BLOCK_KINDS)}")
+    return np.array([spec.code, BLOCK_KINDS.index(kind), spec.keyed,
+                     ACCEPTANCES.index(spec.acceptance)], np.int64)
+
+
+def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False,
+         opts=None, reweight="delta"):
+    """The compiled arguments of a run, or None when the compiled path does not cover it
+    (``opts``: the :func:`option_flags` of the run, for the size of its work arrays; ``key``:
+    the key or, hashed once by the caller, its :func:`~specbound.sim.prf.key_digest`).
+
+    Returns ``(spec, dspec, tm, dm, kdw, adw, share)``.  Raises ``ValueError`` for a decoder
+    without a spec or whose block kind has no compiled block.
     """
     from specbound.sim.prf import key_digest
 
+    spec = decoder_spec(decoder)
+    dspec = compiled_spec(spec, reweight)
     tm = model_spec(target, unwrap_cached)
     dm = model_spec(draft, unwrap_cached) if draft is not None else tm
     if tm is None or dm is None:
         return None
-    code = CODE_NAMES.index(decoder)
     n = int(target.vocab_size)
-    work = n * (L if code in (VSPS, MSE, MSE_PSEUDO) else 1)
-    if code == SPECINFER:
+    work = n * (L if spec.block == "single" else 1)
+    if spec.block == "specinfer":
         work += n * (1 + B * L)
     if opts is not None:
-        if opts[OPT_SKIP] and code in (PFR, MPFR, MWS):
+        if opts[OPT_SKIP] and spec.keyed and spec.block == "tree":
             work += n * (1 + B * L)  # the draft distributions of skipped contexts
         if opts[OPT_GAMMA]:
             work += n * (L + 3)
@@ -941,16 +960,15 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
     if work > MAX_WORK:
         return None
     # the shared back-off sums of one block's contexts (skipped when too large)
-    share = (code not in (AR, BASIC_UWM) and shares_fields(tm, dm)
-             and n * (1 + B * L) <= MAX_WORK)
+    share = (spec.drafts and shares_fields(tm, dm) and n * (1 + B * L) <= MAX_WORK)
     kdw = np.zeros(4, np.uint64)
     adw = np.zeros(4, np.uint64)
-    if key is not None and code in _KEYED:
-        digest = key_digest(key)
+    if key is not None and spec.keyed:
+        digest = key_digest(key)  # the caller's digest is returned as is (no re-hash)
         kdw = _b2.digest_words(digest)
-        if code == MSE_PSEUDO:
+        if spec.acceptance == "keyed_coin":
             adw = _b2.digest_words(key_digest(b"mse_pseudo-acceptance:" + digest))
-    return code, tm, dm, kdw, adw, share
+    return spec, dspec, tm, dm, kdw, adw, share
 
 
 def outputs(n_prompts, N, L, B, store_drafts):
@@ -990,45 +1008,45 @@ def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max
     bit, or None when the compiled path does not cover the run (then nothing was drawn
     from ``rng``).  ``rng`` is advanced exactly as the reference loop advances it.
     """
-    from specbound.sim.decode import DecodeResult, WatermarkConfig
     from specbound.sim.prf import key_id
 
     opts = option_flags(repeats, reweight, unkeyed, residual)
     st = pcg_state(rng)
     if st is None:
         return None
-    p = plan(target, draft, decoder, key, L, B, N, opts=opts)
+    p = plan(target, draft, decoder, key, L, B, N, opts=opts, reweight=reweight)
     if p is None:
         return None
-    code, tm, dm, kdw, adw, share = p
+    spec, dspec, tm, dm, kdw, adw, share = p
     prompt = np.asarray(prompt, dtype=np.int64)
     n0 = prompt.size
     tokens = np.zeros((1, n0 + N), np.int64)
     tokens[0, :n0] = prompt
     out = outputs(1, N, L, B, True)
-    sizes = np.zeros((1, 3), np.int64)
+    sizes = np.zeros((1, 4), np.int64)
     states = st[None, :].copy()
-    decode_serial(code, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
+    decode_serial(dspec, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
                  -1 if max_blocks is None else int(max_blocks), states,
                  -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
                  out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
                  out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes, opts, out["skipped"], out["decision_skipped"])
+                 sizes, opts, out["skipped"], out["decision_skipped"], *NO_RULE)
     set_pcg_state(rng, states[0])
-    return build_result(DecodeResult, WatermarkConfig, key_id(key) if code in _KEYED else None,
-                        code, window, tokens[0], n0, out, sizes[0], 0, L, B, True,
-                        (repeats, reweight, unkeyed, residual))
+    return build_result(spec, key_id(key) if spec.keyed else None, window, tokens[0], n0, out,
+                        sizes[0], 0, L, B, True, (repeats, reweight, unkeyed, residual))
 
 
-def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, out, size, i,
-                 L, B, with_drafts, options=("reuse", "delta", "position", "plain")):
-    """The :class:`~specbound.sim.decode.DecodeResult` of prompt ``i`` of a compiled batch
-    (``options``: ``(repeats, reweight, unkeyed, residual)`` of the run)."""
+def build_result(spec, kid, window, tokens, n0, out, size, i, L, B, with_drafts,
+                 options=("reuse", "delta", "position", "plain")):
+    """The :class:`~specbound.sim.results.DecodeResult` of prompt ``i`` of a compiled batch
+    of the decoder of ``spec`` (``options``: ``(repeats, reweight, unkeyed, residual)`` of
+    the run)."""
     repeats, reweight, unkeyed, residual = options
-    g, nb, nd = (int(x) for x in size)
+    g, nb, nd = (int(x) for x in size[:3])
     ells = out["block_ell"][i, :nb]
-    rows = 1 if code in (VSPS, MSE, MSE_PSEUDO) or (code == MWS and reweight == "gamma") else B
-    if code in (AR, BASIC_UWM) or not with_drafts:
+    kind = spec.block_for(reweight)
+    rows = 1 if kind == "single" else B
+    if kind == "token" or not with_drafts:
         drafts = ()
     else:
         drafts = tuple(out["drafts"][i, b, :rows, :int(ells[b])].copy() for b in range(nb))
@@ -1047,7 +1065,7 @@ def build_result(DecodeResult, WatermarkConfig, kid, code, window, tokens, n0, o
         n_draft_contexts=int(c[3]),
         pivots=out["pivots"][i, :g].copy(),
         drafts=drafts,
-        decoder=CODE_NAMES[code],
+        decoder=spec.name,
         L=L,
         B=B,
         watermark=WatermarkConfig(kid, window, repeats == "mask", repeats, reweight, residual),

@@ -1,16 +1,16 @@
-"""The compiled sequence-level lossy decoder: the block loop of :func:`specbound.sim.lossy_decode`
-in Numba (private).
+"""The compiled verification step of the lossy rules (private).
 
-:func:`lossy_one` is, decision for decision, the Python block loop of
-:mod:`specbound.sim.lossy_seq` (blockwise speculative sampling, Leviathan et al. 2023,
-arXiv:2211.17192, Alg. 1, with the verification step of a lossy rule of Zhou et al. 2026,
-arXiv:2607.26627, §3.1-3.2, App. A, F, G) with the model evaluation inside the loop (the
-``SyntheticLM`` / ``MarkovLM`` evaluation of :mod:`specbound.sim._compiled`), NumPy's
-``PCG64`` stream replayed (:func:`specbound.sim._compiled.pcg_double`), and the per-context
-mechanism of :func:`specbound.sim.lossy._mechanism` rewritten element by element: the same
-acceptance ``h(x)``, the same correction distribution, the same redraw loop, the same step
-kernels (``_kernels.categorical``, ``_kernels.residual_sample``).  :func:`lossy_batch` runs
-many prompts under ``prange`` (each prompt its own stream and its own output rows).
+The lossy decoder has no block loop of its own: :func:`specbound.sim.lossy_decode` runs the
+single-draft block of the compiled decoders (:func:`specbound.sim._compiled.decode_one`,
+the block of ``vsps``: blockwise speculative sampling, Leviathan et al. 2023,
+arXiv:2211.17192, Alg. 1) with the verification step of a lossy rule of Zhou et al. 2026,
+arXiv:2607.26627, §3.1-3.2, App. A, F, G.  This module is that step: the per-context
+mechanism of the rule's spec (:data:`specbound.sim.lossy.RULE_SPECS`) rewritten element by
+element -- the same acceptance ``h(x)`` (:func:`accept_prob`), the same correction
+distribution and redraw loop (:func:`correction`, NumPy's ``PCG64`` stream replayed by
+:mod:`specbound.sim._pcg`), the same step kernels (``_kernels.categorical``,
+``_kernels.residual_sample``) -- dispatched on the rule's code explicitly (an unknown code
+raises).  The ``lossless`` rule is the decoders' own step and never reaches it.
 
 Numerics.  Everything is compiled without fastmath (IEEE operations in NumPy's order, no
 fused multiply-add).  The NumPy reductions whose *values* matter -- the normalisation of the
@@ -35,31 +35,45 @@ pairwise sums: bit for bit by construction.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from specbound.sim import _kernels as _K
-from specbound.sim._compiled import (
-    _draft_eval,
-    _target_eval,
-    model_probs,
-    pcg_double,
-    pcg_doubles,
-)
 from specbound.sim._config import JIT
+from specbound.sim._pcg import pcg_double
+from specbound.sim.lossy import (
+    RULE_CEILING,
+    RULE_CONTRASTIVE,
+    RULE_FUZZY,
+    RULE_INTERPOLATION,
+    RULE_JUDGE,
+    RULE_LENIENCE,
+    RULE_LOSSLESS,
+    RULE_TRUNCATION,
+    RULE_TRUNCATION_CEILING,
+)
 
 #: IEEE arithmetic (the NumPy mechanism's roundings); cached like the other kernels
 JIT_IEEE = dict(JIT, fastmath=False)
-JIT_IEEE_PAR = dict(JIT_IEEE, parallel=True)
 
-# rule codes: the index in specbound.theory.RULES
-(LOSSLESS, INTERPOLATION, FUZZY, LENIENCE, JUDGE, TRUNCATION, CEILING, TRUNCATION_CEILING,
- CONTRASTIVE) = range(9)
+# rule codes: ``RuleSpec.code`` of the rule registry (specbound.sim.lossy.RULE_SPECS)
+LOSSLESS = RULE_LOSSLESS
+INTERPOLATION = RULE_INTERPOLATION
+FUZZY = RULE_FUZZY
+LENIENCE = RULE_LENIENCE
+JUDGE = RULE_JUDGE
+TRUNCATION = RULE_TRUNCATION
+CEILING = RULE_CEILING
+TRUNCATION_CEILING = RULE_TRUNCATION_CEILING
+CONTRASTIVE = RULE_CONTRASTIVE
+#: the compiled rules (the block loop refuses any other code)
+CODES = (LOSSLESS, INTERPOLATION, FUZZY, LENIENCE, JUDGE, TRUNCATION, CEILING,
+         TRUNCATION_CEILING, CONTRASTIVE)
 # positions in ``fpar`` and ``ipar``
 F_LAM, F_THRESHOLD, F_ELL, F_BETA, F_ALPHA = range(5)
 I_DIVERGENCE, I_REDRAW = range(2)
 DIV_TV, DIV_KL, DIV_JS = range(3)
 
-#: ``lossy_one`` return code: the truncated target was needed with no target mass on ``A``
+#: the block loop's error code: the truncated target was needed with no target mass on ``A``
 ERR_NO_MASS = 1
 
 _PW_BLOCK = 128
@@ -259,10 +273,11 @@ def accept_prob(rule, p, q, nu, i, fpar, jud, alw, gate):
         return h if q[i] > 0.0 else 0.0
     if rule == TRUNCATION:
         return 1.0 if alw[i] else 0.0
-    # truncation_ceiling
-    if alw[i] and q[i] > 0.0:
-        return 1.0
-    return _ratio(p[i], fpar[F_ELL] * q[i])
+    if rule == TRUNCATION_CEILING:
+        if alw[i] and q[i] > 0.0:
+            return 1.0
+        return _ratio(p[i], fpar[F_ELL] * q[i])
+    raise ValueError("rule: unknown rule code in the compiled loop")
 
 
 @njit(**JIT_IEEE)
@@ -330,135 +345,8 @@ def correction(rule, p, q, nu, fpar, ipar, jud, alw, u, st, w):
             for i in range(n):
                 w[i] = w[i] / s
         return _K.categorical(w, u)
-    # ceiling, truncation_ceiling: residual (p - q h)_+, p if empty
-    for i in range(n):
-        w[i] = q[i] * accept_prob(rule, p, q, nu, i, fpar, jud, alw, 0.0)
-    return _K.residual_sample(p, w, u)
-
-
-# ------------------------------------------------------------------ one prompt
-
-
-@njit(**JIT_IEEE)
-def lossy_one(rule, tm, dm, tokens, n0, N, L, st, fpar, ipar, jud, alw, emitted, accepted,
-              dec_ok, dec_pos, drafts, block_ell, counts, store_drafts, share):
-    """Decode one prompt (``tokens[:n0]``) with lossy rule ``rule``; returns
-    ``(generated, n_blocks, n_decisions, error)``.
-
-    ``st``: the PCG64 state (advanced in place, exactly as the Python loop advances its
-    generator: ``rng.random((ell + 1, 3))`` per block, then the redraw loop's uniforms).
-    ``fpar = (lam, threshold, ell, beta, alpha)``, ``ipar = (divergence, redraw)``, ``jud``
-    (float 0/1) and ``alw`` (bool): the rule's constant parameters.  Output rows as
-    :func:`specbound.sim._compiled.decode_one` (``drafts[block, 0, :ell]``); ``counts =
-    (target evals, draft evals, target contexts, draft contexts)``.  ``error`` is
-    :data:`ERR_NO_MASS` when a truncation context needed ``p_Theta`` and ``A`` carried no
-    target mass (the Python loop's ``ValueError``; the run stops there).
-    """
-    n = tm[4].shape[0] if tm[0] == 0 else tm[5].shape[1]
-    P = np.empty(n)
-    LG = np.empty(n)
-    W = np.empty(n)
-    T = np.empty(n)
-    NU = np.empty(n if rule == CONTRASTIVE else 1)
-    Q = np.empty((L, n))
-    SN = np.empty((L if share else 1, n))
-    xs = np.empty(L, np.int64)
-    us = np.empty(3 * (L + 1))
-    gen = 0
-    nblk = 0
-    ndec = 0
-    for i in range(4):
-        counts[i] = 0
-    while gen < N:
-        ell = L if L < N - gen else N - gen
-        hlen = n0 + gen
-        pcg_doubles(st, us[:3 * (ell + 1)])
-        for s in range(ell):
-            cur = hlen + s
-            counts[1] += 1
-            counts[3] += 1
-            _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
-            x = _K.categorical(Q[s], us[3 * s])
-            tokens[cur] = x
-            xs[s] = x
-        if store_drafts:
-            for s in range(ell):
-                drafts[nblk, 0, s] = xs[s]
-        counts[0] += 1
-        counts[2] += ell + 1
-        k = 0
-        acc = 0
-        done = False
-        for s in range(ell):
-            cur = hlen + s
-            _target_eval(tm, tokens[:cur], SN[s if share else 0], LG, P, share)
-            q = Q[s]
-            if rule == TRUNCATION and _no_target_mass(P, q, alw, ipar[I_REDRAW] != 0):
-                return gen, nblk, ndec, ERR_NO_MASS
-            gate = 0.0
-            if rule == FUZZY:
-                d = fuzzy_divergence(P, q, ipar[I_DIVERGENCE], W, T)
-                gate = 1.0 if d <= fpar[F_THRESHOLD] else 0.0
-            elif rule == CONTRASTIVE:
-                contrastive_law(P, q, fpar[F_BETA], fpar[F_ALPHA], NU)
-            x = xs[s]
-            dec_pos[ndec] = gen
-            k += 1
-            if us[3 * s + 1] < accept_prob(rule, P, q, NU, x, fpar, jud, alw, gate):
-                dec_ok[ndec] = True
-                ndec += 1
-                acc += 1
-                gen += 1
-                continue
-            dec_ok[ndec] = False
-            ndec += 1
-            tokens[cur] = correction(rule, P, q, NU, fpar, ipar, jud, alw, us[3 * s + 2], st,
-                                     W)
-            gen += 1
-            done = True
-            break
-        if not done and gen < N:
-            cur = hlen + ell
-            model_probs(tm, tokens[:cur], P)
-            tokens[cur] = _K.categorical(P, us[3 * ell + 2])
-            gen += 1
-            k += 1
-        emitted[nblk] = k
-        accepted[nblk] = acc
-        block_ell[nblk] = ell
-        nblk += 1
-    return gen, nblk, ndec, 0
-
-
-@njit(**JIT_IEEE_PAR)
-def lossy_batch(rule, tm, dm, tokens, n0s, N, L, states, fpar, ipar, jud, alw, emitted,
-                accepted, dec_ok, dec_pos, drafts, block_ell, counts, store_drafts, share,
-                sizes):
-    """:func:`lossy_one` for every row of ``tokens`` under ``prange``; ``sizes[i] =
-    (generated, blocks, decisions, error)``.  Prompt ``i`` has its own PCG64 state
-    ``states[i]`` and writes only row ``i`` of the outputs."""
-    for i in prange(tokens.shape[0]):
-        g, nb, nd, err = lossy_one(rule, tm, dm, tokens[i], n0s[i], N, L, states[i], fpar,
-                                   ipar, jud, alw, emitted[i], accepted[i], dec_ok[i],
-                                   dec_pos[i], drafts[i], block_ell[i], counts[i],
-                                   store_drafts, share)
-        sizes[i, 0] = g
-        sizes[i, 1] = nb
-        sizes[i, 2] = nd
-        sizes[i, 3] = err
-
-
-@njit(**JIT_IEEE)
-def lossy_serial(rule, tm, dm, tokens, n0s, N, L, states, fpar, ipar, jud, alw, emitted,
-                 accepted, dec_ok, dec_pos, drafts, block_ell, counts, store_drafts, share,
-                 sizes):
-    """:func:`lossy_batch` on the calling thread (Numba's thread pool is not started)."""
-    for i in range(tokens.shape[0]):
-        g, nb, nd, err = lossy_one(rule, tm, dm, tokens[i], n0s[i], N, L, states[i], fpar,
-                                   ipar, jud, alw, emitted[i], accepted[i], dec_ok[i],
-                                   dec_pos[i], drafts[i], block_ell[i], counts[i],
-                                   store_drafts, share)
-        sizes[i, 0] = g
-        sizes[i, 1] = nb
-        sizes[i, 2] = nd
-        sizes[i, 3] = err
+    if rule == CEILING or rule == TRUNCATION_CEILING:  # residual (p - q h)_+, p if empty
+        for i in range(n):
+            w[i] = q[i] * accept_prob(rule, p, q, nu, i, fpar, jud, alw, 0.0)
+        return _K.residual_sample(p, w, u)
+    raise ValueError("rule: unknown rule code in the compiled loop")

@@ -23,16 +23,14 @@ from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim.decode import (
-    KEYED_DECODERS,
     REPEATS,
-    DecodeResult,
-    WatermarkConfig,
     _validate,
     _validate_options,
     speculative_decode,
 )
 from specbound.sim.models import PromptSet
 from specbound.sim.prf import key_id
+from specbound.sim.results import DecodeResult, WatermarkConfig
 
 __all__ = ["DecodeBatch", "speculative_decode_batch"]
 
@@ -259,8 +257,9 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     seeds = _seeds(seed, prompts, n)
     store = as_bool(store_drafts, "store_drafts")
     parallel = as_bool(parallel, "parallel")
-    target, draft, _, decoder, L, B, N, w = _validate(
+    target, draft, _, decoder, L, B, N, w, key = _validate(
         target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
+    # the key is hashed once (above); ``key`` is now its digest, passed down as is
     arrs = [_validate(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
     repeats = as_choice(repeats, "repeats", REPEATS)
     reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
@@ -269,30 +268,30 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
     p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True,
-                opts=opts)
+                opts=opts, reweight=reweight)
     if p is None or any(s is None for s in states):
         return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
                                                  window=w, max_new_tokens=N, seed=g,
                                                  repeats=repeats, reweight=reweight,
                                                  unkeyed=unkeyed, residual=residual)
                               for a, g in zip(arrs, rngs, strict=True)], store)
-    code, tm, dm, kdw, adw, share = p
+    spec, dspec, tm, dm, kdw, adw, share = p
     n0s = np.array([a.size for a in arrs], dtype=np.int64)
     tokens = np.zeros((n, int(n0s.max()) + N), np.int64)
     for i, a in enumerate(arrs):
         tokens[i, :a.size] = a
     out = _C.outputs(n, N, L, B, store)
-    sizes = np.zeros((n, 3), np.int64)
+    sizes = np.zeros((n, 4), np.int64)
     st = np.stack(states)
     kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
-    kernel(code, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
+    kernel(dspec, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
                     adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
                     out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
                     out["block_ell"], out["counts"], store, share, sizes, opts,
-                    out["skipped"], out["decision_skipped"])
-    kid = key_id(key) if decoder in KEYED_DECODERS else None
-    results = [_C.build_result(DecodeResult, WatermarkConfig, kid, code, w, tokens[i],
-                               int(n0s[i]), out, sizes[i], i, L, B, store, options)
+                    out["skipped"], out["decision_skipped"], *_C.NO_RULE)
+    kid = key_id(key) if spec.keyed else None
+    results = [_C.build_result(spec, kid, w, tokens[i], int(n0s[i]), out, sizes[i], i, L, B,
+                               store, options)
                for i in range(n)]
     return _from_results(results, store)
 

@@ -12,10 +12,15 @@ The decision logic never calls a model: it asks a *backend* (the protocol below)
 batched draft evaluation per draft depth and one batched target evaluation per block, so the
 same decisions and the same random draws drive the synthetic models of this package
 (:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
-The block loop is Python; every vocabulary-sized step (exponential race, MPFR top-B, residual
-draw, recursive rejection) is a Numba kernel (``_kernels``).  Keyed context labels are
-BLAKE2b digests computed once per context in Python (:mod:`specbound.sim.prf`; whole-prefix
-labels keep the hash state along the committed sequence).
+The block loop of this module (``_Run``) is the reference: it runs for a given backend and
+for models without a compiled evaluation; every vocabulary-sized step (exponential race,
+MPFR top-B, residual draw, recursive rejection) is a Numba kernel (``_kernels``) and keyed
+context labels are BLAKE2b digests computed once per context (:mod:`specbound.sim.prf`;
+whole-prefix labels keep the hash state along the committed sequence).  Otherwise the
+compiled loop (:mod:`specbound.sim._compiled`) makes the same decisions with the same draws.
+Which block runs a decoder is the block kind of its :class:`~specbound.sim.decoders.
+DecoderSpec` (:data:`specbound.sim.decoders.DECODER_SPECS`), in both loops; the key is
+hashed once (:func:`specbound.sim.prf.key_digest`) and its digest passed down.
 
 Backend protocol
 ----------------
@@ -169,9 +174,7 @@ while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/1
 from __future__ import annotations
 
 import numbers
-import types
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -180,6 +183,16 @@ from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecat
 from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
+from specbound.sim import lossy as _lossy
+from specbound.sim.decoders import (
+    DECODER_SCHEME,
+    DECODER_SPECS,
+    DECODERS,
+    KEYED_DECODERS,
+    MULTI_DRAFT_DECODERS,
+    DecoderSpec,
+    decoder_spec,
+)
 from specbound.sim.detect import acceptance_digest
 from specbound.sim.models import MarkovLM, as_language_model, next_distributions
 from specbound.sim.prf import (
@@ -191,6 +204,7 @@ from specbound.sim.prf import (
     prf_uniform,
     prf_uniform_numpy,
 )
+from specbound.sim.results import DecodeResult, WatermarkConfig
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
@@ -198,31 +212,9 @@ __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS
            "WatermarkConfig", "acceptance_compensator", "expected_block_tokens",
            "speculative_decode"]
 
-DECODERS = ("ar", "basic_uwm", "vsps", "pfr", "pfr_nowm", "mpfr", "invariant", "specinfer",
-            "mws", "mse", "mse_pseudo")
-#: decoders that need ``key`` (their emitted tokens carry the keyed watermark)
-KEYED_DECODERS = frozenset({"basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"})
-#: decoders that accept ``B > 1``
-MULTI_DRAFT_DECODERS = frozenset({"mpfr", "invariant", "specinfer"})
-#: per-context coupling of each speculative decoder: the ``scheme`` of
-#: :func:`specbound.theory.exact_acceptance` giving the acceptance probability of one
-#: verification decision with ``nu`` consistent drafts (``"sd"``: 1 - TV, Alg. 1;
-#: ``"exp_race"``: the exponential race; ``"mpfr"``: Thm. B.1 of Liu et al. 2026, exact for
-#: Alg. 6; ``"gls"``: Rowan et al. 2025).  ``specinfer`` (recursive rejection) has no
-#: per-context closed form here; ``ar`` and ``basic_uwm`` have no drafts.
-DECODER_SCHEME = types.MappingProxyType({
-    "vsps": "sd",
-    "mse": "sd",
-    "mse_pseudo": "sd",
-    "pfr": "exp_race",
-    "pfr_nowm": "exp_race",
-    "mws": "exp_race",
-    "mpfr": "mpfr",
-    "invariant": "gls",
-})
 #: largest ``B`` of :func:`speculative_decode`
 MAX_DRAFTS = 1024
-#: largest ``max_new_tokens`` of :func:`speculative_decode` (the block loop is Python)
+#: largest ``max_new_tokens`` of :func:`speculative_decode`
 MAX_NEW_TOKENS = 100_000
 #: handling of repeated context windows by the keyed decoders (``repeats=``): ``"reuse"`` the
 #: keyed clocks, ``"mask"`` them with unkeyed position clocks, ``"skip"`` the watermark
@@ -238,162 +230,21 @@ UNKEYED = ("position", "fresh")
 #: ``(p - q)_+`` with the block's unkeyed uniform) or ``"keyed"`` (He et al. 2026's dual-key
 #: design: the exponential race on ``(p - q)_+`` with the second key's clocks)
 RESIDUALS = ("plain", "keyed")
-_NO_DRAFT = frozenset({"ar", "basic_uwm"})
-_GAMMA_DECODERS = frozenset({"basic_uwm", "mws", "mse", "mse_pseudo"})
+#: the default of every option of :data:`specbound.sim.decoders.OPTIONS`
+_OPTION_DEFAULTS = {"reweight": "delta", "unkeyed": "position", "residual": "plain"}
 _U64 = np.uint64
-
-
-@dataclass(frozen=True)
-class WatermarkConfig:
-    """The keyed-randomness configuration a sequence was decoded with.
-
-    Attributes
-    ----------
-    key_id : str or None
-        Non-secret fingerprint of the key (:func:`specbound.sim.prf.key_id`); None for the
-        unkeyed decoders (``ar``, ``vsps``, ``pfr_nowm``, ``invariant``, ``specinfer``).
-    window : int or None
-        The watermark's context window (None: the whole prefix).  Detection must use the
-        same window; :func:`specbound.sim.detect.detect` takes it from the result.
-    mask_repeats : bool
-        Whether repeated context windows used unkeyed clocks (``repeats == "mask"``).
-    repeats : {"reuse", "mask", "skip"}
-        How repeated context windows were decoded (:data:`REPEATS`); derived from
-        ``mask_repeats`` when not given.  :func:`specbound.sim.detect.detect` skips the
-        repeated windows of a ``"skip"`` result.
-    reweight : {"delta", "gamma"}
-        The reweighting of ``basic_uwm`` / ``mws`` / ``mse`` / ``mse_pseudo``
-        (:data:`REWEIGHTS`).
-    residual : {"plain", "keyed"}
-        ``mse_pseudo``'s correction after a rejection (:data:`RESIDUALS`).
-    """
-
-    key_id: str | None
-    window: int | None
-    mask_repeats: bool
-    repeats: str | None = None
-    reweight: str = "delta"
-    residual: str = "plain"
-
-    def __post_init__(self):
-        if self.repeats is None:
-            object.__setattr__(self, "repeats", "mask" if self.mask_repeats else "reuse")
-        object.__setattr__(self, "mask_repeats", self.repeats == "mask")
-
-
-@dataclass(frozen=True, eq=False)
-class DecodeResult:
-    """Output of :func:`speculative_decode`.
-
-    Attributes
-    ----------
-    tokens : ndarray of int64
-        Prompt followed by the generated tokens (as transformers' ``generate`` returns them).
-    prompt_length : int
-        Number of prompt tokens at the start of ``tokens``.
-    emitted_per_block : ndarray of int64
-        Tokens emitted by every block (accepted drafts plus the correction or bonus token), so
-        ``emitted_per_block.mean()`` is the AATPS; ``ar`` and ``basic_uwm`` give all 1s.
-    accepted_per_block : ndarray of int64
-        Accepted drafts of every block (``emitted_per_block`` minus the correction or bonus
-        token; 0 for ``ar``/``basic_uwm``).
-    nu : ndarray of int64
-        One entry per verification decision, in order (module docstring): the number of
-        drafts consistent with the emitted prefix when the decoder decided (MPFR
-        multiplicity, GLS / SpecInfer active-set size, 1 for single-draft decoders).
-    decision_accepted : ndarray of bool
-        Whether each decision accepted a draft.
-    decision_position : ndarray of int64
-        Index among the generated tokens of the token each decision emitted.
-    n_target_evals, n_draft_evals : int
-        Target and draft forward passes: one target pass per block (per token for
-        ``ar``/``basic_uwm``), one draft pass per draft depth (tree levels are batched).
-    n_target_contexts, n_draft_contexts : int
-        Next-token distributions the passes compute (a batched tree pass counts every
-        context of the tree, depth 0..ell for the target).
-    pivots : ndarray of float64
-        Per generated position, the keyed pivot ``prf_uniform(context_label(key, c_t,
-        window), w_t, 0)`` for keyed decoders (the detector's ``U_t``); NaN for unkeyed
-        decoders.
-    drafts : tuple of ndarray
-        Per block, the realised draft sequences, shape ``(B, ell)`` (tree decoders: the B
-        root-to-leaf paths with multiplicity, sorted); empty for ``ar``/``basic_uwm``.
-    decoder : str
-        Decoder name.
-    L, B : int
-        Lookahead and number of drafts.
-    watermark : WatermarkConfig
-        Key fingerprint, window, repeated-context handling and reweighting of the run.
-    skipped : ndarray of bool
-        Per generated position, whether its context window was a repeat decoded without the
-        watermark (``repeats="skip"``; all False otherwise).
-    decision_skipped : ndarray of bool
-        Per decision (aligned with :attr:`nu`), whether it was a skipped repeat (vanilla
-        speculative sampling with an unkeyed coin, acceptance ``1 - TV``).
-    unkeyed : {"position", "fresh"}
-        The unkeyed clocks of ``pfr_nowm`` (:data:`UNKEYED`).
-    """
-
-    tokens: np.ndarray
-    prompt_length: int
-    emitted_per_block: np.ndarray
-    accepted_per_block: np.ndarray
-    nu: np.ndarray
-    decision_accepted: np.ndarray
-    decision_position: np.ndarray
-    n_target_evals: int
-    n_draft_evals: int
-    n_target_contexts: int
-    n_draft_contexts: int
-    pivots: np.ndarray
-    drafts: tuple = field(repr=False)
-    decoder: str = ""
-    L: int = 1
-    B: int = 1
-    watermark: WatermarkConfig = WatermarkConfig(None, None, False)
-    skipped: np.ndarray | None = field(default=None, repr=False)
-    decision_skipped: np.ndarray | None = field(default=None, repr=False)
-    unkeyed: str = "position"
-
-    def __post_init__(self):
-        n_gen = int(np.asarray(self.tokens).size) - int(self.prompt_length)
-        if self.skipped is None:
-            object.__setattr__(self, "skipped", np.zeros(max(n_gen, 0), dtype=bool))
-        if self.decision_skipped is None:
-            object.__setattr__(self, "decision_skipped",
-                               np.zeros(np.asarray(self.nu).size, dtype=bool))
-
-    @property
-    def generated(self) -> np.ndarray:
-        """The generated tokens (``tokens[prompt_length:]``)."""
-        return self.tokens[self.prompt_length:]
-
-    @property
-    def aatps(self) -> float:
-        """Average accepted tokens per step: mean of ``emitted_per_block`` (NaN if none)."""
-        if self.emitted_per_block.size == 0:
-            return float("nan")
-        return float(self.emitted_per_block.mean())
-
-    @property
-    def accepted(self) -> np.ndarray:
-        """Deprecated name of :attr:`emitted_per_block` (it counts emitted tokens)."""
-        warn_deprecated("DecodeResult.accepted", "DecodeResult.emitted_per_block")
-        return self.emitted_per_block
-
-    def block_of_decision(self) -> np.ndarray:
-        """Index of the block of every decision (int64, aligned with :attr:`nu`)."""
-        ends = np.cumsum(self.emitted_per_block)
-        return np.searchsorted(ends, self.decision_position, side="right").astype(np.int64)
 
 
 # ------------------------------------------------------------------------- validation
 
 
 def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window):
-    decoder = as_choice(decoder, "decoder", DECODERS)
+    """The checked arguments of a run: ``(target, draft, prompt, decoder, L, B,
+    max_new_tokens, window, digest)``, ``digest`` the key hashed once
+    (:func:`specbound.sim.prf.key_digest`; None without a key), passed down as the key."""
+    spec = decoder_spec(decoder)
     target = as_language_model(target, "target")
-    if decoder not in _NO_DRAFT or draft is not None:
+    if spec.drafts or draft is not None:
         draft = as_language_model(draft, "draft")
         if draft.vocab_size != target.vocab_size:
             raise ValueError(
@@ -402,15 +253,14 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
             )
     L = as_int(L, "L", min_value=1)
     B = as_int(B, "B", min_value=1, max_value=MAX_DRAFTS)
-    if B > 1 and decoder not in MULTI_DRAFT_DECODERS:
+    if B > 1 and not spec.multi_draft:
         raise ValueError(
             f"B: decoder {decoder!r} is single-draft (B must be 1); multi-draft decoders are "
-            f"{sorted(MULTI_DRAFT_DECODERS)}"
+            f"{sorted(n for n, s in DECODER_SPECS.items() if s.multi_draft)}"
         )
-    if decoder in KEYED_DECODERS and key is None:
+    if spec.keyed and key is None:
         raise ValueError(f"key: decoder {decoder!r} is keyed and needs a key (int, str, bytes)")
-    if key is not None:
-        key_digest(key)  # raises "key: ..." for an unusable key
+    digest = key_digest(key) if key is not None else None  # "key: ..." for an unusable key
     max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
                             max_value=MAX_NEW_TOKENS)
     window = as_window(window)
@@ -425,7 +275,7 @@ def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
             f"prompt: token ids must lie in [0, {target.vocab_size}), got range "
             f"[{arr.min()}, {arr.max()}]"
         )
-    return target, draft, arr, decoder, L, B, max_new_tokens, window
+    return target, draft, arr, decoder, L, B, max_new_tokens, window, digest
 
 
 # ------------------------------------------------------------------------- the backend
@@ -592,24 +442,38 @@ class _Run:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
     def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
-                 reweight="delta", unkeyed="position", residual="plain"):
+                 reweight="delta", unkeyed="position", residual="plain", rule=None,
+                 rule_params=None):
         self.backend = backend
+        # a lossy rule (``rule``) is the verification step of the single-draft block
+        self.rule = rule
+        self.rule_spec = _lossy.rule_spec(rule) if rule is not None else None
+        self.rule_params = dict(rule_params or {})
+        self.verification = self.verify_sd if rule is None else self.verify_rule
+        self.name = decoder if rule is None else f"lossy:{rule}"
         self.decoder, self.L, self.B, self.N, self.rng, self.w = (
             decoder, L, B, N, rng, window)
         self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
         self.residual = residual
         self.mask = repeats == "mask"
-        self.skip = repeats == "skip" and decoder in KEYED_DECODERS
+        self.spec = spec = decoder_spec(decoder)
+        self.kind = spec.block_for(reweight)
+        if rule is not None and self.kind != "single":
+            raise ValueError(f"rule: a lossy rule is the verification step of the single-draft "
+                             f"block, not of {decoder!r}")
+        self.block = _block_function(spec, self.kind)  # before anything is drawn
+        self.skip = repeats == "skip" and spec.keyed
         self.gamma = reweight == "gamma"
         # repeated windows are tracked for masking and skipping (never with window=None)
         self.track = (self.mask or self.skip) and window is not None
         self.fresh_labels = None  # pfr_nowm with unkeyed="fresh": this block's labels
         self.tokens = [int(t) for t in prompt]
         self.n0 = len(self.tokens)
-        self.keyed = decoder in KEYED_DECODERS
-        self.digest = key_digest(key) if key is not None else None
+        self.keyed = spec.keyed
+        self.digest = key_digest(key) if key is not None else None  # no re-hash of a digest
         self.key_id = key_id(self.digest) if self.keyed else None
-        self.acc_digest = acceptance_digest(self.digest) if decoder == "mse_pseudo" else None
+        self.acc_digest = (acceptance_digest(self.digest)
+                           if spec.acceptance == "keyed_coin" else None)
         # whole-prefix labels keep the hash state of the committed tokens
         self.prefix = (PrefixLabels(self.digest, self.tokens)
                        if self.keyed and window is None else None)
@@ -700,7 +564,7 @@ class _Run:
 
     def clock_label(self, ctx, path_windows=()):
         """Label whose clocks drive draft and target in context ``ctx``."""
-        if self.decoder == "pfr_nowm":
+        if not self.keyed:  # pfr_nowm: unkeyed clocks
             if self.fresh_labels is not None:
                 return self.fresh_labels[len(ctx) - self.h_len]
             return self.position_label(len(ctx))
@@ -735,11 +599,12 @@ class _Run:
         return np.array(self.tokens + list(extra), dtype=np.int64)
 
     # -- decoders -------------------------------------------------------------------
-    def step_ar(self):
+    def step_ar(self, ell=1):
+        """ar / basic_uwm: one target token per step (``ell`` is not used)."""
         self.verify([()])
         p = self.p(self.tokens)
         skipped = False
-        if self.decoder == "ar":
+        if not self.keyed:
             y = _K.categorical(p, self.rng.random())
         elif self.skip or self.gamma:
             # one unkeyed uniform per token: the skipped repeat's draw or the gamma draw
@@ -776,7 +641,7 @@ class _Run:
         cands: dict = {}
         slots: dict = {}
         us = self.rng.random((ell + 1, self.B, 3)) if self.skip else None
-        if self.decoder == "pfr_nowm" and self.unkeyed == "fresh":
+        if not self.keyed and self.unkeyed == "fresh":
             self.fresh_labels = self.rng.integers(0, 2**64, size=ell + 1, dtype=np.uint64)
 
         def lab(path):
@@ -873,7 +738,7 @@ class _Run:
             qv = self.draft_step([tuple(xs)])[0]
             skip = self.skipped_ctx(ctx, path_windows)
             skips.append(skip)
-            if self.decoder == "vsps" or skip:
+            if not self.keyed or skip:
                 x = int(_K.categorical(qv, us[s, 0]))
                 labs.append(None)
             else:
@@ -893,34 +758,18 @@ class _Run:
         for s in range(ell):
             ctx = h + xs[:s]
             pv = self.p(np.array(ctx, dtype=np.int64))
-            qv = qs[s]
-            x = xs[s]
             skip = skips[s]
-            if self.decoder == "mws" and not skip:  # between the reweighted distributions
-                pv = self.gamma_weights(labs[s], pv)
-                qv = self.gamma_weights(labs[s], qv)
-            if self.decoder == "mse_pseudo" and not skip:
-                coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
-            else:
-                coin = us[s, 1]
+            y, ok = self.verification(s, ctx, xs[s], pv, qs[s], us, skip, labs[s])
             emitted += 1
-            if coin * qv[x] <= pv[x]:
-                self.emit(x, ctx, skip)
-                self.decide(1, True, skip)
-                continue
-            if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
-                w = np.maximum(pv - qv, 0.0)
-                y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
-            else:
-                y = _K.residual_sample(pv, qv, us[s, 2])
             self.emit(y, ctx, skip)
-            self.decide(1, False, skip)
-            return emitted
+            self.decide(1, ok, skip)
+            if not ok:
+                return emitted
         if self.generated < self.N:
             ctx = h + xs
             pv = self.p(np.array(ctx, dtype=np.int64))
             skip = self.skipped_ctx(ctx, path_windows)
-            if self.decoder == "vsps" or skip:
+            if not self.keyed or skip:
                 y = _K.categorical(pv, us[ell, 2])
             elif self.gamma:
                 y = _K.categorical(self.gamma_weights(self.clock_label(ctx, path_windows), pv),
@@ -930,6 +779,52 @@ class _Run:
             self.emit(y, ctx, skip)
             emitted += 1
         return emitted
+
+    # -- the verification step of the single-draft block (pluggable) ------------------
+    def verify_sd(self, s, ctx, x, pv, qv, us, skip, lab):
+        """Speculative sampling's step (Leviathan et al. 2023, Alg. 1): accept ``x`` iff
+        ``U q(x) <= p(x)``, else a token from the residual ``(p - q)_+``.  The decoders' flags
+        vary it: ``acceptance="reweighted"`` (mws, gamma) tests between ``R(p)`` and ``R(q)``,
+        ``"keyed_coin"`` (mse_pseudo) takes the second key's coin and, with
+        ``residual="keyed"``, races the residual on its clocks.  It is the ``lossless`` rule.
+        Returns ``(token, accepted)``."""
+        if self.spec.acceptance == "reweighted" and not skip:  # between R(p) and R(q)
+            pv = self.gamma_weights(lab, pv)
+            qv = self.gamma_weights(lab, qv)
+        if self.spec.acceptance == "keyed_coin" and not skip:
+            coin = prf_uniform(self.acceptance_label(ctx), 0, 0)
+        else:
+            coin = us[s, 1]
+        if coin * qv[x] <= pv[x]:
+            return x, True
+        if self.residual == "keyed" and not skip:  # the second key's race on (p - q)_+
+            w = np.maximum(pv - qv, 0.0)
+            y = _K.race_argmin(self.acceptance_label(ctx), w if w.sum() > 0 else pv, 1)
+        else:
+            y = _K.residual_sample(pv, qv, us[s, 2])
+        return y, False
+
+    def verify_rule(self, s, ctx, x, pv, qv, us, skip, lab):
+        """A lossy rule's step (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2): the rule's
+        mechanism in this context (:data:`specbound.sim.lossy.RULE_SPECS`, parameters
+        evaluated here when callable): accept iff ``U < h(x)``, else the rule's correction
+        (a draw from its residual with ``us[s, 2]``, or the redraw loop of the
+        ``"renormalize"`` readings on the generator's next uniforms).  A rule whose spec is
+        speculative sampling's step (``lossless``) runs :meth:`verify_sd`."""
+        if self.rule_spec.sd_step:
+            return self.verify_sd(s, ctx, x, pv, qv, us, skip, lab)
+        p = np.asarray(pv, dtype=np.float64)
+        per = _lossy._prepare(self.rule, p[None], qv[None],
+                              _lossy.context_params(self.rule_params, p, qv))[0]
+        mech = self.rule_spec.mechanism(p, qv, per)
+        if us[s, 1] < mech.h[x]:
+            return x, True
+        if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
+            while True:
+                y = int(_K.categorical(mech.q, self.rng.random()))
+                if self.rng.random() < mech.h[y]:
+                    return y, False
+        return int(_K.categorical(mech.residual, us[s, 2])), False
 
     def _draft_paths(self, ell, draw):
         """B draft sequences, each on its own path; ``draw(s, b, q)`` -> token."""
@@ -998,7 +893,7 @@ class _Run:
         return emitted
 
     def run(self, max_blocks=None):
-        d = self.decoder
+        block = self.block
         blocks = 0
         # a backend may end a run early (a real model's end-of-sequence token) by setting
         # ``finished``; the synthetic backend never does
@@ -1007,16 +902,7 @@ class _Run:
             ell = min(self.L, self.N - self.generated)
             self.h_len = len(self.tokens)
             n_dec = len(self.dec_ok)
-            if d in _NO_DRAFT:
-                k = self.step_ar()
-            elif d in ("pfr", "pfr_nowm", "mpfr") or (d == "mws" and not self.gamma):
-                k = self.block_tree(ell)
-            elif d in ("vsps", "mse", "mse_pseudo", "mws"):
-                k = self.block_single(ell)
-            elif d == "invariant":
-                k = self.block_gls(ell)
-            else:
-                k = self.block_specinfer(ell)
+            k = block(self, ell)
             self.emitted.append(k)
             self.accepted.append(sum(self.dec_ok[n_dec:]))
             new = self.tokens[self.h_len:]
@@ -1040,7 +926,7 @@ class _Run:
             n_draft_contexts=self.n_draft_contexts,
             pivots=np.array(self.pivots, dtype=np.float64),
             drafts=tuple(self.drafts),
-            decoder=d,
+            decoder=self.name,
             L=self.L,
             B=self.B,
             watermark=WatermarkConfig(self.key_id, self.w, self.mask, self.repeats,
@@ -1051,20 +937,55 @@ class _Run:
         )
 
 
+#: the block function of every block kind of :data:`specbound.sim.decoders.BLOCK_KINDS`
+#: (the compiled loop has the same kinds: :func:`specbound.sim._compiled.decode_one`)
+_BLOCKS = {
+    "token": _Run.step_ar,
+    "tree": _Run.block_tree,
+    "single": _Run.block_single,
+    "gls": _Run.block_gls,
+    "specinfer": _Run.block_specinfer,
+}
+
+
+def _block_function(spec: DecoderSpec, kind: str):
+    """The block function of ``kind`` (``ValueError`` naming the decoder when none)."""
+    fn = _BLOCKS.get(kind)
+    if fn is None:
+        raise ValueError(f"decoder: {spec.name!r} has block kind {kind!r}, which has no block "
+                         f"function; known kinds: {sorted(_BLOCKS)}")
+    return fn
+
+
+def _check_registry():
+    """Every registered decoder has a block function (at import: a spec whose kind has none
+    fails here, not at its first run)."""
+    for spec in DECODER_SPECS.values():
+        for kind in {spec.block, spec.block_for("gamma")}:
+            if kind not in _BLOCKS:
+                raise ImportError(f"decoder {spec.name!r}: block kind {kind!r} has no block "
+                                  f"function in specbound.sim.decode")
+
+
+_check_registry()
+
+
 def _validate_options(decoder, reweight, unkeyed, residual):
-    """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder``."""
-    reweight = as_choice(reweight, "reweight", REWEIGHTS)
-    if reweight != "delta" and decoder not in _GAMMA_DECODERS:
-        raise ValueError(f"reweight: {reweight!r} applies to {sorted(_GAMMA_DECODERS)} only, "
-                         f"not to {decoder!r}")
-    residual = as_choice(residual, "residual", RESIDUALS)
-    if residual != "plain" and decoder != "mse_pseudo":
-        raise ValueError(f"residual: {residual!r} applies to mse_pseudo only, not to "
-                         f"{decoder!r}")
-    unkeyed = as_choice(unkeyed, "unkeyed", UNKEYED)
-    if unkeyed != "position" and decoder != "pfr_nowm":
-        raise ValueError(f"unkeyed: {unkeyed!r} applies to pfr_nowm only, not to {decoder!r}")
-    return reweight, unkeyed, residual
+    """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder`` (the
+    options its :class:`~specbound.sim.decoders.DecoderSpec` takes)."""
+    spec = decoder_spec(decoder)
+    takers = {o: sorted(n for n, s in DECODER_SPECS.items() if o in s.options)
+              for o in _OPTION_DEFAULTS}
+    out = {}
+    for name, value, choices in (("reweight", reweight, REWEIGHTS),
+                                 ("residual", residual, RESIDUALS),
+                                 ("unkeyed", unkeyed, UNKEYED)):
+        value = as_choice(value, name, choices)
+        if value != _OPTION_DEFAULTS[name] and name not in spec.options:
+            raise ValueError(f"{name}: {value!r} applies to {takers[name]} only, not to "
+                             f"{decoder!r}")
+        out[name] = value
+    return out["reweight"], out["unkeyed"], out["residual"]
 
 
 # ------------------------------------------------------------------------- public API
@@ -1098,7 +1019,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         Secret key; required by the keyed decoders (:data:`KEYED_DECODERS`), ignored by the
         others.
     max_new_tokens : int, 0 <= max_new_tokens <= 100,000
-        Number of tokens to generate (:data:`MAX_NEW_TOKENS`: the block loop is Python).
+        Number of tokens to generate (at most :data:`MAX_NEW_TOKENS`).
     seed : int, SeedSequence or Generator
         Source of the unkeyed randomness (SPEC 7); results are bit-for-bit reproducible.
     window : int >= 0 or None
@@ -1164,7 +1085,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     and ``mws`` (delta reweight) emit exactly the ``basic_uwm`` sequence for every drafter
     (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3).
     """
-    target, draft, prompt, decoder, L, B, N, w = _validate(
+    target, draft, prompt, decoder, L, B, N, w, key = _validate(
         target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
     repeats = as_choice(repeats, "repeats", REPEATS)
     if mask_repeats is not None:
@@ -1225,7 +1146,7 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     """
     allowed = tuple(d for d in DECODERS if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr"))
     dec = as_choice(decoder, "decoder", allowed)
-    target, draft, prompt, dec, L, B, _, _ = _validate(
+    target, draft, prompt, dec, L, B, _, _, _ = _validate(
         target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, 0, None)
     markov = isinstance(target, MarkovLM) and isinstance(draft, MarkovLM)
     window = 1 if markov else _model_window(target, draft)
@@ -1319,9 +1240,13 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     if len(decs) != 1:
         raise ValueError(f"results: runs of one decoder expected, got {sorted(decs)}")
     decoder = decs.pop()
-    if decoder == "mws" and any(r.watermark.reweight != "delta" for r in results):
-        raise ValueError("results: mws with the gamma reweight has no per-context closed-form "
-                         "acceptance (1 - TV between the reweighted laws, averaged over keys)")
+    spec = DECODER_SPECS.get(decoder)
+    if (spec is not None and spec.block_for("gamma") != spec.block
+            and any(r.watermark.reweight != "delta" for r in results)):
+        # mws: the gamma reweight changes its block (no longer the race of its scheme)
+        raise ValueError(f"results: {decoder} with the gamma reweight has no per-context "
+                         f"closed-form acceptance (1 - TV between the reweighted laws, averaged "
+                         f"over keys)")
     if decoder not in DECODER_SCHEME:
         raise ValueError(
             f"results: decoder {decoder!r} has no per-context acceptance scheme; supported: "

@@ -21,6 +21,8 @@ needed: the work per draw is a constant number of array look-ups).
 
 from __future__ import annotations
 
+import types
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +30,7 @@ import numpy as np
 from specbound._deprecation import legacy_positional, module_aliases
 from specbound._validation import as_choice, as_int, as_pair, as_rng, check_alloc
 from specbound.theory.lossy import (
+    RULE_PARAMS,
     RULES,
     contrastive_law,
     fuzzy_divergence,
@@ -36,6 +39,9 @@ from specbound.theory.lossy import (
 
 __all__ = [
     "LOSSY_RULES",
+    "RULE_SPECS",
+    "RuleSpec",
+    "rule_spec",
     "sample_induced",
 ]
 
@@ -145,83 +151,207 @@ def _pos(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
+# --------------------------------------------------------------------------------------
+# the rules: one mechanism (and, where needed, one per-context preparation) per rule
+# --------------------------------------------------------------------------------------
+def _mech_lossless(p, q, prm) -> _Mechanism:
+    """Speculative sampling (Leviathan et al. 2023, Alg. 1): ``min(1, p/q)``, ``(p - q)_+``."""
+    return _Mechanism(q, _ratio(p, q), _residual(_pos(p - q), p), False)
+
+
+def _mech_nu(p, q, prm) -> _Mechanism:
+    """Speculative sampling towards the rule's law ``nu`` (interpolation, contrastive)."""
+    nu = prm["nu"]
+    return _Mechanism(q, _ratio(nu, q), _residual(_pos(nu - q), nu), False)
+
+
+def _mech_fuzzy(p, q, prm) -> _Mechanism:
+    """Fuzzy SD (App. A.2): accept every draft iff ``D(p, q) <= T``, else a token from ``p``."""
+    g = float(_divergence(p, q, prm["divergence"]) <= prm["threshold"])
+    return _Mechanism(q, np.full_like(q, g), p, False)
+
+
+def _mech_lenience(p, q, prm) -> _Mechanism:
+    """Lenience: ``min(1, p/(ell q))``, residual ``(p - q)_+``."""
+    return _Mechanism(q, _ratio(p, prm["ell"] * q), _residual(_pos(p - q), p), False)
+
+
+def _mech_judge(p, q, prm) -> _Mechanism:
+    """Judge decoding: a judged draft ``j(x) = 1`` is always accepted."""
+    j = prm["judge"]
+    base = _ratio(p, q)
+    h = np.where(q > p, base + (1.0 - base) * j, 1.0)
+    h = np.where(q > 0, h, 0.0)
+    return _Mechanism(q, h, _residual(_pos(p - q), p), False)
+
+
+def _mech_truncation(p, q, prm) -> _Mechanism:
+    """Truncation (Eq. 13): accept iff ``x in A``; redraw or a token from ``p_Theta``."""
+    a = prm["allowed"]
+    h = a.astype(np.float64)
+    p_theta = p * a
+    if p_theta.sum() > 0:
+        p_theta = p_theta / p_theta.sum()
+    return _Mechanism(q, h, p_theta, prm["on_reject"] == "renormalize")
+
+
+def _mech_ceiling(p, q, prm) -> _Mechanism:
+    """Ceiling ``min(1, p/(ell q))`` (1 on ``A`` for truncation_ceiling); residual
+    ``(p - q h)_+`` or redraw."""
+    h = _ratio(p, prm["ell"] * q)
+    if "allowed" in prm:  # truncation_ceiling
+        h = np.where(prm["allowed"] & (q > 0), 1.0, h)
+    yield_ = q * h
+    return _Mechanism(q, h, _residual(_pos(p - yield_), p), prm["completion"] == "renormalize")
+
+
+def _prep_interpolation(p2, q2, prm, per):
+    lam = prm["lam"]
+    for i in range(p2.shape[0]):
+        per[i]["nu"] = lam[i] * p2[i] + (1.0 - lam[i]) * q2[i]
+
+
+def _prep_contrastive(p2, q2, prm, per):
+    nu = contrastive_law(p2, q2, prm["beta"], prm["alpha"])
+    for i in range(p2.shape[0]):
+        per[i]["nu"] = nu[i]
+
+
+def _prep_truncation(p2, q2, prm, per):
+    """``p_Theta`` is needed when a rejection can occur and is corrected from it: refuse a
+    set ``A`` without target mass there."""
+    for i in range(p2.shape[0]):
+        a_i = per[i]["allowed"]
+        if prm["on_reject"] == "target":
+            needed = bool(np.any((q2[i] > 0) & ~a_i))
+        else:
+            needed = not np.any((q2[i] > 0) & a_i)
+        if needed and not np.any(a_i & (p2[i] > 0)):
+            raise ValueError("allowed: the allowed set carries no target mass "
+                             f"(context {i}); the truncated target p_Theta is undefined")
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """What the package knows about one lossy verification rule (Zhou et al. 2026,
+    arXiv:2607.26627, §3.1-3.2, App. A, F, G).
+
+    Attributes
+    ----------
+    name : str
+        The rule's name (one of :data:`specbound.theory.RULES`).
+    code : int
+        Its number in the compiled loop (:mod:`specbound.sim._compiled_lossy`, the
+        ``RULE_*`` constants of this module); not tied to the position in ``RULES``.
+    params : tuple
+        ``(required names, optional parameters with defaults)``: the rule's entry of
+        :data:`specbound.theory.lossy.RULE_PARAMS` (the one parser of rule parameters).
+    mechanism : callable
+        ``mechanism(p, q, prm) -> _Mechanism`` for one context: the acceptance function
+        ``h``, the correction distribution and whether a rejection redraws.
+    prepare : callable or None
+        ``prepare(p2, q2, prm, per)``: per-context quantities computed on all contexts at
+        once (the law ``nu``) or checks across contexts, written into the per-context dicts
+        ``per``; None when the parsed parameters suffice.
+    summary : str
+        One line for the docs.
+    sd_step : bool
+        The sequence decoders verify with speculative sampling's own step (``U q(x) <=
+        p(x)``, residual ``(p - q)_+``; the ``vsps`` decoder), not with ``U < h(x)`` of the
+        mechanism: only ``lossless``, so that ``lossy_decode(..., "lossless")`` is
+        ``speculative_decode(..., "vsps")`` token for token.  The mechanism (and
+        :func:`sample_induced`) is unchanged.
+    """
+
+    name: str
+    code: int
+    params: tuple
+    mechanism: Callable
+    prepare: Callable | None = None
+    summary: str = ""
+    sd_step: bool = False
+
+
+#: compiled rule codes (``RuleSpec.code``; :mod:`specbound.sim._compiled_lossy` dispatches on
+#: them explicitly and refuses any other)
+(RULE_LOSSLESS, RULE_INTERPOLATION, RULE_FUZZY, RULE_LENIENCE, RULE_JUDGE, RULE_TRUNCATION,
+ RULE_CEILING, RULE_TRUNCATION_CEILING, RULE_CONTRASTIVE) = range(9)
+
+
+def _rule(name, code, mechanism, prepare=None, summary="", sd_step=False):
+    return RuleSpec(name, code, RULE_PARAMS[name], mechanism, prepare, summary, sd_step)
+
+
+def _rule_registry(*specs: RuleSpec) -> types.MappingProxyType:
+    out = {s.name: s for s in specs}
+    if len(out) != len(specs) or len({s.code for s in specs}) != len(specs):
+        raise ValueError("name: a lossy rule or a rule code is registered twice")
+    return types.MappingProxyType(out)
+
+
+#: name -> :class:`RuleSpec`, in the order of :data:`specbound.theory.RULES`
+RULE_SPECS = _rule_registry(
+    _rule("lossless", RULE_LOSSLESS, _mech_lossless, summary="speculative sampling (lossless)",
+          sd_step=True),
+    _rule("interpolation", RULE_INTERPOLATION, _mech_nu, _prep_interpolation,
+          summary="towards nu = lam p + (1 - lam) q (DIVERSED)"),
+    _rule("fuzzy", RULE_FUZZY, _mech_fuzzy, summary="Fuzzy SD: a divergence gate"),
+    _rule("lenience", RULE_LENIENCE, _mech_lenience, summary="min(1, p / (ell q))"),
+    _rule("judge", RULE_JUDGE, _mech_judge, summary="judge decoding"),
+    _rule("truncation", RULE_TRUNCATION, _mech_truncation, _prep_truncation,
+          summary="accept on the allowed set A"),
+    _rule("ceiling", RULE_CEILING, _mech_ceiling, summary="a ceiling on the acceptance"),
+    _rule("truncation_ceiling", RULE_TRUNCATION_CEILING, _mech_ceiling,
+          summary="ceiling, 1 on the allowed set A"),
+    _rule("contrastive", RULE_CONTRASTIVE, _mech_nu, _prep_contrastive,
+          summary="towards the contrastive law p^(1+beta) q^(-beta)"),
+)
+if tuple(RULE_SPECS) != RULES or any(s.params != RULE_PARAMS[n] for n, s in RULE_SPECS.items()):
+    raise ImportError("specbound.sim.lossy: RULE_SPECS must list theory.RULES with their "
+                      "RULE_PARAMS, in order")
+
+
+def rule_spec(rule) -> RuleSpec:
+    """The spec of lossy rule ``rule`` (``ValueError`` naming ``rule`` when none)."""
+    spec = RULE_SPECS.get(rule) if isinstance(rule, str) else None
+    if spec is None:
+        raise ValueError(f"rule: must be one of {sorted(RULE_SPECS)}, got {rule!r}")
+    return spec
+
+
+def context_params(params: dict, p, q) -> dict:
+    """A rule's parameters in one context: callables ``f(p, q)`` evaluated on it."""
+    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+
+
 def _mechanism(rule: str, p: np.ndarray, q: np.ndarray, prm: dict) -> _Mechanism:
     """The acceptance function and correction of ``rule`` for one context (1-D p, q)."""
-    if rule == "lossless":
-        return _Mechanism(q, _ratio(p, q), _residual(_pos(p - q), p), False)
-    if rule in ("interpolation", "contrastive"):
-        nu = prm["nu"]
-        return _Mechanism(q, _ratio(nu, q), _residual(_pos(nu - q), nu), False)
-    if rule == "fuzzy":
-        g = float(_divergence(p, q, prm["divergence"]) <= prm["threshold"])
-        return _Mechanism(q, np.full_like(q, g), p, False)
-    if rule == "lenience":
-        return _Mechanism(q, _ratio(p, prm["ell"] * q), _residual(_pos(p - q), p), False)
-    if rule == "judge":
-        j = prm["judge"]
-        base = _ratio(p, q)
-        h = np.where(q > p, base + (1.0 - base) * j, 1.0)
-        h = np.where(q > 0, h, 0.0)
-        return _Mechanism(q, h, _residual(_pos(p - q), p), False)
-    if rule == "truncation":
-        a = prm["allowed"]
-        h = a.astype(np.float64)
-        p_theta = p * a
-        if p_theta.sum() > 0:
-            p_theta = p_theta / p_theta.sum()
-        return _Mechanism(q, h, p_theta, prm["on_reject"] == "renormalize")
-    if rule in ("ceiling", "truncation_ceiling"):
-        h = _ratio(p, prm["ell"] * q)
-        if rule == "truncation_ceiling":
-            h = np.where(prm["allowed"] & (q > 0), 1.0, h)
-        yield_ = q * h
-        return _Mechanism(q, h, _residual(_pos(p - yield_), p),
-                          prm["completion"] == "renormalize")
-    raise AssertionError(rule)  # pragma: no cover
+    return rule_spec(rule).mechanism(p, q, prm)
 
 
 def _prepare(rule: str, p2: np.ndarray, q2: np.ndarray, params: dict) -> list[dict]:
     """Validate the rule's parameters (``theory.lossy.parse_rule_params``); returns
-    per-context parameter dicts for :func:`_mechanism`."""
-    m, v = p2.shape
+    per-context parameter dicts for :func:`_mechanism`: every parsed parameter, row ``i``
+    of the per-context ones (option strings as they are), then the rule's own
+    ``prepare``."""
+    spec = rule_spec(rule)
+    m = p2.shape[0]
     rule, prm = parse_rule_params(rule, p2, q2, params)
     per = [dict() for _ in range(m)]
-    if rule == "interpolation":
-        lam = prm["lam"]
+    for name, value in prm.items():
+        if name in ("lam", "beta", "alpha"):  # consumed by the rule's prepare
+            continue
         for i in range(m):
-            per[i]["nu"] = lam[i] * p2[i] + (1.0 - lam[i]) * q2[i]
-    elif rule == "contrastive":
-        nu = contrastive_law(p2, q2, prm["beta"], prm["alpha"])
-        for i in range(m):
-            per[i]["nu"] = nu[i]
-    elif rule == "fuzzy":
-        for i in range(m):
-            per[i].update(threshold=prm["threshold"][i], divergence=prm["divergence"])
-    elif rule in ("lenience", "ceiling", "truncation_ceiling"):
-        for i in range(m):
-            per[i]["ell"] = prm["ell"][i]
-    if rule == "judge":
-        for i in range(m):
-            per[i]["judge"] = prm["judge"][i].astype(np.float64)
-    if rule in ("truncation", "truncation_ceiling"):
-        for i in range(m):
-            per[i]["allowed"] = prm["allowed"][i].copy()
-    if rule == "truncation":
-        on_reject = prm["on_reject"]
-        for i in range(m):
-            a_i = per[i]["allowed"]
-            per[i]["on_reject"] = on_reject
-            # p_Theta is needed when a rejection can occur and is corrected from it
-            if on_reject == "target":
-                needed = bool(np.any((q2[i] > 0) & ~a_i))
+            if isinstance(value, str):
+                per[i][name] = value
+            elif name == "judge":
+                per[i][name] = value[i].astype(np.float64)
+            elif name == "allowed":
+                per[i][name] = value[i].copy()
             else:
-                needed = not np.any((q2[i] > 0) & a_i)
-            if needed and not np.any(a_i & (p2[i] > 0)):
-                raise ValueError("allowed: the allowed set carries no target mass "
-                                 f"(context {i}); the truncated target p_Theta is undefined")
-    if rule in ("ceiling", "truncation_ceiling"):
-        for i in range(m):
-            per[i]["completion"] = prm["completion"]
+                per[i][name] = value[i]
+    if spec.prepare is not None:
+        spec.prepare(p2, q2, prm, per)
     return per
 
 

@@ -11,18 +11,24 @@ per-context mechanism is :func:`specbound.sim.lossy._mechanism`, the code of
 :func:`specbound.sim.sample_induced`, so the first token of a block follows
 :func:`specbound.theory.induced_distribution` of the context's ``(p, q)``.
 
-Randomness: ``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction
-or bonus draw at each block position), then the redraw loop's uniforms in order
-(``categorical(q, U)``, then the test ``U' < h``), from ``np.random.default_rng(seed)``.
+Randomness (that of ``speculative_decode(..., "vsps")``, whose block this is): one 64-bit
+run label first (drawn by the decoders' block loop, unused by the rules), then
+``rng.random((ell + 1, 3))`` per block (draft draw, acceptance coin, correction or bonus draw
+at each block position), then the redraw loop's uniforms in order (``categorical(q, U)``,
+then the test ``U' < h``), from ``np.random.default_rng(seed)``.  The ``lossless`` rule
+verifies with speculative sampling's own step (``U q(x) <= p(x)``), so
+``lossy_decode(..., "lossless")`` is ``speculative_decode(..., "vsps")`` token for token.
 
-Two implementations, the same numbers:
+There is no lossy block loop of its own: both loops of the decoders run it, with the rule as
+the verification step of their single-draft block (the block of ``vsps``), the same numbers:
 
-- the Python block loop (:func:`lossy_loop`) over any
-  :class:`~specbound.sim.decode.DecodeBackend` (``llm.lossy_decode`` and
-  ``llm.generate_lossy`` drive it with a real model pair's KV-cached backend);
-- the compiled loop (:mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated
-  inside the loop, NumPy's PCG64 stream replayed, prompts under ``prange`` in
-  :func:`lossy_decode_batch`).
+- the Python block loop (:func:`lossy_loop`: ``_Run.block_single`` of
+  :mod:`specbound.sim.decode` with ``_Run.verify_rule``) over any
+  :class:`~specbound.sim.decode.DecodeBackend` (``llm.generate_lossy`` drives it with a real
+  model pair's KV-cached backend);
+- the compiled loop (:func:`specbound.sim._compiled.decode_one` with the rule's step of
+  :mod:`specbound.sim._compiled_lossy`: Numba, the models evaluated inside the loop, NumPy's
+  PCG64 stream replayed, prompts under ``prange`` in :func:`lossy_decode_batch`).
 
 :func:`lossy_decode` and :func:`lossy_decode_batch` take the compiled loop whenever it
 covers the run: no ``backend``, ``SyntheticLM`` / ``MarkovLM`` models (a ``CachedLM`` of one
@@ -40,22 +46,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_rng
+from specbound._validation import as_bool, as_rng
+from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
-from specbound.sim import _kernels as _K
 from specbound.sim.batch import DecodeBatch, _from_results, _prompt_rows, _seeds
 from specbound.sim.decode import (
     DecodeBackend,
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
+    _Run,
     _validate,
 )
-from specbound.sim.lossy import LOSSY_RULES
-from specbound.sim.lossy import _mechanism as _mech
-from specbound.sim.lossy import _prepare as _prep
-from specbound.theory.lossy import DIVERGENCES, parse_rule_params
+from specbound.sim.decoders import decoder_spec
+from specbound.sim.lossy import context_params, rule_spec
+from specbound.theory.lossy import DIVERGENCES, check_rule_params, parse_rule_params
 
 __all__ = ["lossy_decode", "lossy_decode_batch"]
 
@@ -66,85 +72,32 @@ _NO_MASS = ("allowed: the allowed set carries no target mass (context 0); the tr
 # ------------------------------------------------------------------ the Python block loop
 
 
-def _rule_params(params, p, q):
-    """Per-context parameters: callables ``f(p, q)`` are evaluated on the context."""
-    return {k: (v(p, q) if callable(v) else v) for k, v in params.items()}
+#: a rule's parameters in one context (callables ``f(p, q)`` evaluated on it)
+_rule_params = context_params
 
 
 def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
     """The Python block loop on ``backend`` (validated ``rule``, ``L``, ``N``, ``rng``).
 
-    The reference implementation: any :class:`~specbound.sim.decode.DecodeBackend`, rule
-    parameters constant or callable ``f(p, q)`` (evaluated and validated in every context
-    by :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets
-    ``finished`` ends the run after the current block.
+    The reference implementation: the single-draft block of
+    :func:`specbound.sim.speculative_decode` (``vsps``'s block, the same code) with the
+    rule's verification step (``_Run.verify_rule``); any
+    :class:`~specbound.sim.decode.DecodeBackend`, rule parameters constant or callable
+    ``f(p, q)`` (evaluated and validated in every context by
+    :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets ``finished``
+    ends the run after the current block.
     """
-    tokens = [int(t) for t in prompt]
-    n0 = len(tokens)
-    backend.reset(tokens)
-    emitted, accepted, dec_ok, dec_pos, drafts = [], [], [], [], []
-    n_t = n_d = c_t = c_d = 0
-    while len(tokens) - n0 < N and not getattr(backend, "finished", False):
-        ell = min(L, N - (len(tokens) - n0))
-        us = rng.random((ell + 1, 3))
-        xs, qs = [], []
-        for s in range(ell):
-            qv = backend.draft_step([tuple(xs)])[0]
-            n_d += 1
-            c_d += 1
-            xs.append(int(_K.categorical(qv, us[s, 0])))
-            qs.append(qv)
-        drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
-        P = backend.verify([tuple(xs[:i]) for i in range(ell + 1)])
-        n_t += 1
-        c_t += ell + 1
-        new, k_acc = [], 0
-        for s in range(ell):
-            p, q = np.asarray(P[s], dtype=np.float64), qs[s]
-            per = _prep(rule, p[None], q[None], _rule_params(params, p, q))[0]
-            mech = _mech(rule, p, q, per)
-            x = xs[s]
-            dec_pos.append(len(tokens) + len(new) - n0)
-            if us[s, 1] < mech.h[x]:
-                new.append(x)
-                dec_ok.append(True)
-                k_acc += 1
-                continue
-            dec_ok.append(False)
-            if mech.redraw and float(np.dot(mech.q, mech.h)) > 0.0:
-                while True:
-                    y = int(_K.categorical(mech.q, rng.random()))
-                    if rng.random() < mech.h[y]:
-                        break
-            else:
-                y = int(_K.categorical(mech.residual, us[s, 2]))
-            new.append(y)
-            break
-        else:
-            if len(tokens) + len(new) - n0 < N:
-                new.append(int(_K.categorical(np.asarray(P[ell], dtype=np.float64),
-                                              us[ell, 2])))
-        tokens.extend(new)
-        emitted.append(len(new))
-        accepted.append(k_acc)
-        backend.commit(new)
-    return DecodeResult(
-        tokens=np.array(tokens, dtype=np.int64), prompt_length=n0,
-        emitted_per_block=np.array(emitted, dtype=np.int64),
-        accepted_per_block=np.array(accepted, dtype=np.int64),
-        nu=np.ones(len(dec_ok), dtype=np.int64),
-        decision_accepted=np.array(dec_ok, dtype=bool),
-        decision_position=np.array(dec_pos, dtype=np.int64),
-        n_target_evals=n_t, n_draft_evals=n_d, n_target_contexts=c_t, n_draft_contexts=c_d,
-        pivots=np.full(len(tokens) - n0, np.nan), drafts=tuple(drafts),
-        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+    check_rule_params(rule, params)
+    return _Run(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
+                rule_params=params).run()
 
 
 # ------------------------------------------------------------------ the compiled path
 
 
 def _constants(rule, params, n):
-    """The rule's constant parameters in the compiled form ``(code, fpar, ipar, jud, alw)``,
+    """The rule's constant parameters in the compiled form ``(vstep, fpar, ipar, jud, alw)``
+    (``vstep``: the rule's code, -1 for a rule that is speculative sampling's own step),
     validated by :func:`specbound.theory.lossy.parse_rule_params` (``ValueError`` naming the
     argument); None when a parameter is a callable (the Python loop then evaluates and
     validates it in every context)."""
@@ -165,7 +118,8 @@ def _constants(rule, params, n):
     jud = (prm["judge"][0].astype(np.float64) if "judge" in prm else np.zeros(1))
     alw = (np.ascontiguousarray(prm["allowed"][0]) if "allowed" in prm
            else np.zeros(1, np.bool_))
-    return LOSSY_RULES.index(rule), fpar, ipar, jud, alw
+    spec = rule_spec(rule)
+    return (-1 if spec.sd_step else spec.code), fpar, ipar, jud, alw
 
 
 def _plan(target, draft, L, N, store_drafts, unwrap_cached):
@@ -186,8 +140,9 @@ def _plan(target, draft, L, N, store_drafts, unwrap_cached):
 
 
 def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
-    """Run the compiled loop on validated prompts; returns the outputs and the sizes."""
-    code, fpar, ipar, jud, alw = consts
+    """Run the compiled loop on validated prompts -- the single-draft block of the decoders
+    (``vsps``'s, :func:`specbound.sim._compiled.decode_one`) with the rule's verification
+    step -- and return the outputs and the sizes."""
     tm, dm, share = plan
     n = len(prompts)
     n0s = np.array([a.size for a in prompts], dtype=np.int64)
@@ -196,10 +151,13 @@ def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
         tokens[i, :a.size] = a
     out = _C.outputs(n, N, L, 1, store)
     sizes = np.zeros((n, 4), np.int64)
-    kernel = _CL.lossy_batch if parallel and n > 1 else _CL.lossy_serial
-    kernel(code, tm, dm, tokens, n0s, N, L, states, fpar, ipar, jud, alw, out["emitted"],
-           out["accepted"], out["dec_ok"], out["dec_pos"], out["drafts"], out["block_ell"],
-           out["counts"], store, share, sizes)
+    kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
+    dspec = _C.compiled_spec(decoder_spec("vsps"))  # the block whose step the rule is
+    nokey = np.zeros(4, np.uint64)
+    kernel(dspec, tm, dm, tokens, n0s, N, L, 1, -1, states, -1, nokey, nokey, _b2.PERSON_WORDS,
+           out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
+           out["pivots"], out["drafts"], out["block_ell"], out["counts"], store, share, sizes,
+           _C.option_flags(), out["skipped"], out["decision_skipped"], *consts)
     if np.any(sizes[:, 3] == _CL.ERR_NO_MASS):
         raise ValueError(_NO_MASS)
     return tokens, n0s, out, sizes
@@ -241,8 +199,8 @@ def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
 
 
 def _validated(target, draft, prompt, rule, L, max_new_tokens):
-    rule = as_choice(rule, "rule", LOSSY_RULES)
-    target, draft, prompt, _, L, _, N, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
+    rule = rule_spec(rule).name
+    target, draft, prompt, _, L, _, N, _, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
                                                      max_new_tokens, None)
     return target, draft, prompt, rule, L, N
 
