@@ -73,7 +73,10 @@ from specbound.llm.drafts import DraftSpec, make_draft, parse_draft
 from specbound.llm.generation import DEFAULT_WINDOW, _stop_tokens
 from specbound.llm.generation import generate as _generate
 from specbound.llm.models import LogitsProcessing, ModelPair
-from specbound.sim.decode import _NO_DRAFT, DECODERS
+from specbound.sim.decoders import DECODER_SPECS, DECODERS
+
+#: decoders that run without a draft (one keyed or sampled token per step)
+_NO_DRAFT = frozenset(n for n, s in DECODER_SPECS.items() if s.block == "token")
 
 torch = require_llm_extra()
 
