@@ -245,6 +245,14 @@ def f_lenience(p, ok):
     return E.SYNTHETIC
 
 
+def f_adapts(p, ok):
+    tv = np.linspace(0.05, 0.8, 8)
+    delta = 0.5 * tv + 0.01 * np.array([1, -1, 1, -1, 1, -1, 1, -1])
+    _csv(p, "lenience_study_curves.csv", {"ell": [0.5] * 8, "tv_mean": tv,
+                                          "delta_mean": delta if ok else delta[::-1]})
+    return E.SYNTHETIC
+
+
 def f_ceiling(p, ok):
     _csv(p, "lenience_study_ceiling.csv", {"p": [0.5, 0.3], "ceiling": [0.6, 0.36],
                                            "lenience": [0.55, 0.36 if ok else 0.4]})
@@ -347,7 +355,8 @@ FLIPS = {
     "liu_h0_floor": f_h0, "liu_drift": f_drift, "liu_rouge_variant": f_rouge_variant,
     "liu_rouge_values": f_rouge_values,
     "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
-    "zhou_ceiling_cap": f_ceiling, "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
+    "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
+    "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
     "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
     "zhou_speccascade_gain": f_speccascade,
     "chk_identical_tokens": f_identical, "chk_mc_vs_exact": f_mc_exact,
