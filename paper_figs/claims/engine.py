@@ -198,8 +198,9 @@ def fmt(x, digits: int = 4) -> str:
 
 
 def _se_text(se: float, df: float | None) -> str:
+    """``± se`` with its reference and the smallest difference the sample could detect."""
     ref = f", t({int(df)})" if df is not None and np.isfinite(df) else ""
-    return f"± {fmt(se, 2)}{ref}"
+    return f"± {fmt(se, 2)}{ref}; detectable ≥ {fmt(_w(crit(df), se), 2)}"
 
 
 def ordering(label: str, diff: float, se: float, df: float | None = None,
@@ -399,7 +400,9 @@ def _run(fn, arg) -> Outcome:
         return fn(arg)
     except MissingData as exc:
         return Outcome(NOT_RUN, str(exc))
-    except (KeyError, IndexError) as exc:  # a row or column a partial output lacks
+    except (KeyError, IndexError, ValueError, TypeError) as exc:
+        # a row or column a partial output lacks, or a column of the wrong type: the INDEX
+        # of any folder is written, and the reason is shown in the row
         return Outcome(NOT_RUN, f"incomplete output ({type(exc).__name__}: {exc})")
 
 
@@ -528,11 +531,11 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
              "| id | location | claim | synthetic | real model | paper's own data | verdict |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
-        c = r.columns
-        lines.append(f"| [{r.claim.id}](#{r.claim.id.replace('_', '-')}) | "
-                     f"{_cell(r.claim.location)} | {_cell(r.claim.statement)} | "
-                     f"{_verdict_cell(c[SYNTHETIC])} | {_verdict_cell(c[REAL])} | "
-                     f"{_verdict_cell(c[PAPER_DATA])} | **{r.verdict}** |")
+        cl = r.claim
+        cells = [_verdict_cell(r.columns[col]) if fn is not None else "—" for col, fn in
+                 zip(COLUMNS, (cl.synthetic, cl.real, cl.paper_data), strict=True)]
+        lines.append(f"| [{cl.id}](#{cl.id.replace('_', '-')}) | {_cell(cl.location)} | "
+                     f"{_cell(cl.statement)} | {' | '.join(cells)} | **{r.verdict}** |")
     lines.append("")
     for r in rows:
         cl = r.claim

@@ -28,6 +28,7 @@ from paper_figs.claims.engine import (
     Part,
     at_least,
     combine,
+    crit,
     equivalence,
     exact,
     few,
@@ -194,7 +195,8 @@ def rule_equal_aatps(pairs, what: str):
     """AATPS equivalence at every setting (TOST, margin AATPS_MARGIN of the larger)."""
     parts = [equivalence(f"{what}={p.key}", p.diff, p.se, AATPS_MARGIN * p.scale, p.df,
                          f"{fmt(p.a)} vs {fmt(p.b)} (Δ = {fmt(p.diff, 3)} ± {fmt(p.se, 2)}, "
-                         f"margin ± {fmt(AATPS_MARGIN * p.scale, 2)})") for p in pairs]
+                         f"margin ± {fmt(AATPS_MARGIN * p.scale, 2)}, detectable ≥ "
+                         f"{fmt(crit(p.df) * p.se, 2)})") for p in pairs]
     parts = [x if not p.identical else Part(x.label, x.verdict, x.text + " identical outputs",
                                             x.z, False) for x, p in zip(parts, pairs, strict=True)]
     return outcome(parts, sample=_sample(pairs))
