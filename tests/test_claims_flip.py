@@ -35,6 +35,15 @@ def _cmp(comparison, metric, diff, se, a=2.0, n=200, **where):
 # ------------------------------------------------------------------ fabricators (Liu)
 
 
+def f_exactness(p, ok):
+    target = np.array([0.5, 0.3, 0.2])
+    counts = np.array([50_000, 30_000, 20_000]) if ok else np.array([51_500, 28_500, 20_000])
+    _csv(p, "claims_exactness.csv", {"pair": ["a"] * 3, "scheme": ["mpfr"] * 3, "B": [2] * 3,
+                                     "token": [0, 1, 2], "p": target, "count": counts,
+                                     "n": [100_000] * 3})
+    return E.SYNTHETIC
+
+
 def f_pml_bound(p, ok):
     pml = np.array([0.5, 0.7, 0.9])
     _csv(p, "real_bounds.csv", {"B": [2] * 3, "tv": [0.3] * 3, "mpfr": pml, "pml": pml,
@@ -345,7 +354,8 @@ def f_coin(p, ok):
 
 
 FLIPS = {
-    "liu_pml_bound": f_pml_bound, "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
+    "liu_exactness": f_exactness, "liu_pml_bound": f_pml_bound,
+    "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
     "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),
     "liu_pfr_vs_vsps": f_pfr_vs("vsps"), "liu_pfr_dominates": f_dominates,
     "liu_lppl_unbiased": f_lppl_unbiased, "liu_mpfr_vs_invariant": f_mpfr_inv,

@@ -762,9 +762,22 @@ def _claim(id_, location, statement, rule, synthetic=None, real=None, paper=None
 
 
 _s_nowm, _r_nowm, _p_nowm = _single("pfr", "pfr_nowm")
+
+
+def _exactness(data):
+    from paper_figs.claims.exactness import exactness_synth
+
+    return exactness_synth(data)
+
 _s_vsps, _r_vsps, _p_vsps = _single("pfr", "vsps")
 
 CLAIMS = [
+    _claim("liu_exactness", "Thm A.4–A.6, Alg. 2, 3, 6",
+           "PFR and MPFR decoding are exact: the emitted token follows the target p whatever "
+           "the draft q and the number of drafts B",
+           "goodness of fit: chi-square of an independent sample of emitted tokens against p, "
+           "one-sided z ≤ 3 per (pair, scheme, B)",
+           _exactness, None, None, ("bounds_vs_drafts",)),
     _claim("liu_pml_bound", "Thm 5.1, Thm B.1",
            "MPFR accepts a draft with probability at least the PML bound (Thm B.1), which is "
            "at least the PML-weak bound (Thm 5.1)",
