@@ -44,6 +44,13 @@ def f_exactness(p, ok):
     return E.SYNTHETIC
 
 
+def f_eq3(p, ok):
+    _csv(p, "claims_score_bound.csv", {"entropy": [0.5, 2.0], "closed_form": [1.4, 2.7],
+                                       "mc_mean": [1.4, 2.7], "mc_se": [0.004, 0.004],
+                                       "bound": [1.3, 2.3 if ok else 2.9], "n": [10**5] * 2})
+    return E.SYNTHETIC
+
+
 def f_pml_bound(p, ok):
     pml = np.array([0.5, 0.7, 0.9])
     _csv(p, "real_bounds.csv", {"B": [2] * 3, "tv": [0.3] * 3, "mpfr": pml, "pml": pml,
@@ -354,7 +361,7 @@ def f_coin(p, ok):
 
 
 FLIPS = {
-    "liu_exactness": f_exactness, "liu_pml_bound": f_pml_bound,
+    "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_pml_bound": f_pml_bound,
     "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
     "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),
     "liu_pfr_vs_vsps": f_pfr_vs("vsps"), "liu_pfr_dominates": f_dominates,
