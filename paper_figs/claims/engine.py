@@ -555,7 +555,7 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
                 continue
             z = f" (z = {fmt(o.z, 3)})" if o.z is not None else ""
             lines.append(f"- {col}: *{o.verdict}*{z}"
-                         + (f" — reading that holds: {o.reading}" if o.reading else ""))
+                         + (f" — readings: {o.reading}" if o.reading else ""))
             if o.sample:
                 lines.append(f"  - sample: {o.sample}")
             if o.parts:
