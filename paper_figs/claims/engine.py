@@ -142,14 +142,17 @@ def combine_columns(verdicts: Iterable[str]) -> str:
 
 def outcome(parts: Sequence[Part], numbers: str = "", beyond: str = "", sample: str = "",
             reading: str = "") -> Outcome:
-    """An :class:`Outcome` whose verdict combines the counted parts; its z is the counted
-    part with the smallest |z| among the deciding verdict's parts."""
+    """An :class:`Outcome` whose verdict combines the counted parts; its z is, among the
+    parts with the deciding verdict, the largest |z| when the verdict goes against the claim
+    and the smallest otherwise."""
     counted = [p for p in parts if p.counted]
     if not counted:
         raise MissingData("no comparison could be made (no counted part)")
     v = combine(p.verdict for p in counted)
     zs = [p.z for p in counted if p.verdict == v and p.z is not None and not math.isnan(p.z)]
-    z = min(zs, key=abs) if zs else None
+    # against the claim: the strongest evidence; for it or undecided: the weakest part
+    pick = max if v in (NOT_REPRODUCED, REFUTED) else min
+    z = pick(zs, key=abs) if zs else None
     if not numbers:
         numbers = "; ".join(f"{p.label}: {p.text}" for p in parts)
     return Outcome(v, numbers, tuple(parts), z, beyond, sample, reading)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from paper_figs.claims import _pairs as P
 from paper_figs.claims.engine import (
@@ -600,7 +601,7 @@ def _drifts(data, csv, decoder, variant="default"):
     return out
 
 
-def rule_drift(series):
+def rule_drift(series, df=None):
     """Fig. 2(b): PFR below 1 point (ordering against the threshold; identical outputs
     across drafters are an identity, not counted), MSE and MSE-PSEUDO inside the paper's
     ranges (range rule) at T_eval 64 and 128 (the largest budgets of a smaller run, said)."""
@@ -613,14 +614,14 @@ def rule_drift(series):
             note = " (T_eval 64/128 not in this run: its largest budgets)"
         for T, d, se in got:
             if dec == "pfr":
-                x = ordering(f"PFR T={T}", 0.01 - d, se, None,
+                x = ordering(f"PFR T={T}", 0.01 - d, se, df,
                              f"{fmt(100 * d, 3)} ± {fmt(100 * se, 2)} points (< 1){note}")
                 if d == 0 and se == 0:
                     x = Part(x.label, x.verdict, x.text + " identical across drafters", x.z,
                              False)
             else:
                 lo, hi = DRIFT_RANGES[dec]
-                x = in_range(f"{dec.upper()} T={T}", d, se, lo, hi, None,
+                x = in_range(f"{dec.upper()} T={T}", d, se, lo, hi, df,
                              f"{fmt(100 * d, 3)} ± {fmt(100 * se, 2)} points (paper "
                              f"{100 * lo:g}–{100 * hi:g}){note}")
             parts.append(x)
@@ -634,9 +635,21 @@ def drift_synth(data):
                                               "keyed_residual_coin"))])
 
 
+def _real_prompts(data) -> int | None:
+    """Prompts per configuration of the real decoding runs (``real_wm_frontier``)."""
+    fr = data.maybe(R_FRONTIER, ("n_prompts",))
+    return None if fr is None or fr.empty else int(fr["n_prompts"].max())
+
+
+def _real_df(data):
+    n = _real_prompts(data)
+    return math.nan if n is None or n < 2 else few(n)
+
+
 def drift_real(data):
-    return rule_drift([("pfr", _drifts(data, R_SUBST, "pfr")),
-                       ("mse", _drifts(data, R_SUBST, "mse"))])
+    o = rule_drift([("pfr", _drifts(data, R_SUBST, "pfr")),
+                    ("mse", _drifts(data, R_SUBST, "mse"))], _real_df(data))
+    return _with(o, sample=f"{_real_prompts(data)} prompts per drafter")
 
 
 # ------------------------------------------------------------------------- Table 15
@@ -655,10 +668,10 @@ def _rouge(data, csv, dec, variant="default"):
     return float(s["rouge_l_minpair"]), float(s["rouge_l_minpair_se"])
 
 
-def rule_rouge_variant(variant, invariant):
+def rule_rouge_variant(variant, invariant, df=None):
     """Drafter-dependent decoders change their output (1 − ROUGE-L > 0, ordering); the
     drafter-invariant ones staying at 1 is an identity of the code (shown, not counted)."""
-    parts = [ordering(name, 1 - r, se, None, f"min-pair ROUGE-L {fmt(r, 3)} ± {fmt(se, 2)}")
+    parts = [ordering(name, 1 - r, se, df, f"min-pair ROUGE-L {fmt(r, 3)} ± {fmt(se, 2)}")
              for name, r, se in variant]
     parts += [Part(name, REPRODUCED if r == 1 else NOT_REPRODUCED,
                    f"min-pair ROUGE-L {fmt(r, 4)}", None, False) for name, r, se in invariant]
@@ -675,19 +688,20 @@ def rouge_variant_synth(data):
 def rouge_variant_real(data):
     var = [(d.upper(), *_rouge(data, R_SUBST, d)) for d in ("vsps", "mse")]
     inv = [("PFR", *_rouge(data, R_SUBST, "pfr"))]
-    return rule_rouge_variant(var, inv)
+    return _with(rule_rouge_variant(var, inv, _real_df(data)),
+                 sample=f"{_real_prompts(data)} prompts")
 
 
 TABLE15 = {"vsps": 0.394, "mse": 0.406, "mse_pseudo": 0.426, "pfr_nowm": 0.436,
            "mws": 0.922, "pfr": 0.990}
 
 
-def rule_rouge_values(cells):
+def rule_rouge_values(cells, df=None):
     """Table 15's values: each within ROUGE_MARGIN of the paper's (TOST); a decoder whose
     output is drafter-invariant by construction here (ROUGE-L exactly 1) is an identity."""
     parts = []
     for name, r, se, paper in cells:
-        x = equivalence(name, r - paper, se, ROUGE_MARGIN, None,
+        x = equivalence(name, r - paper, se, ROUGE_MARGIN, df,
                         f"{fmt(r, 3)} ± {fmt(se, 2)} vs paper {paper}")
         if r == 1 and se == 0:
             x = Part(x.label, x.verdict, x.text + " (drafter-invariant by construction)",
@@ -709,13 +723,15 @@ def rouge_values_real(data):
     df = data.csv(R_ROUGE, ("row_type", "prompt_set", "decoder", "T", "rouge_l_minpair",
                             "rouge_l_minpair_se"))
     cells = rows(df, "summarisation cells", row_type="cell", prompt_set="sharegpt_summarize")
-    T = int(cells["T"].max())
+    T = int(rows(cells, "VSpS cells", decoder="vsps")["T"].max())
     out = []
     for d in ("vsps", "mse"):
         r = rows(cells, f"{d} at T={T}", decoder=d, T=T).iloc[0]
         out.append((f"{d.upper()} (summaries, T={T})", float(r["rouge_l_minpair"]),
                     float(r["rouge_l_minpair_se"]), TABLE15[d]))
-    o = rule_rouge_values(out)
+        n = int(r["n_prompts"]) if "n_prompts" in r and not pd.isna(r["n_prompts"]) else None
+    o = _with(rule_rouge_values(out, math.nan if n is None or n < 2 else few(n)),
+              sample=f"{n} summarisation prompts × {T} tokens")
     return _with(o, parts=o.parts + tuple(_rouge_entropy_parts(df)))
 
 
