@@ -269,6 +269,14 @@ def f_adapts(p, ok):
     return E.SYNTHETIC
 
 
+def f_below(p, ok):
+    rows = [{"draft": "t", "p_base": 0.1, "prompt_id": k, "position": k,
+             "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)) * (1 if ok else -1),
+             "logp_truncation_sampling": -1.0, "kl_to_truncated": 0.1} for k in range(12)]
+    _csv(p, "claims_truncation_embedded.csv", rows)
+    return E.REAL
+
+
 def f_ceiling(p, ok):
     _csv(p, "lenience_study_ceiling.csv", {"p": [0.5, 0.3], "ceiling": [0.6, 0.36],
                                            "lenience": [0.55, 0.36 if ok else 0.4]})
@@ -375,7 +383,7 @@ FLIPS = {
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
     "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
-    "zhou_speccascade_gain": f_speccascade,
+    "zhou_speccascade_gain": f_speccascade, "zhou_truncation_below_sampling": f_below,
     "chk_identical_tokens": f_identical, "chk_mc_vs_exact": f_mc_exact,
     "chk_crosscheck": f_crosscheck, "chk_coin_gain_acceptance": f_coin,
 }

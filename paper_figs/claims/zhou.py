@@ -248,6 +248,12 @@ def adapts_synth(data):
                         df.groupby("ell")])
 
 
+def _below(data):
+    from paper_figs.claims.embedded import below_real
+
+    return below_real(data)
+
+
 def _claim(id_, location, statement, rule, synthetic=None, real=None, studies=(), scale=""):
     return Claim(id_, ZHOU, location, PAPER, statement, rule, FLIP.format(id_), synthetic,
                  real, None, tuple(studies), scale)
@@ -297,6 +303,13 @@ CLAIMS = [
            "tree block efficiency of truncation-based verification ≥ that of truncation "
            "sampling + lossless verification",
            "exact on every (target, D, set, L)", prop1_synth, None, ("prop1_study",)),
+    _claim("zhou_truncation_below_sampling", "§1, Fig. 1, Fig. 6, Tables 7–8",
+           "truncation-based verification (SpecCascade) performs below matched truncation "
+           "sampling of the target, through the distortion of its induced distribution",
+           "ordering at the t reference on the prompts, per (draft, p_base ∈ {0.1, 0.3}): "
+           "E[log p] of the emitted token under the truncated target minus under the induced "
+           "law, averaged per prompt; KL(induced ‖ p_Θ) shown",
+           None, _below, ("real_lossy",), "analogue at embedded scale"),
     _claim("zhou_speccascade_gain", "Table 5, Eq. 13",
            "SpecCascade (min-p verification) gains acceptance over lossless verification",
            f"ordering at 3σ per draft family at p_base = {SPECCASCADE_P_BASE}; the readings of "
