@@ -359,6 +359,14 @@ def f_crosscheck(p, ok):
     return E.REAL
 
 
+def f_ceiling_lenience(p, ok):
+    rows = [{"family": "f", "rule": r, "param": ell, "acceptance": 0.7 + 0.1 * ell,
+             "kl": 0.1 * ell + (0.01 if (not ok and r == "lenience" and ell == 0.5) else 0.0)}
+            for r in ("lenience", "ceiling only (residual, default)") for ell in (0.5, 0.8)]
+    _csv(p, "efficiency_frontier.csv", rows)
+    return E.SYNTHETIC
+
+
 def f_coin(p, ok):
     rows = [{"comparison": f"trend:{g}", "metric": "score_per_token", "T_eval": 8,
              "step": s, "diff": d, "diff_se": 0.1, "z": d / 0.1}
@@ -386,6 +394,7 @@ FLIPS = {
     "zhou_speccascade_gain": f_speccascade, "zhou_truncation_below_sampling": f_below,
     "chk_identical_tokens": f_identical, "chk_mc_vs_exact": f_mc_exact,
     "chk_crosscheck": f_crosscheck, "chk_coin_gain_acceptance": f_coin,
+    "chk_ceiling_equals_lenience": f_ceiling_lenience,
 }
 
 

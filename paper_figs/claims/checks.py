@@ -7,6 +7,8 @@ al. (2026), arXiv:2607.26627."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from paper_figs.claims.engine import (
     CHECK,
     LIU,
@@ -165,6 +167,41 @@ def coin_synth(data):
     return rule_coin_gain(trends)
 
 
+CEILING = "ceiling only (residual, default)"
+
+
+def rule_ceiling_lenience(df, by):
+    """Under the residual completion the "ceiling only" rule and lenience have the same
+    acceptance and distortion at every ℓ (exact; a difference refutes it)."""
+    from paper_figs.claims.engine import exact
+
+    parts = []
+    for fam, g in df.groupby(by, sort=False):
+        c = g[g["rule"] == CEILING].set_index("param")
+        le = g[g["rule"] == "lenience"].set_index("param")
+        common = sorted(set(c.index) & set(le.index))
+        if not common:
+            continue
+        diff = np.concatenate([np.abs(c.loc[common, m].to_numpy(float)
+                                      - le.loc[common, m].to_numpy(float))
+                               for m in ("acceptance", "kl")])
+        parts.append(exact(str(fam), 1e-9 - diff, f"max |difference| of acceptance and KL "
+                           f"over {len(common)} ℓ: {fmt(float(diff.max()), 2)}"))
+    if not parts:
+        raise MissingData("no 'ceiling only (residual)' and lenience rows at a common ℓ")
+    return outcome(parts)
+
+
+def ceiling_synth(data):
+    df = data.csv("efficiency_frontier.csv", ("rule", "param", "acceptance", "kl"))
+    return rule_ceiling_lenience(df, "family" if "family" in df else "draft")
+
+
+def ceiling_real(data):
+    return rule_ceiling_lenience(data.csv("real_lossy.csv", ("draft", "rule", "param",
+                                                             "acceptance", "kl")), "draft")
+
+
 def _check(id_, location, statement, rule, synthetic=None, real=None, studies=()):
     return Claim(id_, LIU, location, CHECK, statement, rule, FLIP.format(id_), synthetic, real,
                  None, tuple(studies))
@@ -188,6 +225,12 @@ CLAIMS = [
            "prediction (1 − TV, the race, PML, GLS along the realised blocks)",
            f"equivalence: TOST at 3σ, margin ±{XCHECK_MARGIN:.0%} of the prediction, per "
            "decoder and pooled", None, crosscheck_real, ("real_crosscheck",)),
+    _check("chk_ceiling_equals_lenience", "Table 1 (ceiling only), Eq. 10, Table 5",
+           "under the residual completion (the reading the paper's numbers support) the "
+           "'ceiling only' rule induces the lenience law: the ablation's ceiling row and "
+           "lenience are one rule",
+           "exact: acceptance and KL of the two rules at every ℓ (closed forms along two code "
+           "paths)", ceiling_synth, ceiling_real, ("efficiency_frontier", "real_lossy")),
     _check("chk_coin_gain_acceptance", "Fig. 2(a) (the offered cause of the gap)",
            "the coin detector's gain (over the token detector and over MSE) grows as the "
            "drafter's acceptance falls",
