@@ -277,6 +277,20 @@ def f_below(p, ok):
     return E.REAL
 
 
+def f_trunc_ceiling(p, ok):
+    rows = [{"family": "f", "rule": "lossless", "param": 0.0, "acceptance": 0.6, "kl": 0.0},
+            {"family": "f", "rule": "SpecCascade (min-p, Eq. 13)", "param": 0.1,
+             "acceptance": 0.7, "kl": 0.5}]
+    for ell in (0.5, 0.8):
+        rows.append({"family": "f", "rule": "lenience", "param": ell, "acceptance": 0.65,
+                     "kl": 0.2})
+        rows.append({"family": "f", "rule": "truncation + ceiling (min-p 0.1, residual, "
+                     "default)", "param": ell, "acceptance": 0.75,
+                     "kl": 0.1 if ok or ell == 0.8 else 0.3})
+    _csv(p, "efficiency_frontier.csv", rows)
+    return E.SYNTHETIC
+
+
 def f_ceiling(p, ok):
     _csv(p, "lenience_study_ceiling.csv", {"p": [0.5, 0.3], "ceiling": [0.6, 0.36],
                                            "lenience": [0.55, 0.36 if ok else 0.4]})
@@ -391,7 +405,8 @@ FLIPS = {
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
     "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
-    "zhou_speccascade_gain": f_speccascade, "zhou_truncation_below_sampling": f_below,
+    "zhou_speccascade_gain": f_speccascade, "zhou_trunc_ceiling": f_trunc_ceiling,
+    "zhou_truncation_below_sampling": f_below,
     "chk_identical_tokens": f_identical, "chk_mc_vs_exact": f_mc_exact,
     "chk_crosscheck": f_crosscheck, "chk_coin_gain_acceptance": f_coin,
     "chk_ceiling_equals_lenience": f_ceiling_lenience,
