@@ -208,7 +208,9 @@ def _single(a, b):
         return rule_equal_aatps(P.study_pairs(data, FRONTIER, a, b, "aatps", "L"), "L")
 
     def real(data):
-        return rule_equal_aatps(P.real_pairs(data, R_FRONTIER, a, b, "L"), "L")
+        o = rule_equal_aatps(P.real_pairs(data, R_FRONTIER, a, b, "L"), "L")
+        return _with(o, sample=o.sample + _paper_effect("liu.t2.L{k}.{d}.aatps", a, b, LS,
+                                                        "L", "Table 2"))
 
     def paper(numbers):
         return rule_equal_aatps(P.paper_pairs(numbers, "liu.t2.L{k}.{d}.aatps", a, b, LS), "L")
@@ -313,7 +315,22 @@ def mpfr_inv_synth(data):
 
 
 def mpfr_inv_real(data):
-    return rule_mpfr_vs_invariant(P.real_pairs(data, R_SCALING, "mpfr", "invariant", "B"), "B")
+    o = rule_mpfr_vs_invariant(P.real_pairs(data, R_SCALING, "mpfr", "invariant", "B"), "B")
+    return _with(o, sample=o.sample + _paper_effect("liu.t6.B{k}.{d}.aatps", "mpfr",
+                                                    "invariant", BS, "B", "Table 6"))
+
+
+def _paper_effect(pattern, a, b, keys, what, table) -> str:
+    """The paper's own effect beside a real-model sample (the largest |Δ| of the table)."""
+    from paper_figs.claims.paper_numbers import load
+
+    try:
+        pairs = P.paper_pairs(load(), pattern, a, b, keys)
+    except MissingData:
+        return ""
+    p = max(pairs, key=lambda x: abs(x.diff))
+    return (f"; the paper's largest effect: Δ = {fmt(p.diff, 3)} ({fmt(100 * p.diff / p.b, 2)}%)"
+            f" at {what} = {p.key} ({table})")
 
 
 def _multi_paper(numbers, metric, tables=MULTI_TABLES):
