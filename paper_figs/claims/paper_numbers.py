@@ -1,0 +1,80 @@
+"""The papers' own published numbers, as transcribed in ``paper_numbers.csv``.
+
+Each row is one cell of a table of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Tables
+1, 2, 6, 7, 10–13, 15): ``key`` (``liu.t<table>.<setting>.<decoder>.<metric>``), ``value``,
+``sd`` and ``n`` where the table gives a spread (Table 2: std over 1000 prompts; Tables 6–7:
+std over 3 seeds), and the ``table`` and ``cell`` it came from.  The claims tables apply the
+same rule to these numbers as to the studies' outputs: the standard error of a cell is
+``sd / √n`` (a printed spread of 0 means below half a unit of the last digit, so half a
+unit is used), with a Student-t reference on ``n − 1`` degrees of freedom when ``n`` is
+below :data:`FEW`; a cell without spread carries only its rounding, half a unit of the last
+printed digit, on the normal reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from paper_figs.claims.engine import MissingData
+
+PATH = Path(__file__).resolve().parent / "paper_numbers.csv"
+#: below this many units (seeds, prompts) a standard error uses the t reference
+FEW = 30
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One transcribed number: value, standard error, degrees of freedom (None: normal
+    reference) and its source."""
+
+    value: float
+    se: float
+    df: float | None
+    source: str
+
+
+def _half_unit(text: str) -> float:
+    text = str(text).strip()
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    return 0.5 * 10.0 ** (-decimals)
+
+
+class PaperNumbers:
+    """The transcription as a lookup: ``numbers[key]`` is a :class:`Cell`; an absent key is
+    :class:`~paper_figs.claims.engine.MissingData` (the column shows "not run")."""
+
+    def __init__(self, frame: pd.DataFrame):
+        need = {"key", "value", "sd", "n", "table", "cell"}
+        if not need <= set(frame.columns):
+            raise ValueError(f"frame lacks the columns {sorted(need - set(frame.columns))}")
+        self._rows = {str(r["key"]): r for _, r in frame.astype(str).iterrows()}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._rows
+
+    def __getitem__(self, key: str) -> Cell:
+        if key not in self._rows:
+            raise MissingData(f"the paper's number {key} is not transcribed")
+        r = self._rows[key]
+        value = float(r["value"])
+        half = _half_unit(r["value"])
+        sd_text = r["sd"].strip()
+        if sd_text in ("", "nan"):
+            se, df = half, None
+        else:
+            n = float(r["n"])
+            se = max(float(sd_text), _half_unit(sd_text)) / math.sqrt(n)
+            df = n - 1 if n < FEW else None
+        return Cell(value, se, df, f"{r['table']}: {r['cell']}")
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return [k for k in self._rows if k.startswith(prefix)]
+
+
+def load(path=PATH) -> PaperNumbers:
+    """The shipped transcription (or another file of the same columns)."""
+    return PaperNumbers(pd.read_csv(path, dtype=str, keep_default_na=False))

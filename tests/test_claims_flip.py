@@ -1,0 +1,445 @@
+"""Flip tests of every claim of the INDEX (``paper_figs.claims``).
+
+For each claim, :data:`FLIPS` fabricates an output folder (or a transcription of the paper's
+numbers) on which the claim holds, and one on which it is false, the two differing on one
+side of one compared quantity only; :func:`test_flip` asserts the verdict of the named
+evidence column moves from *reproduced* to *not reproduced* or *refuted*.  Every claim's
+registry entry names its flip test (``test_flip[<id>]``), and :func:`test_every_claim_has_a_
+flip_test` fails when one has none.  Nothing here is statistical: every input is fixed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paper_figs.claims import engine as E
+from paper_figs.claims import paper_numbers as PN
+from paper_figs.claims.registry import BY_ID, CLAIMS
+
+GOOD = {E.REPRODUCED}
+BAD = {E.NOT_REPRODUCED, E.REFUTED}
+
+
+def _csv(path, name, rows):
+    pd.DataFrame(rows).to_csv(path / name, index=False)
+
+
+def _cmp(comparison, metric, diff, se, a=2.0, n=200, **where):
+    return {"comparison": comparison, "metric": metric, "value_a": a + diff, "value_b": a,
+            "diff": diff, "diff_se": se, "z": diff / se if se else 0.0, "n_prompts": n,
+            **where}
+
+
+# ------------------------------------------------------------------ fabricators (Liu)
+
+
+def f_exactness(p, ok):
+    target = np.array([0.5, 0.3, 0.2])
+    counts = np.array([50_000, 30_000, 20_000]) if ok else np.array([51_500, 28_500, 20_000])
+    _csv(p, "claims_exactness.csv", {"pair": ["a"] * 3, "scheme": ["mpfr"] * 3, "B": [2] * 3,
+                                     "token": [0, 1, 2], "p": target, "count": counts,
+                                     "n": [100_000] * 3})
+    return E.SYNTHETIC
+
+
+def f_eq3(p, ok):
+    _csv(p, "claims_score_bound.csv", {"entropy": [0.5, 2.0], "closed_form": [1.4, 2.7],
+                                       "mc_mean": [1.4, 2.7], "mc_se": [0.004, 0.004],
+                                       "bound": [1.3, 2.3 if ok else 2.9], "n": [10**5] * 2})
+    return E.SYNTHETIC
+
+
+def f_pml_bound(p, ok):
+    pml = np.array([0.5, 0.7, 0.9])
+    _csv(p, "real_bounds.csv", {"B": [2] * 3, "tv": [0.3] * 3, "mpfr": pml, "pml": pml,
+                                "pml_weak": pml - 0.01, "lml": pml - 0.02,
+                                "lml_relaxed": pml - 0.03, "gls": pml - 0.01,
+                                "mc_mpfr": pml if ok else pml - np.array([0, 0.05, 0]),
+                                "mc_n": [10**6] * 3})
+    return E.REAL
+
+
+def f_pml_ge_lml(p, ok):
+    pml = np.array([0.5, 0.7])
+    lml = pml - 0.01 if ok else pml + np.array([0.0, 0.02])
+    _csv(p, "bounds_vs_drafts.csv", {"pml": pml, "lml": lml, "pml_weak": pml - 0.01,
+                                     "lml_relaxed": pml - 0.02})
+    return E.SYNTHETIC
+
+
+def f_eq4(p, ok):
+    tv = np.array([0.2, 0.5])
+    limit = (1 - tv) / (1 + tv)
+    _csv(p, "bounds_vs_drafts.csv", {"B": [1, 1], "tv": tv,
+                                     "exact_mpfr": limit - 0.01 if ok else limit + 0.01})
+    return E.SYNTHETIC
+
+
+def f_mpfr_ge_gls(p, ok):
+    _csv(p, "bounds_vs_drafts.csv", {"B": [2, 4], "exact_mpfr": [0.6, 0.7],
+                                     "exact_gls": [0.55, 0.65] if ok else [0.55, 0.75]})
+    return E.SYNTHETIC
+
+
+def _frontier_cmp(p, rows):
+    _csv(p, "wm_single_draft_frontier_comparisons.csv", rows)
+
+
+def f_pfr_vs(b):
+    def f(p, ok):
+        _frontier_cmp(p, [_cmp(f"pfr-{b}", "aatps", 0.001 if ok else 0.2, 0.001 if ok else 0.01,
+                               L=L, variant="default") for L in (1, 4)])
+        return E.SYNTHETIC
+
+    return f
+
+
+def f_dominates(p, ok):
+    rows = []
+    for b in ("mws", "mse"):
+        for L in (1, 4):
+            rows.append(_cmp(f"pfr-{b}", "aatps", 0.0 if ok else -0.3, 0.01, L=L,
+                             variant="default"))
+            rows.append(_cmp(f"pfr-{b}", "anlppt_u", 0.5, 0.01, a=0.3, L=L, variant="default"))
+    _frontier_cmp(p, rows)
+    return E.SYNTHETIC
+
+
+def f_lppl_unbiased(p, ok):
+    _frontier_cmp(p, [_cmp("pfr-vsps", "lppl", 0.001 if ok else 0.5, 0.001, a=2.3, L=L,
+                           variant="default") for L in (1, 2)])
+    return E.SYNTHETIC
+
+
+def _scaling_cmp(p, metric, diff, se, a=2.5):
+    _csv(p, "wm_multidraft_scaling_comparisons.csv",
+         [_cmp("mpfr-invariant", metric, diff, se, a=a, B=B, L=4) for B in (2, 4)])
+
+
+def f_mpfr_inv(p, ok):
+    _scaling_cmp(p, "aatps", 0.001 if ok else 0.3, 0.001 if ok else 0.01)
+    return E.SYNTHETIC
+
+
+def f_mpfr_anlppt(p, ok):
+    _scaling_cmp(p, "anlppt_u", 0.5 if ok else -0.5, 0.01, a=0.1)
+    return E.SYNTHETIC
+
+
+def f_lppl_mpfr(p, ok):
+    _scaling_cmp(p, "lppl", 0.001 if ok else 0.5, 0.001, a=2.3)
+    return E.SYNTHETIC
+
+
+def _numbers(cells: dict) -> PN.PaperNumbers:
+    return PN.PaperNumbers(pd.DataFrame(
+        [{"key": k, "value": v, "sd": sd, "n": n, "table": "fabricated", "cell": k}
+         for k, (v, sd, n) in cells.items()],
+        columns=["key", "value", "sd", "n", "table", "cell"]))
+
+
+def f_li_pl(p, ok):
+    cells = {}
+    for t in ("t6", "t7", "t10", "t11", "t12", "t13"):
+        for B in (2, 4, 6, 8):
+            for m in ("anlppt_li", "anlppt_pl"):
+                cells[f"liu.{t}.B{B}.mpfr.{m}"] = ("0.05000" if ok else "0.00100", "", "")
+                cells[f"liu.{t}.B{B}.invariant.{m}"] = ("0.00200", "", "")
+    return E.PAPER_DATA, _numbers(cells)
+
+
+def f_anlppt_stable(p, ok):
+    cells = {}
+    for t in ("t6", "t7", "t10", "t11", "t12", "t13"):
+        for i, B in enumerate((2, 4, 6, 8)):
+            v = 0.05 if ok or i else 0.06
+            cells[f"liu.{t}.B{B}.mpfr.anlppt_u"] = (f"{v:.5f}", "", "")
+    return E.PAPER_DATA, _numbers(cells)
+
+
+def _det_cmp(p, pairs, diff, se):
+    rows = [_cmp(c, "tpr", diff, se, a=0.5, T_eval=T, score="aaronson", method="exact")
+            for c in pairs for T in (8, 64)]
+    _csv(p, "wm_detection_comparisons.csv", rows)
+
+
+def f_tpr_match(p, ok):
+    _det_cmp(p, [f"{a}:tokens-{b}:tokens" for a in ("pfr", "mpfr") for b in ("basic_uwm", "mws")],
+             0.01 if ok else 0.3, 0.005 if ok else 0.02)
+    return E.SYNTHETIC
+
+
+def f_tpr_weaker(p, ok):
+    _det_cmp(p, [f"{a}:tokens-{b}:tokens" for a in ("pfr", "mpfr") for b in ("mse", "mse_pseudo")],
+             0.3 if ok else -0.3, 0.05)
+    return E.SYNTHETIC
+
+
+def _detection(p, extra=()):
+    rows = [{"decoder": d, "variant": v, "detector": det, "score": "aaronson", "method": "exact",
+             "T_eval": T, "tpr": 0.5, "n_sequences": 200, "fpr": 0.01}
+            for d, v, det in (("mse", "default", "tokens"), ("mse_pseudo", "default", "tokens"),
+                              ("mse_pseudo", "keyed_residual", "coin")) for T in (8, 64)]
+    _csv(p, "wm_detection.csv", rows + list(extra))
+
+
+def f_tpr_pseudo(p, ok):
+    _detection(p)
+    _det_cmp(p, ["mse_pseudo_keyed:coin-mse:tokens", "mse_pseudo:tokens-mse:tokens"],
+             0.3 if ok else -0.3, 0.05)
+    return E.SYNTHETIC
+
+
+def f_h0(p, ok):
+    _detection(p, [{"decoder": "h0", "variant": "default", "detector": "tokens",
+                    "score": "aaronson", "method": "exact", "T_eval": T,
+                    "tpr": 0.0101 if ok else 0.05, "n_sequences": 100000, "fpr": 0.01}
+                   for T in (8, 64)])
+    return E.SYNTHETIC
+
+
+def _subst(p, summaries):
+    _csv(p, "wm_drafter_substitution.csv",
+         [{"row_type": "summary", "decoder": d, "variant": v, **cols}
+          for d, v, cols in summaries])
+
+
+def f_drift(p, ok):
+    def drift(d, se):
+        return {f"tpr_drift_T{T}": d for T in (64, 128)} | \
+            {f"tpr_drift_T{T}_se": se for T in (64, 128)}
+
+    _subst(p, [("pfr", "default", drift(0.0, 0.0)),
+               ("mse", "default", drift(0.17 if ok else 0.5, 0.005)),
+               ("mse_pseudo", "keyed_residual_coin", drift(0.085, 0.005))])
+    return E.SYNTHETIC
+
+
+def _rouge(r, se):
+    return {"rouge_l_minpair": r, "rouge_l_minpair_se": se}
+
+
+def f_rouge_variant(p, ok):
+    rows = [(d, v, _rouge(0.3, 0.02)) for d, v in
+            (("invariant", "default"), ("mse", "default"), ("mse_pseudo", "default"),
+             ("pfr_nowm", "fresh"))]
+    rows.append(("vsps", "default", _rouge(0.3, 0.02) if ok else _rouge(1.0, 0.0)))
+    rows += [(d, "default", _rouge(1.0, 0.0)) for d in ("pfr", "mpfr")]
+    _subst(p, rows)
+    return E.SYNTHETIC
+
+
+def f_rouge_values(p, ok):
+    paper = {"vsps": 0.394, "mse": 0.406, "mse_pseudo": 0.426, "pfr_nowm": 0.436}
+    rows = [(d, "fresh" if d == "pfr_nowm" else "default", _rouge(v + 0.005, 0.005))
+            for d, v in paper.items()]
+    if not ok:
+        rows[0] = ("vsps", "default", _rouge(0.1, 0.005))
+    rows += [(d, "default", _rouge(1.0, 0.0)) for d in ("pfr", "mws")]
+    _subst(p, rows)
+    return E.SYNTHETIC
+
+
+# ----------------------------------------------------------------- fabricators (Zhou)
+
+
+def f_induced(p, ok):
+    induced = np.array([0.5, 0.3, 0.2])
+    emp = induced if ok else np.array([0.45, 0.35, 0.2])
+    _csv(p, "lossy_gallery.csv", {"rule": ["lenience"] * 3, "token": [0, 1, 2],
+                                  "induced": induced, "empirical": emp,
+                                  "n_samples": [100000] * 3})
+    return E.SYNTHETIC
+
+
+def f_lenience(p, ok):
+    _csv(p, "lenience_study.csv", {"ell": [0.5, 0.8], "tv": [0.3, 0.3], "delta": [0.4, 0.6],
+                                   "mc_delta": [0.401, 0.6] if ok else [0.5, 0.6],
+                                   "mc_se": [0.001, 0.001]})
+    return E.SYNTHETIC
+
+
+def f_adapts(p, ok):
+    tv = np.linspace(0.05, 0.8, 8)
+    delta = 0.5 * tv + 0.01 * np.array([1, -1, 1, -1, 1, -1, 1, -1])
+    _csv(p, "lenience_study_curves.csv", {"ell": [0.5] * 8, "tv_mean": tv,
+                                          "delta_mean": delta if ok else delta[::-1]})
+    return E.SYNTHETIC
+
+
+def f_below(p, ok):
+    rows = [{"draft": "t", "p_base": 0.1, "prompt_id": k, "position": k,
+             "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)) * (1 if ok else -1),
+             "logp_truncation_sampling": -1.0, "kl_to_truncated": 0.1} for k in range(12)]
+    _csv(p, "claims_truncation_embedded.csv", rows)
+    return E.REAL
+
+
+def f_trunc_ceiling(p, ok):
+    rows = [{"family": "f", "rule": "lossless", "param": 0.0, "acceptance": 0.6, "kl": 0.0},
+            {"family": "f", "rule": "SpecCascade (min-p, Eq. 13)", "param": 0.1,
+             "acceptance": 0.7, "kl": 0.5}]
+    for ell in (0.5, 0.8):
+        rows.append({"family": "f", "rule": "lenience", "param": ell, "acceptance": 0.65,
+                     "kl": 0.2})
+        rows.append({"family": "f", "rule": "truncation + ceiling (min-p 0.1, residual, "
+                     "default)", "param": ell, "acceptance": 0.75,
+                     "kl": 0.1 if ok or ell == 0.8 else 0.3})
+    _csv(p, "efficiency_frontier.csv", rows)
+    return E.SYNTHETIC
+
+
+def f_ceiling(p, ok):
+    _csv(p, "lenience_study_ceiling.csv", {"p": [0.5, 0.3], "ceiling": [0.6, 0.36],
+                                           "lenience": [0.55, 0.36 if ok else 0.4]})
+    return E.SYNTHETIC
+
+
+def f_lemma1(p, ok):
+    _csv(p, "lemma1_study.csv", {"gain": [0.1, 0.2], "loss": [0.05, 0.1], "net": [0.05, 0.1],
+                                 "direct": [0.05, 0.1 if ok else 0.12]})
+    return E.SYNTHETIC
+
+
+def _lemma1_rows(trunc, params, net):
+    return [{"draft": d, "truncation": trunc, "param": prm, "net": net(d, prm), "gain": 0.1,
+             "loss": 0.05, "direct": net(d, prm)} for d in ("noisy", "sharp") for prm in params]
+
+
+def f_eta(p, ok):
+    _csv(p, "lemma1_study.csv", _lemma1_rows(
+        "eta", (1e-3, 1e-2), lambda d, e: 0.01 if ok or d == "noisy" else -0.01))
+    return E.SYNTHETIC
+
+
+def f_minp(p, ok):
+    def net(d, b):
+        if not ok and b == 0.1 and d == "sharp":
+            return -0.02
+        return {0.1: 0.05, 0.3: 0.08, 0.9: 0.01}[b]
+
+    _csv(p, "lemma1_study.csv", _lemma1_rows("min-p", (0.1, 0.3, 0.9), net))
+    return E.SYNTHETIC
+
+
+def f_thm1(p, ok):
+    t = np.linspace(0, 1, 6)
+    tree = np.full(6, 0.3)
+    if not ok:
+        tree[-1] = 0.0
+    _csv(p, "theorem1_study.csv", {"pair": ["a"] * 6, "truncation": ["min-p"] * 6, "t": t,
+                                   "kl_sd": 0.5 * (1 - t), "kl_tree_D1": tree})
+    return E.SYNTHETIC
+
+
+def f_prop1(p, ok):
+    _csv(p, "prop1_study.csv", {"be_truncation": [2.0, 2.5],
+                                "be_lossless": [1.9, 2.4 if ok else 2.6]})
+    return E.SYNTHETIC
+
+
+def f_speccascade(p, ok):
+    _csv(p, "fidelity_lossy.csv", [
+        {"section": "speccascade", "family": f, "reading": r, "param": 0.1,
+         "metric": "gain_vs_lossless", "mean": 0.1 if ok or f == "noisy" else -0.1,
+         "se": 0.01} for f in ("noisy", "sharpened") for r in ("membership (Def. 1)",
+                                                              "SD against p_Θ")])
+    return E.SYNTHETIC
+
+
+# ---------------------------------------------------------------- fabricators (checks)
+
+
+def f_identical(p, ok):
+    _det_cmp(p, ["pfr:tokens-basic_uwm:tokens", "pfr:tokens-mws:tokens"], 0.0 if ok else 0.1,
+             0.0 if ok else 0.02)
+    return E.SYNTHETIC
+
+
+def f_mc_exact(p, ok):
+    ex = np.array([0.5, 0.8])
+    _csv(p, "real_bounds.csv", {"mc_n": [10**6] * 2, "mpfr": ex,
+                                "mc_mpfr": ex if ok else ex + np.array([0.0, 0.1])})
+    return E.REAL
+
+
+def f_crosscheck(p, ok):
+    _csv(p, "real_crosscheck.csv", {"decoder": ["pfr", "all"], "aatps": [2.0, 2.0],
+                                    "predicted_aatps": [2.0, 2.0],
+                                    "diff": [0.001, 0.0] if ok else [0.5, 0.0],
+                                    "diff_se": [0.001, 0.001]})
+    return E.REAL
+
+
+def f_ceiling_lenience(p, ok):
+    rows = [{"family": "f", "rule": r, "param": ell, "acceptance": 0.7 + 0.1 * ell,
+             "kl": 0.1 * ell + (0.01 if (not ok and r == "lenience" and ell == 0.5) else 0.0)}
+            for r in ("lenience", "ceiling only (residual, default)") for ell in (0.5, 0.8)]
+    _csv(p, "efficiency_frontier.csv", rows)
+    return E.SYNTHETIC
+
+
+def f_coin(p, ok):
+    rows = [{"comparison": f"trend:{g}", "metric": "score_per_token", "T_eval": 8,
+             "step": s, "diff": d, "diff_se": 0.1, "z": d / 0.1}
+            for g in ("coin-tokens", "coin-mse")
+            for s, d in (("1", 0.1), ("end", 0.5 if ok else -0.5))]
+    _csv(p, "wm_detection_acceptance_comparisons.csv", rows)
+    return E.SYNTHETIC
+
+
+FLIPS = {
+    "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_pml_bound": f_pml_bound,
+    "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
+    "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),
+    "liu_pfr_vs_vsps": f_pfr_vs("vsps"), "liu_pfr_dominates": f_dominates,
+    "liu_lppl_unbiased": f_lppl_unbiased, "liu_mpfr_vs_invariant": f_mpfr_inv,
+    "liu_mpfr_anlppt": f_mpfr_anlppt, "liu_mpfr_anlppt_li_pl": f_li_pl,
+    "liu_anlppt_stable": f_anlppt_stable, "liu_lppl_mpfr": f_lppl_mpfr,
+    "liu_tpr_match": f_tpr_match, "liu_tpr_weaker": f_tpr_weaker, "liu_tpr_pseudo": f_tpr_pseudo,
+    "liu_h0_floor": f_h0, "liu_drift": f_drift, "liu_rouge_variant": f_rouge_variant,
+    "liu_rouge_values": f_rouge_values,
+    "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
+    "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
+    "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
+    "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
+    "zhou_speccascade_gain": f_speccascade, "zhou_trunc_ceiling": f_trunc_ceiling,
+    "zhou_truncation_below_sampling": f_below,
+    "chk_identical_tokens": f_identical, "chk_mc_vs_exact": f_mc_exact,
+    "chk_crosscheck": f_crosscheck, "chk_coin_gain_acceptance": f_coin,
+    "chk_ceiling_equals_lenience": f_ceiling_lenience,
+}
+
+
+def _verdict(tmp_path, claim_id, ok):
+    folder = tmp_path / ("holds" if ok else "fails")
+    folder.mkdir()
+    got = FLIPS[claim_id](folder, ok)
+    column, numbers = got if isinstance(got, tuple) else (got, None)
+    (row,) = E.evaluate(folder, [BY_ID[claim_id]],
+                        numbers=numbers if numbers is not None else _numbers({}))
+    return row.columns[column], row
+
+
+@pytest.mark.parametrize("claim_id", sorted(FLIPS))
+def test_flip(tmp_path, claim_id):
+    """The claim holds on one fabricated folder and fails on the other: the verdict moves."""
+    good, row_good = _verdict(tmp_path, claim_id, True)
+    bad, row_bad = _verdict(tmp_path, claim_id, False)
+    assert good.verdict in GOOD, (claim_id, good)
+    assert bad.verdict in BAD, (claim_id, bad)
+    if good is row_good.columns[E.PAPER_DATA]:
+        return
+    assert row_good.verdict in GOOD and row_bad.verdict in BAD  # the claim's verdict too
+
+
+def test_every_claim_has_a_flip_test():
+    """The meta-test: every registered claim names ``test_flip[<its id>]`` in this file and
+    that case exists; no flip case is left without a claim."""
+    for c in CLAIMS:
+        assert c.flip_test == f"tests/test_claims_flip.py::test_flip[{c.id}]", c.id
+        assert c.id in FLIPS, f"{c.id} has no flip test"
+        assert callable(globals()[c.flip_test.split("::")[1].split("[")[0]])
+    assert set(FLIPS) == {c.id for c in CLAIMS}
