@@ -14,8 +14,8 @@ a local folder
     loaded by ``from_pretrained`` as it is, never touching the network; a folder transformers
     cannot read is a ``ValueError`` naming the argument and the folder.
 a Hugging Face model id (``"name"`` or ``"namespace/name"``)
-    loaded from the hub's local cache first (``local_files_only=True``: no network at all
-    when the model is there); otherwise from the hub, which needs internet.  Without
+    loaded from the hub's local cache first when its ``config.json`` is there
+    (``local_files_only=True``); otherwise from the hub, which needs internet.  Without
     internet (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set, or the hub's host not
     reachable within :data:`PROBE_SECONDS`) an id that is not in the cache fails at once with
     a ``ValueError`` saying so and how to pass a local folder or file, instead of the hub
@@ -377,6 +377,20 @@ def _offline_message(name: str, source: str) -> str:
             "'embedded'")
 
 
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether the hub's local cache holds a ``config.json`` of ``repo_id`` (a look at the
+    file system only: the hub client's own functions may ask the network for other things)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except (ValueError, OSError):
+        return False
+    return isinstance(found, str)
+
+
 def _from_pretrained(folder, dtype, *, local_files_only: bool, tokenizer_only: bool = False):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -391,13 +405,14 @@ def _from_pretrained(folder, dtype, *, local_files_only: bool, tokenizer_only: b
 def _load_resolved(kind, source, folder, dtype, name, *, tokenizer_only=False):
     """Tokenizer and model of a classified source (``folder``: the folder or the hub id)."""
     if kind == "hub":
-        try:
-            return _from_pretrained(folder, dtype, local_files_only=True,
-                                    tokenizer_only=tokenizer_only)
-        except ImportError:
-            raise
-        except Exception:  # noqa: BLE001 -- not (fully) in the local cache: try the hub
-            pass
+        if _in_hub_cache(folder):
+            try:
+                return _from_pretrained(folder, dtype, local_files_only=True,
+                                        tokenizer_only=tokenizer_only)
+            except ImportError:
+                raise
+            except Exception:  # noqa: BLE001 -- not fully in the local cache: try the hub
+                pass
         if hub_offline():
             raise ValueError(_offline_message(name, str(source))) from None
         try:

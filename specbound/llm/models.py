@@ -457,7 +457,9 @@ def load_pair(target="embedded", draft="temperature:1.5", *, device=None, dtype=
     spec = parse_draft(draft)  # fail on a bad spec before loading anything
     device = resolve_device(device)
     resolve_dtype(dtype)
-    if spec.kind == "model":  # a missing path or a malformed id, before the target loads
+    # a missing path or a malformed id, before anything loads
+    classify_source(target, "target")
+    if spec.kind == "model":
         classify_source(spec.value, "draft")
     model, tokenizer, info = load_model(target, device=device, dtype=dtype, name="target")
     spec, module, dinfo = make_draft(model, tokenizer, draft, device=device, dtype=dtype)
