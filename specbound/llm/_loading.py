@@ -191,7 +191,7 @@ _DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
 
 def resolve_dtype(dtype):
     """``None``/``"auto"`` -> the checkpoint's dtype; a name or a floating ``torch.dtype``."""
-    if dtype is None or dtype == "auto":
+    if dtype is None or (isinstance(dtype, str) and dtype == "auto"):
         return "auto"
     if isinstance(dtype, str) and dtype in _DTYPES:
         return getattr(torch, _DTYPES[dtype])

@@ -125,7 +125,9 @@ def _int(text: str, what: str) -> int:
 def parse_draft(draft) -> DraftSpec:
     """Parse ``"KIND:VALUE"`` into a :class:`DraftSpec` (``ValueError`` naming ``draft``)."""
     if isinstance(draft, DraftSpec):
-        return draft
+        # a spec made by hand is checked like its text (the text of a parsed spec reads back
+        # as the same spec)
+        return parse_draft(str(draft))
     if not isinstance(draft, str) or ":" not in draft:
         raise ValueError(f"{_USAGE}, got {draft!r}")
     kind, _, rest = draft.partition(":")

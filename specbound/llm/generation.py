@@ -51,7 +51,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_int
+from specbound._validation import (
+    INT64_MAX,
+    as_bool,
+    as_choice,
+    as_int,
+    as_int_array,
+    asarray_named,
+)
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, DecodeResult, speculative_decode
@@ -216,6 +223,15 @@ class PrefixCache:
 
     @staticmethod
     def _key(model, processing, tokens) -> tuple:
+        from specbound.llm.models import LogitsProcessing
+
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model: must be a torch module (the pair's target or draft), "
+                             f"got {type(model).__name__}")
+        if not isinstance(processing, LogitsProcessing):
+            raise ValueError(f"processing: must be a LogitsProcessing, got "
+                             f"{type(processing).__name__}")
+        tokens = _token_ids(tokens, "tokens", INT64_MAX)
         return (id(model), processing, tuple(int(t) for t in tokens))
 
     def get(self, model, processing, tokens):
@@ -235,8 +251,13 @@ class PrefixCache:
         """Store a copy of a prefill's KV cache and its processed log-probabilities."""
         import copy
 
-        size = _tensor_bytes(kv_cache) + _tensor_bytes(logprobs)
         key = self._key(model, processing, tokens)
+        if not isinstance(logprobs, torch.Tensor):
+            raise ValueError(f"logprobs: must be a tensor, got {type(logprobs).__name__}")
+        if kv_cache is not None and not callable(getattr(kv_cache, "get_seq_length", None)):
+            raise ValueError(f"kv_cache: must be a transformers cache or None, got "
+                             f"{type(kv_cache).__name__}")
+        size = _tensor_bytes(kv_cache) + _tensor_bytes(logprobs)
         old = self._entries.pop(key, None)
         if old is not None:
             self.nbytes -= old[3]
@@ -580,10 +601,13 @@ class _PairLM:
 def as_protocol_models(pair):
     """``(target, draft)`` protocol models of a pair, evaluated without cache.
 
+    ``pair`` must be a :class:`~specbound.llm.ModelPair` (``ValueError`` naming it otherwise).
+
     ``speculative_decode(*as_protocol_models(pair), prompt, decoder, ...)`` is the
     uncached, unbatched reference of :func:`generate` (the same tokens up to float32
     rounding of the model, exactly for models whose logits do not depend on batching).
     """
+    _check_pair_and_log(pair, None)
     return _PairLM(pair, "target"), _PairLM(pair, "draft")
 
 
@@ -615,7 +639,9 @@ def _encode(pair, prompt, chat, template):
             raise
     if hasattr(prompt, "detach"):
         prompt = prompt.detach().cpu().numpy()
-    arr = np.asarray(prompt)
+    if prompt is None or isinstance(prompt, bytes):
+        raise ValueError(f"prompt: must be text or a 1-D sequence of token ids, got {prompt!r}")
+    arr = asarray_named(prompt, "prompt")
     if arr.ndim != 1:
         raise ValueError(f"prompt: must be text or a 1-D sequence of token ids, got shape "
                          f"{arr.shape}")
@@ -823,6 +849,16 @@ def lossy_decode(backend, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
     rule = as_choice(rule, "rule", LOSSY_RULES)
     L = as_int(L, "L", min_value=1)
     N = as_int(max_new_tokens, "max_new_tokens", min_value=0, max_value=MAX_NEW_TOKENS)
+    if not all(callable(getattr(backend, m, None))
+               for m in ("reset", "draft_step", "verify", "commit")):
+        raise ValueError(f"backend: must implement reset, draft_step, verify and commit (a "
+                         f"PairBackend or sim.SyntheticBackend), got {type(backend).__name__}")
+    ids = as_int_array(prompt.detach().cpu().numpy() if hasattr(prompt, "detach") else prompt,
+                       "prompt", min_value=0)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"prompt: must be a non-empty 1-D sequence of token ids, got shape "
+                         f"{ids.shape}")
+    prompt = ids
     return lossy_loop(backend, prompt, rule, L, N, as_rng(seed), params)
 
 
