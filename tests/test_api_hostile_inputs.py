@@ -9,9 +9,15 @@ returns or raises ``ValueError`` (the documented exception of every public funct
 that it returns within :data:`TIME_BOUND` seconds (large sizes must be refused up front, not
 attempted).  Valid hostile-looking values (``B = 2**62`` for a closed form) may return.
 
-Covered: every name of ``theory.__all__`` and ``sim.__all__`` -- functions, constructors of
-classes and every public method that takes arguments (``SyntheticLM.draft``,
-``LogReader.dense``, ``SyntheticBackend.verify``, ...) -- and ``theory.symbolic``.
+Covered: every name of ``theory.__all__``, ``sim.__all__`` and ``llm.__all__`` -- functions,
+constructors of classes and every public method that takes arguments (``SyntheticLM.draft``,
+``LogReader.dense``, ``SyntheticBackend.verify``, ``ModelPair.target_logprobs``, ...) -- and
+``theory.symbolic``.  The llm rows (:data:`LLM_TABLE`, coverage checked by
+:func:`test_llm_table_covers_every_public_name` against :data:`LLM_EXEMPT`) run on a 2-layer
+Llama with random weights and a word-level tokenizer, saved as a model folder
+(:mod:`tests._llm_synth`), with ``HF_HUB_OFFLINE`` set so that a hostile string taken for a
+hub id never reaches the network; the slow tier adds the whole pool and one pass of the
+model-bound rows on the embedded SmolLM2-135M-Instruct.
 :func:`test_table_covers_every_public_name` fails when a public name has no row in
 :data:`TABLE` / :data:`LOG_ROWS` and no entry in :data:`EXEMPT` (constants, result records
 and the backend ``Protocol``, each with its reason), so a new public name must be added here.
