@@ -1008,6 +1008,10 @@ def llm_objects(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile_llm")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
+        # hostile strings given as a log's path ("0.5", "abc") are relative paths: they must
+        # land in a scratch folder, not in the working directory of the test run
+        (root / "cwd").mkdir()
+        mp.chdir(root / "cwd")
         _LLM.folder = save_tiny_model(root / "tiny")
         pair = llm.load_pair(_LLM.folder, draft="temperature:1.5", device="cpu")
         valid = _build_llm_objects(pair, root)
@@ -1116,6 +1120,7 @@ def test_embedded_model_rows_with_hostile_values(llm_objects, llm_pair, tmp_path
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("HF_HUB_OFFLINE", "1")
+            mp.chdir(tmp_path)
             valid = _build_llm_objects(llm_pair, tmp_path)
             valid["llm_folder"] = "embedded"
             assert llm.embedded_tokenizer() is not None

@@ -771,10 +771,13 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     Raises
     ------
     ValueError
-        Unknown ``decoder`` or ``draft``, ``L < 1``, ``B < 1`` (or ``B > 1`` for a
-        single-draft decoder), a missing ``key`` for a keyed decoder, an empty ``prompt`` or
-        one longer than the target's context window, ``max_new_tokens`` beyond it; every
-        message names the argument.
+        Unknown ``decoder`` or ``draft``, ``L < 1`` or ``L`` beyond the target's context
+        window, ``B < 1`` (or ``B > 1`` for a single-draft decoder), a missing ``key`` for a
+        keyed decoder, an empty ``prompt``, one that is not valid Unicode text or one longer
+        than the target's context window, ``max_new_tokens`` beyond it, an option that
+        :func:`specbound.sim.speculative_decode` does not have, a ``pair`` that is not a
+        :class:`~specbound.llm.ModelPair`, a ``log`` without ``record``; every message
+        names the argument.
     """
     decoder = as_choice(decoder, "decoder", DECODERS)
     L = as_int(L, "L", min_value=1)
@@ -876,7 +879,8 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
     ------
     ValueError
         Unknown ``rule`` or bad rule parameters, and the errors of :func:`generate`
-        (``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming the argument.
+        (``pair``, ``log``, ``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming
+        the argument.
     """
     from specbound.sim.lossy import LOSSY_RULES
 
