@@ -64,7 +64,8 @@ class ContextRecorder:
     def record(self, prompt_id, context_tokens, p, qs) -> None:
         """Keep ``p`` and ``qs[0]`` (when given) at (``prompt_id``, ``context_tokens``)."""
         key = _context_key(prompt_id, context_tokens, "context_tokens")
-        if isinstance(qs, str | bytes) or not hasattr(qs, "__len__") or len(qs) > 1:
+        if isinstance(qs, str | bytes | dict) or not hasattr(qs, "__len__") or (
+                isinstance(qs, np.ndarray) and qs.ndim == 0) or len(qs) > 1:
             raise ValueError("qs: must be a list of zero or one draft distribution")
         p_c = _compact(p, "p")
         q_c = _compact(qs[0], "qs[0]") if len(qs) else None

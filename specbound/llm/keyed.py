@@ -161,7 +161,8 @@ def context_labels(key, contexts, *, window=None, device=None):
     """
     window = _as_window(window)
     device = _as_device(device)
-    if isinstance(contexts, str | bytes) or not hasattr(contexts, "__iter__"):
+    if isinstance(contexts, str | bytes) or not hasattr(contexts, "__iter__") or (
+            isinstance(contexts, np.ndarray) and contexts.ndim == 0):
         raise ValueError(f"contexts: must be a sequence of token-id sequences, got "
                          f"{type(contexts).__name__}")
     vals = [int(context_label(key, _context_array(c), window)) for c in contexts]
