@@ -314,6 +314,25 @@ def test_an_uncached_hub_id_fails_at_once_when_the_hub_is_unreachable(monkeypatc
     assert len(no_network) == 1  # the one probe of the hub's host, no download attempt
 
 
+def test_a_cached_hub_id_loads_offline_without_network(monkeypatch, no_network, tmp_path):
+    # the hub's cache layout: models--{namespace}--{name}/snapshots/{revision}/ + refs/main
+    from huggingface_hub import constants
+
+    repo = tmp_path / "models--nobody--tiny"
+    save_tiny_model(repo / "snapshots" / "0123456789abcdef")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123456789abcdef")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as if set before the import
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pair = llm.load_pair("nobody/tiny", draft="model:nobody/tiny", device="cpu")
+    assert pair.load_info["target"].kind == "hub"
+    ids = pair.encode_prompt("hello cat", chat=False)
+    np.testing.assert_array_equal(pair.target_logprobs(ids).numpy(),
+                                  pair.draft_logprobs(ids).numpy())
+    assert no_network == []
+
+
 def test_the_probe_gives_up_on_a_connection_that_hangs(monkeypatch):
     monkeypatch.setattr(socket, "create_connection",
                         lambda *a, **k: time.sleep(30))
