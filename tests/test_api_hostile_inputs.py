@@ -783,6 +783,12 @@ def _m(obj, method):
     return call
 
 
+def _processed(temperature, top_k=None, top_p=None):
+    logits = _torch.tensor([[1.0, 3.0, 3.0, -2.0], [-5.0, -7.0, -6.0, -9.0]],
+                           dtype=_torch.float64)
+    return llm.LogitsProcessing(temperature, top_k, top_p).logprobs(logits).exp().numpy()
+
+
 def _pb_draft_step(paths):
     _LLM.backend.reset([3, 1, 4])
     return _LLM.backend.draft_step(paths)
@@ -822,6 +828,9 @@ LLM_TABLE: dict[str, Row] = {
                                 {"top_k": "none", "top_p": "none"}),
     "llm.LogitsProcessing.logprobs": Row(_m("processing", "logprobs"), ["llm_logits"],
                                          {"vocab_size": "none"}),
+    # processing applied at hostile temperatures (5e-324, 1e-310: the T -> 0 limit, no NaN)
+    "llm.LogitsProcessing[applied]": Row(_processed, ["real_pos"],
+                                         {"top_k": "none", "top_p": "none"}),
     "llm.ModelPair": Row(_fn("ModelPair"), ["llm_module", "llm_module", "none",
                                             "llm_processing", "llm_spec"],
                          {"device": "llm_device", "load_info": "llm_load_info"}),
@@ -1046,7 +1055,8 @@ def _run_llm_row(name, row, overrides, valid):
         assert _NAMED.match(str(value)), (name, str(value))
         if not overrides:
             raise AssertionError(f"{name} refused its valid values: {value}")
-    if status == "ok" and name == "llm.ModelPair.next_token_probs":
+    if status == "ok" and name in ("llm.ModelPair.next_token_probs",
+                                   "llm.LogitsProcessing[applied]"):
         assert np.all(np.isfinite(value)) and np.all(value >= 0), name
         np.testing.assert_allclose(value.sum(axis=-1), 1.0, atol=1e-9, err_msg=name)
     return status
@@ -1101,6 +1111,23 @@ def test_each_llm_row_with_the_whole_pool(llm_objects, name, slot, request):
     row = LLM_TABLE[name]
     for bad in HOSTILE:
         _run_llm_row(name, row, {slot: bad}, llm_objects)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(sorted(LLM_TABLE)), st.data())
+def test_llm_hostile_inputs_property(llm_objects, name, data):
+    # 1-3 arguments of a random llm row replaced by hostile values (fixed pool or arbitrary)
+    row = LLM_TABLE[name]
+    slots = list(range(len(row.args))) + list(row.kwargs)
+    if not slots or any((name, s) in LLM_LOGS_PENDING for s in slots):
+        return
+    k = data.draw(st.integers(1, min(3, len(slots))))
+    chosen = data.draw(st.lists(st.sampled_from(slots), min_size=k, max_size=k, unique=True))
+    overrides = {s: data.draw(hostile_values(), label=str(s)) for s in chosen}
+    _run_llm_row(name, row, overrides, llm_objects)
 
 
 #: rows the embedded-model pass runs (those whose work is the model's: loading, drafts,
