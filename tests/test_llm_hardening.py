@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import socket
+import threading
 import time
 
 import numpy as np
@@ -334,11 +335,19 @@ def test_a_cached_hub_id_loads_offline_without_network(monkeypatch, no_network, 
 
 
 def test_the_probe_gives_up_on_a_connection_that_hangs(monkeypatch):
-    monkeypatch.setattr(socket, "create_connection",
-                        lambda *a, **k: time.sleep(30))
+    release = threading.Event()
+
+    def hang(*args, **kwargs):
+        release.wait(30)  # a connection (or a name lookup) that does not answer
+        raise OSError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", hang)
     t0 = time.monotonic()
-    assert _loading._probe("example.invalid", 443, 0.2) is False
-    assert time.monotonic() - t0 < 10  # a hang guard: the probe waits 0.2 s, not 30 s
+    try:
+        assert _loading._probe("example.invalid", 443, 0.2) is False
+        assert time.monotonic() - t0 < 10  # a hang guard: the probe waits 0.2 s, not 30 s
+    finally:
+        release.set()  # let the probe's thread end now, inside this test
 
 
 def test_the_probe_asks_the_proxy_when_one_is_set(monkeypatch):

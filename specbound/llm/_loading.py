@@ -278,7 +278,7 @@ def _probe(host: str, port: int, timeout: float) -> bool:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
             result.append(True)
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 -- any failure means "not reachable"; never raise
             result.append(False)
 
     worker = threading.Thread(target=connect, daemon=True)
