@@ -143,6 +143,19 @@ def test_tiny_temperatures_of_load_pair_and_of_a_draft_spec(tiny_folder):
     assert res.n_generated >= 1 and np.all(res.tokens < V)
 
 
+def test_transformers_generate_at_a_tiny_temperature_is_the_same_greedy_text(tiny_folder):
+    # generation_kwargs: transformers' float32 division would give NaN probabilities (an
+    # error in generate); below GREEDY_TEMPERATURE it decodes greedily, like the processing
+    pair = llm.load_pair(tiny_folder, device="cpu", temperature=1e-320)
+    ids = torch.tensor([[3, 1, 4]])
+    out = pair.target.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                               **pair.generation_kwargs())
+    ref = llm.generate(pair, ids[0].numpy(), "ar", max_new_tokens=8, stop_at_eos=False)
+    n = out.shape[1]
+    np.testing.assert_array_equal(out[0].numpy(), ref.tokens[:n])
+    assert LogitsProcessing(0.5).generation_kwargs()["do_sample"] is True
+
+
 # ----------------------------------------------------------------------------- named errors
 
 

@@ -58,6 +58,12 @@ torch = require_llm_extra()
 __all__ = ["LogitsProcessing", "NextTokenLogprobs", "ModelPair", "load_pair"]
 
 
+#: temperatures below this are decoded greedily by :meth:`LogitsProcessing.generation_kwargs`
+#: (float32 logits of order 100 divided by 1e-30 stay below float32's 3.4e38, and two
+#: distinct float32 logits then differ by more than 1e20 after the division: exp underflows)
+GREEDY_TEMPERATURE = 1e-30
+
+
 @dataclass(frozen=True)
 class LogitsProcessing:
     """Temperature, top-k and top-p in transformers' conventions, computed in float64.
@@ -115,7 +121,16 @@ class LogitsProcessing:
         return torch.log_softmax(x, dim=-1)
 
     def generation_kwargs(self) -> dict:
-        """Keyword arguments for transformers' ``generate`` that sample the same law."""
+        """Keyword arguments for transformers' ``generate`` that sample the same law.
+
+        Below :data:`GREEDY_TEMPERATURE` the processed law is the argmax (up to exact ties)
+        and transformers' own float32 division ``scores / temperature`` would overflow (NaN
+        probabilities, an error in ``generate``), so greedy decoding is returned instead:
+        the same tokens except where two logits are exactly equal (transformers takes the
+        first, the processed law splits the mass).
+        """
+        if self.temperature < GREEDY_TEMPERATURE:
+            return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
         return {"do_sample": True, "temperature": self.temperature,
                 "top_k": self.top_k if self.top_k is not None else 0,
                 "top_p": self.top_p if self.top_p is not None else 1.0}
