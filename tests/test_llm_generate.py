@@ -2,7 +2,7 @@
 
 Two kinds of model:
 
-- a synthetic model wrapped as a torch ``nn.Module`` (``_SynthModule``: a
+- a synthetic model wrapped as a torch ``nn.Module`` (``tests._llm_synth.SynthModule``: a
   :class:`~specbound.sim.SyntheticLM` whose "key-value cache" holds the token ids, so a
   wrongly cropped or wrongly selected cache row changes the context and hence the tokens):
   exact, deterministic identity with :func:`specbound.sim.speculative_decode` for every
@@ -23,80 +23,15 @@ pytest.importorskip("transformers")
 
 from specbound import sim  # noqa: E402
 from specbound.llm import generation as G  # noqa: E402
-from specbound.llm._loading import LoadInfo  # noqa: E402
-from specbound.llm.drafts import DraftSpec  # noqa: E402
-from specbound.llm.models import LogitsProcessing, ModelPair  # noqa: E402
 from specbound.sim.decode import MULTI_DRAFT_DECODERS  # noqa: E402
+from tests._llm_synth import WINDOW_POSITIONS, synthetic_pair  # noqa: E402
 from tests._stats import FIVE_SIGMA_RATE, assert_gof  # noqa: E402
 
 V = 12
-WINDOW_POSITIONS = 256
-
-
-class _TokenCache:
-    """A KV cache that stores the token ids (the protocol of transformers' DynamicCache)."""
-
-    def __init__(self, ids):
-        self.ids = ids
-
-    def get_seq_length(self, layer_idx=0):
-        return int(self.ids.shape[1])
-
-    def crop(self, n):
-        assert n < 0
-        self.ids = self.ids[:, :n]
-
-    def batch_repeat_interleave(self, r):
-        self.ids = self.ids.repeat_interleave(r, dim=0)
-
-    def batch_select_indices(self, idx):
-        self.ids = self.ids[idx]
-
-
-class _SynthModule(torch.nn.Module):
-    """A protocol model as a causal LM: logits = log of its next-token distribution."""
-
-    def __init__(self, lm):
-        super().__init__()
-        self.lm = lm
-        self.config = SimpleNamespace(vocab_size=lm.vocab_size,
-                                      max_position_embeddings=WINDOW_POSITIONS)
-        self.calls = []
-
-    def get_output_embeddings(self):
-        return None
-
-    def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None,
-                use_cache=False, logits_to_keep=0):
-        prev = past_key_values.ids if past_key_values is not None else input_ids[:, :0]
-        full = torch.cat([prev, input_ids], dim=1)
-        n, k = input_ids.shape[1], (logits_to_keep or input_ids.shape[1])
-        self.calls.append(tuple(input_ids.shape))
-        ctxs = []
-        for b in range(full.shape[0]):
-            row = full[b]
-            for j in range(prev.shape[1] + n - k, prev.shape[1] + n):
-                if attention_mask is not None and attention_mask.ndim == 4:
-                    # a tree mask: the context is what the query attends to, in order
-                    sees = attention_mask[b, 0, j - prev.shape[1]] == 0
-                    ctxs.append(row[sees].numpy().astype(np.int64))
-                    continue
-                keep = (torch.ones_like(row, dtype=torch.bool) if attention_mask is None
-                        else torch.cat([torch.ones(prev.shape[1], dtype=torch.bool),
-                                        attention_mask[b].bool()]))
-                ctxs.append(row[:j + 1][keep[:j + 1]].numpy().astype(np.int64))
-        P = sim.models.next_distributions(self.lm, ctxs).reshape(full.shape[0], k, -1)
-        with np.errstate(divide="ignore"):
-            logits = torch.from_numpy(np.log(P))
-        return SimpleNamespace(logits=logits,
-                               past_key_values=_TokenCache(full) if use_cache else None)
 
 
 def _synthetic_pair(target, draft):
-    info = LoadInfo("synthetic", "synthetic", "folder", "", False, 0.0)
-    return ModelPair(_SynthModule(target), _SynthModule(draft), None, LogitsProcessing(),
-                     DraftSpec("model", "synthetic"), device=torch.device("cpu"),
-                     load_info={"target": info, "draft": None})
+    return synthetic_pair(target, draft)
 
 
 @pytest.fixture(scope="module")

@@ -24,15 +24,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound._validation import as_int
+from specbound._validation import as_int, as_int_array, as_real_array
 
 __all__ = ["ContextRecorder", "block_crosscheck", "decision_acceptance"]
 
 
-def _compact(v) -> tuple[np.ndarray, np.ndarray]:
-    v = np.asarray(v, dtype=np.float64).reshape(-1)
+def _compact(v, name: str = "p") -> tuple[np.ndarray, np.ndarray]:
+    v, _ = as_real_array(v, name, what="probabilities")
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"{name}: must be a non-empty 1-D distribution, got shape {v.shape}")
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError(f"{name}: must hold finite non-negative probabilities")
     idx = np.flatnonzero(v > 0)
     return idx.astype(np.int64), v[idx].copy()
+
+
+def _context_key(prompt_id, context, name: str) -> tuple:
+    prompt_id = as_int(prompt_id, "prompt_id")
+    ids = as_int_array(context, name, min_value=0)
+    if ids.ndim != 1:
+        raise ValueError(f"{name}: must be a 1-D sequence of token ids, got shape {ids.shape}")
+    return prompt_id, tuple(int(t) for t in ids)
 
 
 class ContextRecorder:
@@ -50,11 +62,17 @@ class ContextRecorder:
         self._q: dict = {}
 
     def record(self, prompt_id, context_tokens, p, qs) -> None:
-        key = (int(prompt_id), tuple(int(t) for t in np.asarray(context_tokens).reshape(-1)))
+        """Keep ``p`` and ``qs[0]`` (when given) at (``prompt_id``, ``context_tokens``)."""
+        key = _context_key(prompt_id, context_tokens, "context_tokens")
+        if isinstance(qs, str | bytes | dict) or not hasattr(qs, "__len__") or (
+                isinstance(qs, np.ndarray) and qs.ndim == 0) or len(qs) > 1:
+            raise ValueError("qs: must be a list of zero or one draft distribution")
+        p_c = _compact(p, "p")
+        q_c = _compact(qs[0], "qs[0]") if len(qs) else None
         if key not in self._p:
-            self._p[key] = _compact(p)
-        if len(qs) and key not in self._q:
-            self._q[key] = _compact(qs[0])
+            self._p[key] = p_c
+        if q_c is not None and key not in self._q:
+            self._q[key] = q_c
 
     def __len__(self) -> int:
         return len(self._p)
@@ -68,7 +86,7 @@ class ContextRecorder:
         """``(p, q)`` of a recorded context on the union of their supports (each sums to 1
         up to rounding).  Raises ``ValueError`` (``context``) if the context, or the draft's
         distribution there, was not recorded."""
-        key = (int(prompt_id), tuple(int(t) for t in np.asarray(context).reshape(-1)))
+        key = _context_key(prompt_id, context, "context")
         if key not in self._p:
             raise ValueError(f"context: not recorded (prompt {key[0]}, length {len(key[1])})")
         if key not in self._q:
@@ -169,11 +187,24 @@ def block_crosscheck(result, decisions):
     """
     import pandas as pd
 
+    from specbound.sim.decode import DecodeResult
+
+    if not isinstance(result, DecodeResult):
+        raise ValueError(f"result: must be a DecodeResult, got {type(result).__name__}")
+    if not isinstance(decisions, pd.DataFrame) or not {"block", "accepted", "predicted"} <= set(
+            decisions.columns):
+        raise ValueError("decisions: must be the DataFrame of decision_acceptance(result, ...) "
+                         "(columns block, accepted, predicted)")
     emitted = np.asarray(result.emitted_per_block, dtype=np.int64)
     nb = emitted.size
-    blk = np.asarray(decisions["block"], dtype=np.int64)
-    acc = np.bincount(blk, weights=np.asarray(decisions["accepted"], dtype=float), minlength=nb)
-    pr = np.bincount(blk, weights=np.asarray(decisions["predicted"], dtype=float), minlength=nb)
+    blk = as_int_array(decisions["block"].to_numpy(), "decisions", min_value=0,
+                       max_value=max(nb - 1, 0))
+    acc_w, _ = as_real_array(decisions["accepted"].to_numpy(dtype=float), "decisions")
+    pr_w, _ = as_real_array(decisions["predicted"].to_numpy(dtype=float), "decisions")
+    if not (np.all(np.isfinite(pr_w)) and np.all((pr_w >= 0) & (pr_w <= 1))):
+        raise ValueError("decisions: predicted probabilities must lie in [0, 1]")
+    acc = np.bincount(blk, weights=acc_w, minlength=nb)
+    pr = np.bincount(blk, weights=pr_w, minlength=nb)
     nd = np.bincount(blk, minlength=nb)
     return pd.DataFrame({"block": np.arange(nb), "emitted": emitted,
                          "accepted": acc[:nb].astype(np.int64), "predicted": pr[:nb],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specbound._validation import as_int_array
 from specbound.sim.decode import DecodeResult
 from specbound.sim.detect import DetectionResult
 from specbound.sim.detect import detect as _sim_detect
@@ -59,9 +60,9 @@ def _tokenizer(tokenizer):
         from specbound.llm._deps import require_llm_extra
 
         require_llm_extra("specbound.llm.detect")
-        from transformers import AutoTokenizer
+        from specbound.llm._loading import load_tokenizer
 
-        return AutoTokenizer.from_pretrained(tokenizer)
+        return load_tokenizer(tokenizer, name="tokenizer")
     if not callable(tokenizer):
         raise ValueError("tokenizer: must be a transformers tokenizer, a ModelPair, a model id "
                          f"or 'embedded', got {type(tokenizer).__name__}")
@@ -101,26 +102,49 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
     Raises
     ------
     ValueError
-        ``key`` missing, ``window`` negative, a ``window``
-        that differs from a result's, a bad ``tokenizer`` or ``score`` (named).
+        ``key`` missing, ``window`` negative, a ``window`` that differs from a result's, a
+        bad ``tokenizer`` or ``score``, ``text`` that is neither a string (of valid Unicode:
+        no lone surrogates), token ids nor a result; each message names the argument.
     """
     from specbound.llm.generation import DEFAULT_WINDOW
 
     if isinstance(text, DecodeResult) or all(
             hasattr(text, a) for a in ("tokens", "prompt_length", "watermark")):
         kw = {} if window is None else {"window": window}
-        return _sim_detect(text, key, score=score, dedup=dedup, **kw, **score_params)
+        return _renamed(_sim_detect, text, key, score=score, dedup=dedup, **kw,
+                        **score_params)
     if window is None:
         window = DEFAULT_WINDOW
     from specbound.sim.prf import as_window
 
     window = as_window(window)
     if isinstance(text, str):
+        from specbound.llm.prompt_sets import check_text
+
+        check_text(text, "text")
         tok = _tokenizer(tokenizer)
         ids = np.asarray(tok(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+    elif text is None or isinstance(text, bytes | bytearray | dict | set):
+        raise ValueError(f"text: must be a string, token ids or a generation result, got "
+                         f"{type(text).__name__}")
     else:
-        ids = text.detach().cpu().numpy() if hasattr(text, "detach") else np.asarray(text)
+        ids = text.detach().cpu().numpy() if hasattr(text, "detach") else text
+        ids = as_int_array(ids, "text", min_value=0)
+        if ids.ndim != 1:
+            raise ValueError(f"text: token ids must be a 1-D sequence, got shape {ids.shape}")
     if prompt_length is None:
         prompt_length = min(window, int(np.size(ids)))
-    return _sim_detect(ids, prompt_length, key, window=window, score=score, dedup=dedup,
-                       **score_params)
+    return _renamed(_sim_detect, ids, prompt_length, key, window=window, score=score,
+                    dedup=dedup, **score_params)
+
+
+def _renamed(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with a ValueError about ``tokens`` (the simulator's name of
+    the first argument) re-worded to name ``text``, this function's name of it."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        msg = str(exc)
+        if msg.startswith("tokens:") or msg.startswith("tokens["):
+            raise ValueError("text" + msg[len("tokens"):]) from None
+        raise

@@ -52,8 +52,8 @@ from specbound.llm._loading import load_model
 torch = require_llm_extra()
 nn = torch.nn
 
-__all__ = ["DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead", "rtn_quantize",
-           "make_draft"]
+__all__ = ["DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead", "divide_logits",
+           "rtn_quantize", "make_draft"]
 
 DRAFT_KINDS = ("temperature", "early_exit", "quantized", "model")
 QUANT_BITS = (2, 3, 4)
@@ -73,9 +73,21 @@ _USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROU
           "'model:ID_OR_PATH'")
 
 
+def _float_text(t: float) -> str:
+    """The shortest text of ``t`` that reads back as ``t`` exactly: ``format(t, "g")`` when
+    it round-trips and is not longer (``1``, ``1.5``, ``0.5``), else ``repr(t)``
+    (``1.0000001``, ``1e-320``)."""
+    short, exact = format(t, "g"), repr(float(t))
+    return short if float(short) == t and len(short) <= len(exact) else exact
+
+
 @dataclass(frozen=True)
 class DraftSpec:
     """A parsed draft specification (``str(spec)`` gives its canonical text).
+
+    The text reads back as the same spec: ``parse_draft(str(spec)) == spec`` (a temperature
+    is written with every digit it needs, ``temperature:1.0000001``), so two specs are one
+    draft exactly when their texts are equal.
 
     Attributes
     ----------
@@ -92,7 +104,7 @@ class DraftSpec:
 
     def __str__(self) -> str:
         if self.kind == "temperature":
-            return f"temperature:{format(self.value, 'g')}"
+            return f"temperature:{_float_text(self.value)}"
         if self.kind == "quantized" and self.group_size != DEFAULT_GROUP:
             return f"quantized:{self.value}:{self.group_size}"
         return f"{self.kind}:{self.value}"
@@ -113,7 +125,9 @@ def _int(text: str, what: str) -> int:
 def parse_draft(draft) -> DraftSpec:
     """Parse ``"KIND:VALUE"`` into a :class:`DraftSpec` (``ValueError`` naming ``draft``)."""
     if isinstance(draft, DraftSpec):
-        return draft
+        # a spec made by hand is checked like its text (the text of a parsed spec reads back
+        # as the same spec)
+        return parse_draft(str(draft))
     if not isinstance(draft, str) or ":" not in draft:
         raise ValueError(f"{_USAGE}, got {draft!r}")
     kind, _, rest = draft.partition(":")
@@ -225,6 +239,27 @@ def _replace_layers(target, layers):
     return root
 
 
+def divide_logits(logits, temperature: float):
+    """``logits / temperature`` in the tensor's dtype, with the ``temperature -> 0`` limit.
+
+    Where the quotient stays finite this is the plain division (bit for bit).  A row whose
+    largest quotient overflows (``+inf``, or ``-inf`` when every logit is negative; e.g.
+    ``temperature = 1e-320``) would give NaN after ``log_softmax``; such a row is divided
+    after subtracting its maximum instead, ``(logits - max) / temperature``, which has the
+    same softmax (softmax is shift-invariant) and cannot overflow upwards: its maximal
+    entries are exactly 0 and the others are negative, ``-inf`` when they overflow.  So the
+    processed distribution is the limit of the tempered softmax: the argmax, ties sharing the
+    mass uniformly (as :func:`specbound.sim.temperature_draft`), never NaN.
+    """
+    y = logits / temperature
+    top = y.amax(dim=-1, keepdim=True)
+    bad = ~torch.isfinite(top)
+    if bool(bad.any()):
+        shifted = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+        y = torch.where(bad, shifted, y)
+    return y
+
+
 class TemperatureHead(nn.Module):
     """An output head that returns ``head(x)`` in float64 divided by ``temperature``.
 
@@ -244,7 +279,7 @@ class TemperatureHead(nn.Module):
 
     def forward(self, hidden_states):
         logits = self.head(hidden_states).to(torch.float64)
-        return logits if self.temperature == 1.0 else logits / self.temperature
+        return logits if self.temperature == 1.0 else divide_logits(logits, self.temperature)
 
 
 def _temperature_draft(target, t: float):

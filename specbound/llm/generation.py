@@ -44,15 +44,23 @@ the conversion to NumPy, cache selection) is ``total_seconds - forward_seconds``
 
 from __future__ import annotations
 
+import numbers
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_int
+from specbound._validation import (
+    INT64_MAX,
+    as_bool,
+    as_choice,
+    as_int,
+    asarray_named,
+)
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.models import NextTokenLogprobs
-from specbound.sim.decode import DECODERS, DecodeResult, speculative_decode
+from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, DecodeResult, speculative_decode
 from specbound.sim.lossy_seq import lossy_decode as _sim_lossy_decode
 
 torch = require_llm_extra()
@@ -214,6 +222,15 @@ class PrefixCache:
 
     @staticmethod
     def _key(model, processing, tokens) -> tuple:
+        from specbound.llm.models import LogitsProcessing
+
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model: must be a torch module (the pair's target or draft), "
+                             f"got {type(model).__name__}")
+        if not isinstance(processing, LogitsProcessing):
+            raise ValueError(f"processing: must be a LogitsProcessing, got "
+                             f"{type(processing).__name__}")
+        tokens = _token_ids(tokens, "tokens", INT64_MAX)
         return (id(model), processing, tuple(int(t) for t in tokens))
 
     def get(self, model, processing, tokens):
@@ -233,8 +250,13 @@ class PrefixCache:
         """Store a copy of a prefill's KV cache and its processed log-probabilities."""
         import copy
 
-        size = _tensor_bytes(kv_cache) + _tensor_bytes(logprobs)
         key = self._key(model, processing, tokens)
+        if not isinstance(logprobs, torch.Tensor):
+            raise ValueError(f"logprobs: must be a tensor, got {type(logprobs).__name__}")
+        if kv_cache is not None and not callable(getattr(kv_cache, "get_seq_length", None)):
+            raise ValueError(f"kv_cache: must be a transformers cache or None, got "
+                             f"{type(kv_cache).__name__}")
+        size = _tensor_bytes(kv_cache) + _tensor_bytes(logprobs)
         old = self._entries.pop(key, None)
         if old is not None:
             self.nbytes -= old[3]
@@ -249,6 +271,23 @@ class PrefixCache:
     def _pop_oldest(self):
         key = next(iter(self._entries))
         return key, self._entries.pop(key)
+
+
+def _token_ids(seq, name: str, vocab_size: int):
+    """``seq`` if it is a 1-D sequence of token ids in ``[0, vocab_size)`` (ValueError naming
+    ``name`` otherwise)."""
+    if hasattr(seq, "detach"):
+        seq = seq.detach().cpu().numpy()
+    if isinstance(seq, str | bytes) or not isinstance(seq, Sequence | np.ndarray | range) or (
+            isinstance(seq, np.ndarray) and seq.ndim != 1):
+        raise ValueError(f"{name}: must be a 1-D sequence of token ids, got "
+                         f"{type(seq).__name__}")
+    for t in seq:
+        if isinstance(t, bool | np.bool_) or not isinstance(t, numbers.Integral) or not (
+                0 <= t < vocab_size):
+            raise ValueError(f"{name}: token ids must be integers in [0, {vocab_size}), got "
+                             f"{t!r}")
+    return seq
 
 
 class PairBackend:
@@ -288,12 +327,17 @@ class PairBackend:
 
     def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
                  stop_tokens=(), progress=None, prefix_cache=None):
+        _check_pair_and_log(pair, log)
         self.pair = pair
         self.batch_verify = as_bool(batch_verify, "batch_verify")
         self.tree = as_bool(tree, "tree")
         self.log = log
-        self.prompt_id = prompt_id
-        self.stop_tokens = frozenset(int(t) for t in stop_tokens)
+        self.prompt_id = as_int(prompt_id, "prompt_id")
+        self.stop_tokens = frozenset(int(t) for t in _token_ids(stop_tokens, "stop_tokens",
+                                                                 pair.vocab_size))
+        if progress is not None and not callable(getattr(progress, "update", None)):
+            raise ValueError(f"progress: must have a method update(n) (a tqdm bar) or be "
+                             f"None, got {type(progress).__name__}")
         self.progress = progress
         if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
             raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
@@ -303,7 +347,7 @@ class PairBackend:
         self.draft_seconds = 0.0
         self.n_target_forwards = 0
         self.n_draft_forwards = 0
-        self.reset([])
+        self._start([])
 
     # ------------------------------------------------------------------ forwards
     def _target(self, ids, cache, k):
@@ -342,9 +386,29 @@ class PairBackend:
         return torch.tensor(rows, dtype=torch.long, device=self.pair.device)
 
     # ------------------------------------------------------------------ protocol
+    def _paths(self, paths, *, same_length=False):
+        if isinstance(paths, str | bytes) or not isinstance(paths, Sequence | np.ndarray) or (
+                isinstance(paths, np.ndarray) and paths.ndim == 0):
+            raise ValueError(f"paths: must be a sequence of token-id paths, got "
+                             f"{type(paths).__name__}")
+        out = [tuple(int(t) for t in _token_ids(p, "paths", self.pair.vocab_size))
+               for p in paths]
+        if not out:
+            raise ValueError("paths: must hold at least one path (() is the committed "
+                             "sequence itself)")
+        if same_length and len({len(p) for p in out}) > 1:
+            raise ValueError("paths: the paths of one draft step must have one length")
+        return out
+
     def reset(self, prompt) -> None:
         """Start a sequence; the target's cache is filled with all prompt tokens but the last."""
-        self.committed = [int(t) for t in prompt]
+        prompt = _token_ids(prompt, "prompt", self.pair.vocab_size)
+        if len(prompt) == 0:
+            raise ValueError("prompt: must hold at least one token id")
+        self._start([int(t) for t in prompt])
+
+    def _start(self, committed) -> None:
+        self.committed = committed
         self.finished = False
         self.t_cache = None
         self.t_len = 0  # committed tokens held by the target cache
@@ -374,8 +438,11 @@ class PairBackend:
 
     def draft_step(self, paths) -> np.ndarray:
         """Draft distributions after each path: one batched forward at one depth."""
-        paths = [tuple(p) for p in paths]
+        paths = self._paths(paths, same_length=True)
         s = len(paths[0])
+        if s and (self.d_cache is None or any(p[:-1] not in self.d_rows for p in paths)):
+            raise ValueError("paths: a draft step extends the previous step's paths by one "
+                             "token each (start with [()])")
         if s == 0:
             pending = self._pending("d")
             if self.d_cache is None:
@@ -402,7 +469,14 @@ class PairBackend:
 
     def verify(self, paths) -> np.ndarray:
         """Target distributions after each path: ONE forward over all draft paths."""
-        paths = [tuple(p) for p in paths]
+        paths = self._paths(paths)
+        if not self.committed:
+            raise ValueError("paths: nothing to verify after: reset(prompt) first")
+        limit = self.pair.context_window
+        if limit is not None and len(self.committed) + max(map(len, paths)) + 1 > limit:
+            raise ValueError(f"paths: {len(self.committed)} committed tokens + a path of "
+                             f"{max(map(len, paths))} exceed the target's context window of "
+                             f"{limit}")
         pending = self._pending("t")
         leaves = _leaves(paths)
         width = max(len(leaf) for leaf in leaves)
@@ -472,7 +546,7 @@ class PairBackend:
 
     def commit(self, tokens) -> None:
         """Append a block's tokens; keep the cache rows of the accepted path, cropped."""
-        tokens = [int(t) for t in tokens]
+        tokens = [int(t) for t in _token_ids(tokens, "tokens", self.pair.vocab_size)]
         base = len(self.committed)
         if self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
             _crop_to(self.t_cache, base)
@@ -526,10 +600,13 @@ class _PairLM:
 def as_protocol_models(pair):
     """``(target, draft)`` protocol models of a pair, evaluated without cache.
 
+    ``pair`` must be a :class:`~specbound.llm.ModelPair` (``ValueError`` naming it otherwise).
+
     ``speculative_decode(*as_protocol_models(pair), prompt, decoder, ...)`` is the
     uncached, unbatched reference of :func:`generate` (the same tokens up to float32
     rounding of the model, exactly for models whose logits do not depend on batching).
     """
+    _check_pair_and_log(pair, None)
     return _PairLM(pair, "target"), _PairLM(pair, "draft")
 
 
@@ -561,7 +638,9 @@ def _encode(pair, prompt, chat, template):
             raise
     if hasattr(prompt, "detach"):
         prompt = prompt.detach().cpu().numpy()
-    arr = np.asarray(prompt)
+    if prompt is None or isinstance(prompt, bytes):
+        raise ValueError(f"prompt: must be text or a 1-D sequence of token ids, got {prompt!r}")
+    arr = asarray_named(prompt, "prompt")
     if arr.ndim != 1:
         raise ValueError(f"prompt: must be text or a 1-D sequence of token ids, got shape "
                          f"{arr.shape}")
@@ -574,6 +653,43 @@ def _encode(pair, prompt, chat, template):
                          f"[{arr.min()}, {arr.max()}]")
     return arr.astype(np.int64), None
 
+
+
+def _check_pair_and_log(pair, log) -> None:
+    """The public functions' checks of ``pair`` and ``log`` (ValueError naming them)."""
+    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "draft_logprobs")
+            and hasattr(pair, "with_draft")):
+        raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
+                         f"{type(pair).__name__}")
+    if log is not None and not callable(getattr(log, "record", None)):
+        raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs), "
+                         f"got {type(log).__name__}")
+
+
+def _decode_options() -> frozenset:
+    """Options of :func:`specbound.sim.speculative_decode` that ``generate`` passes through."""
+    import inspect
+
+    params = inspect.signature(speculative_decode).parameters
+    own = {"L", "B", "key", "max_new_tokens", "seed", "window", "backend"}
+    return frozenset(n for n, p in params.items()
+                     if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in own)
+
+
+def _check_lengths(pair, ids, L, max_new_tokens) -> None:
+    """Prompt, lookahead and new tokens within the target's context window (named)."""
+    limit = pair.context_window
+    if limit is None:
+        return
+    if ids.size >= limit:
+        raise ValueError(f"prompt: {ids.size} tokens, more than the target's context "
+                         f"window of {limit}")
+    if ids.size + L + 1 > limit:
+        raise ValueError(f"L: {ids.size} prompt tokens + L = {L} + 1 exceed the target's "
+                         f"context window of {limit}")
+    if ids.size + max_new_tokens + L + 1 > limit:
+        raise ValueError(f"max_new_tokens: {ids.size} prompt tokens + {max_new_tokens} new "
+                         f"tokens + L + 1 exceed the target's context window of {limit}")
 
 
 def _generation_result(pair, res, backend, prompt_text, total) -> GenerationResult:
@@ -654,36 +770,33 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     Raises
     ------
     ValueError
-        Unknown ``decoder`` or ``draft``, ``L < 1``, ``B < 1`` (or ``B > 1`` for a
-        single-draft decoder), a missing ``key`` for a keyed decoder, an empty ``prompt`` or
-        one longer than the target's context window, ``max_new_tokens`` beyond it; every
-        message names the argument.
+        Unknown ``decoder`` or ``draft``, ``L < 1`` or ``L`` beyond the target's context
+        window, ``B < 1`` (or ``B > 1`` for a single-draft decoder), a missing ``key`` for a
+        keyed decoder, an empty ``prompt``, one that is not valid Unicode text or one longer
+        than the target's context window, ``max_new_tokens`` beyond it, an option that
+        :func:`specbound.sim.speculative_decode` does not have, a ``pair`` that is not a
+        :class:`~specbound.llm.ModelPair`, a ``log`` without ``record``; every message
+        names the argument.
     """
     decoder = as_choice(decoder, "decoder", DECODERS)
-    as_int(L, "L", min_value=1)
+    L = as_int(L, "L", min_value=1)
     as_int(B, "B", min_value=1)
-    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
+                            max_value=MAX_NEW_TOKENS)
     chat = as_bool(chat, "chat")
     stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
     progress = as_bool(progress, "progress")
     if "backend" in options:
         raise ValueError("backend: generate builds its own PairBackend")
-    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "draft_logprobs")):
-        raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
-                         f"{type(pair).__name__}")
-    if log is not None and not callable(getattr(log, "record", None)):
-        raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
+    unknown = sorted(set(options) - _decode_options())
+    if unknown:
+        raise ValueError(f"{unknown[0]}: not an option of generate (unknown: {unknown}; "
+                         f"decoder options: {sorted(_decode_options())})")
+    _check_pair_and_log(pair, log)
     if draft is not None:
         pair = pair.with_draft(draft)
     ids, prompt_text = _encode(pair, prompt, chat, template)
-    limit = pair.context_window
-    if limit is not None:
-        if ids.size >= limit:
-            raise ValueError(f"prompt: {ids.size} tokens, more than the target's context "
-                             f"window of {limit}")
-        if ids.size + max_new_tokens + int(L) + 1 > limit:
-            raise ValueError(f"max_new_tokens: {ids.size} prompt tokens + {max_new_tokens} new "
-                             f"tokens + L + 1 exceed the target's context window of {limit}")
+    _check_lengths(pair, ids, L, max_new_tokens)
     target, draft_lm = as_protocol_models(pair)
 
     def run(backend):
@@ -739,21 +852,20 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
     ------
     ValueError
         Unknown ``rule`` or bad rule parameters, and the errors of :func:`generate`
-        (``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming the argument.
+        (``pair``, ``log``, ``L``, ``prompt``, ``draft``, ``max_new_tokens``), each naming
+        the argument.
     """
     from specbound.sim.lossy import LOSSY_RULES
 
     as_choice(rule, "rule", LOSSY_RULES)
-    as_int(L, "L", min_value=1)
-    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    L = as_int(L, "L", min_value=1)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
+                            max_value=MAX_NEW_TOKENS)
+    _check_pair_and_log(pair, log)
     if draft is not None:
         pair = pair.with_draft(draft)
     ids, prompt_text = _encode(pair, prompt, as_bool(chat, "chat"), template)
-    limit = pair.context_window
-    if limit is not None and ids.size + max_new_tokens + int(L) + 1 > limit:
-        name = "prompt" if ids.size >= limit else "max_new_tokens"
-        raise ValueError(f"{name}: {ids.size} prompt tokens + {max_new_tokens} new tokens "
-                         f"+ L + 1 exceed the target's context window of {limit}")
+    _check_lengths(pair, ids, L, max_new_tokens)
     target, draft_lm = as_protocol_models(pair)
 
     def run(backend):

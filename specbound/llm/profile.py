@@ -37,8 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_int
+from specbound._validation import as_bool, as_choice, as_int
 from specbound.llm._deps import require_llm_extra
+from specbound.llm.prompt_sets import TEMPLATES, check_text
 from specbound.theory import exact_acceptance, tv_distance
 
 require_llm_extra()
@@ -87,7 +88,10 @@ def _cluster_stderr(x: np.ndarray, groups: np.ndarray) -> float:
 
 
 def _as_B_list(B) -> list[int]:
-    values = [B] if isinstance(B, int | np.integer) and not isinstance(B, bool) else list(B)
+    if isinstance(B, Sequence | np.ndarray) and not isinstance(B, str | bytes):
+        values = list(np.asarray(B, dtype=object).reshape(-1))
+    else:
+        values = [B]
     if not values:
         raise ValueError("B: must name at least one number of drafts")
     return sorted({as_int(b, "B", min_value=1) for b in values})
@@ -116,7 +120,7 @@ def _metrics(p: np.ndarray, q: np.ndarray, Bs, schemes) -> dict[str, np.ndarray]
 
 def acceptance_profile(pair, prompts, drafts=None, *, B=(1, 2, 4), schemes=PROFILE_SCHEMES,
                        chat: bool = False, template: str = "default", max_tokens: int = 128,
-                       max_contexts: int | None = None, progress: bool = False
+                       max_contexts: int | None = None, progress: bool = True
                        ) -> AcceptanceProfile:
     """Per draft, the mean 1 - TV and exact MPFR/GLS acceptance over a prompt set's contexts.
 
@@ -128,7 +132,10 @@ def acceptance_profile(pair, prompts, drafts=None, *, B=(1, 2, 4), schemes=PROFI
         Prompt texts (e.g. ``specbound.llm.prompts("humaneval", 8)``).
     drafts : sequence of draft specs, optional
         Drafts to compare (built with ``pair.with_draft``, sharing the loaded target);
-        default: the pair's own draft.
+        default: the pair's own draft.  Specs that parse to the same draft
+        (``"temperature:1"`` and ``"temperature:1.0"``) are one draft, profiled once;
+        different drafts stay apart however close (``temperature:1.0000001`` is not
+        ``temperature:1``), each under its exact spec text (``str(DraftSpec)``).
     B : int or sequence of int, default (1, 2, 4)
         Numbers of drafts for the exact MPFR (and, ``B >= 2``, GLS) acceptance.
     schemes : subset of {"mpfr", "gls"}
@@ -142,8 +149,9 @@ def acceptance_profile(pair, prompts, drafts=None, *, B=(1, 2, 4), schemes=PROFI
         Each prompt is cut to its first ``max_tokens`` tokens.
     max_contexts : int, optional
         At most this many (evenly spaced) contexts per prompt.
-    progress : bool, default False
-        Show a tqdm progress bar over prompts.
+    progress : bool, default True
+        Show a tqdm progress bar over prompts on stderr (a profile of a few dozen prompts
+        and several drafts runs for minutes on a CPU); ``False`` keeps the call silent.
 
     Returns
     -------
@@ -152,54 +160,75 @@ def acceptance_profile(pair, prompts, drafts=None, *, B=(1, 2, 4), schemes=PROFI
     Raises
     ------
     ValueError
-        Empty or non-string ``prompts``; bad ``drafts``, ``B``, ``schemes``,
-        ``max_tokens``, ``max_contexts``.
+        Empty or non-string ``prompts`` (or a prompt that is not valid Unicode text, named
+        ``prompts[i]``); bad ``drafts``, ``B``, ``schemes``, ``max_tokens``,
+        ``max_contexts``, ``chat``, ``template``, ``progress``.
     """
     if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
         raise ValueError("prompts: must be a non-empty sequence of prompt strings")
-    if not all(isinstance(t, str) for t in prompts):
-        raise ValueError("prompts: every prompt must be a string")
+    for i, t in enumerate(prompts):
+        if not isinstance(t, str):
+            raise ValueError(f"prompts[{i}]: every prompt must be a string, got "
+                             f"{type(t).__name__}")
+        check_text(t, f"prompts[{i}]")
     Bs = _as_B_list(B)
-    schemes = (schemes,) if isinstance(schemes, str) else tuple(schemes)
-    bad = [s for s in schemes if s not in PROFILE_SCHEMES]
+    if isinstance(schemes, str):
+        schemes = (schemes,)
+    elif not isinstance(schemes, Sequence | set | frozenset):
+        raise ValueError(f"schemes: must be a subset of {list(PROFILE_SCHEMES)}, got "
+                         f"{schemes!r}")
+    schemes = tuple(schemes)
+    bad = [s for s in schemes if not isinstance(s, str) or s not in PROFILE_SCHEMES]
     if bad:
         raise ValueError(f"schemes: must be a subset of {list(PROFILE_SCHEMES)}, got {bad[0]!r}")
     max_tokens = as_int(max_tokens, "max_tokens", min_value=1)
     if max_contexts is not None:
         max_contexts = as_int(max_contexts, "max_contexts", min_value=1)
+    chat = as_bool(chat, "chat")
+    as_choice(template, "template", TEMPLATES)
     progress = as_bool(progress, "progress")
+    if not hasattr(pair, "draft_spec") or not callable(getattr(pair, "with_draft", None)):
+        raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
+                         f"{type(pair).__name__}")
     if drafts is None:
         pairs = [pair]
     else:
         if isinstance(drafts, str):
             drafts = [drafts]
-        from specbound.llm.drafts import parse_draft
+        from specbound.llm.drafts import DraftSpec, parse_draft
 
-        specs = [parse_draft(d) for d in drafts]
-        pairs = [pair if str(s) == str(pair.draft_spec) else pair.with_draft(s)
-                 for s in specs]
+        if isinstance(drafts, DraftSpec):
+            drafts = [drafts]
+        elif not isinstance(drafts, Sequence) or not drafts:
+            raise ValueError("drafts: must be a draft spec or a non-empty sequence of them")
+        # one entry per distinct draft (the spec itself, not a rounded text), first-seen order
+        specs = list(dict.fromkeys(parse_draft(d) for d in drafts))
+        pairs = [pair if s == pair.draft_spec else pair.with_draft(s) for s in specs]
     encoded = [pair.encode_prompt(t, chat=chat, template=template)[:max_tokens]
                for t in prompts]
     iterator = enumerate(encoded)
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, total=len(encoded), desc="acceptance profile")
+        iterator = tqdm(iterator, total=len(encoded), desc="acceptance profile", unit="prompt")
     rows = []
+    per_draft = [[] for _ in pairs]
     for i, ids in iterator:
         pos = _positions(len(ids), max_contexts)
         p = pair.target_logprobs(ids, num_positions=None).numpy()[0][pos]
-        for dp in pairs:
+        for k, dp in enumerate(pairs):
             q = dp.draft_logprobs(ids, num_positions=None).numpy()[0][pos]
             frame = pd.DataFrame({"draft": str(dp.draft_spec), "prompt": i, "position": pos,
                                   **_metrics(p, q, Bs, schemes)})
             rows.append(frame)
+            per_draft[k].append(frame)
     contexts = pd.concat(rows, ignore_index=True)
     metrics = [c for c in contexts.columns if c not in ("draft", "prompt", "position")]
     summary = []
-    for d in dict.fromkeys(str(dp.draft_spec) for dp in pairs):
-        sub = contexts[contexts["draft"] == d]
-        rec = {"draft": d, "n_prompts": int(sub["prompt"].nunique()), "n_contexts": len(sub)}
+    for dp, frames in zip(pairs, per_draft, strict=True):
+        sub = pd.concat(frames, ignore_index=True)
+        rec = {"draft": str(dp.draft_spec), "n_prompts": int(sub["prompt"].nunique()),
+               "n_contexts": len(sub)}
         for m in metrics:
             x = sub[m].to_numpy()
             rec[m] = float(x.mean())

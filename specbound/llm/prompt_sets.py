@@ -48,7 +48,7 @@ import re
 
 from specbound._validation import as_choice, as_int, as_rng
 
-__all__ = ["PROMPT_SETS", "TEMPLATES", "prompts", "chat_messages"]
+__all__ = ["PROMPT_SETS", "TEMPLATES", "prompts", "chat_messages", "check_text"]
 
 PROMPT_SETS = ("humaneval", "sharegpt")
 
@@ -81,12 +81,31 @@ def _eli5(text):
 TEMPLATES = {"default": _default, "summarize": _summarize, "eli5": _eli5}
 
 
+def check_text(text: str, name: str) -> str:
+    """Refuse a string that is not valid Unicode text (``ValueError`` naming ``name``).
+
+    A Python string may hold lone surrogates (``"\\ud800"``, e.g. from
+    ``errors="surrogateescape"`` decoding of bytes that are not UTF-8); no tokenizer can
+    encode them (the Rust tokenizers raise a ``TypeError``), so they are refused here with
+    the position of the first one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{name}: not valid Unicode text: a lone surrogate {text[exc.start]!r} at "
+            f"character {exc.start} (decode bytes with errors='replace', or fix the input)"
+        ) from None
+    return text
+
+
 def chat_messages(text: str, template: str = "default") -> list[dict]:
     """Chat messages for ``text`` under a named template of :data:`TEMPLATES`."""
     if not isinstance(text, str):
         raise ValueError(f"text: must be a string, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("text: must not be empty")
+    check_text(text, "text")
     as_choice(template, "template", TEMPLATES)
     return TEMPLATES[template](text)
 
