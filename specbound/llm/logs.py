@@ -440,6 +440,7 @@ class DistributionLog:
         spec texts, default the pair's own draft; ``key``: recorded as its ``key_id``)."""
         from specbound.sim.prf import key_id as _key_id
 
+        _check_pair(pair)
         names = [str(pair.draft_spec)] if drafts is None else [str(d) for d in drafts]
         p = pair.processing
         return cls(path, vocab_size=pair.vocab_size, drafts=names,
@@ -482,18 +483,28 @@ class DistributionLog:
         pid = as_int(prompt_id, "prompt_id", min_value=0)
         if pid in self._done:
             raise ValueError(f"prompt_id: prompt {pid} is already committed in this log")
-        ctx = np.asarray(context_tokens)
+        try:
+            ctx = np.asarray(context_tokens)
+        except (ValueError, TypeError):
+            ctx = np.empty((0, 0))
         if ctx.ndim != 1 or ctx.size == 0 or (ctx.dtype.kind not in "iu"):
             raise ValueError("context_tokens: must be a non-empty 1-D sequence of token ids")
         if isinstance(qs, np.ndarray) and qs.ndim == 1:
             qs = [qs]
+        if isinstance(qs, (str, bytes, dict)) or not hasattr(qs, "__iter__"):
+            raise ValueError(f"qs: must be a sequence of draft distributions, got "
+                             f"{type(qs).__name__}")
         qs = list(qs)
         if qs and len(qs) != len(self.drafts):
             raise ValueError(f"qs: {len(qs)} draft distributions for {len(self.drafts)} drafts")
         for name, arr in [("p", p)] + [(f"qs[{i}]", q) for i, q in enumerate(qs)]:
-            if np.shape(arr) != (self.vocab_size,):
+            try:
+                shape = np.shape(arr)
+            except (ValueError, TypeError):
+                shape = "ragged"
+            if shape != (self.vocab_size,):
                 raise ValueError(f"{name}: must have shape ({self.vocab_size},), got "
-                                 f"{np.shape(arr)}")
+                                 f"{shape}")
         sp = sparse_top(p, self.max_stored, "p")
         sq = [sparse_top(q, self.max_stored, f"qs[{i}]") for i, q in enumerate(qs)]
         if self._pid is not None and pid != self._pid:
@@ -757,7 +768,7 @@ class LoggedDistributions:
         return self._n
 
     def __getitem__(self, draft: str) -> LogReader:
-        if draft not in self.readers:
+        if not isinstance(draft, str) or draft not in self.readers:
             raise ValueError(f"draft: {draft!r} is not in this log (drafts: {self.drafts})")
         return self.readers[draft]
 
@@ -773,7 +784,8 @@ class LoggedDistributions:
     def contexts(self, which: str = "pairs") -> list[np.ndarray]:
         """Token ids of every position's context, in log order (``which="target_only"``:
         those of the target-only sub-log)."""
-        key = {"pairs": "contexts", "target_only": "target_contexts"}.get(which)
+        key = ({"pairs": "contexts", "target_only": "target_contexts"}.get(which)
+               if isinstance(which, str) else None)
         if key is None:
             raise ValueError(f"which: must be 'pairs' or 'target_only', got {which!r}")
         out = []
@@ -927,6 +939,15 @@ def shipped_log(*, validate: bool = True) -> LoggedDistributions:
 # ----------------------------------------------------------------------------- logging
 
 
+def _check_pair(pair) -> None:
+    """``ValueError`` naming ``pair`` unless it is a :class:`~specbound.llm.ModelPair`."""
+    from specbound.llm.models import ModelPair
+
+    if not isinstance(pair, ModelPair):
+        raise ValueError(f"pair: must be a specbound.llm.ModelPair (from load_pair), got "
+                         f"{type(pair).__name__}")
+
+
 def log_distributions(pair, prompts, *, drafts=None, max_new_tokens=64, seed=0, path,
                       resume=True, progress=False, chat=True, template="default",
                       max_stored=DEFAULT_MAX_STORED, extra=None, prompt_labels=None
@@ -972,6 +993,7 @@ def log_distributions(pair, prompts, *, drafts=None, max_new_tokens=64, seed=0, 
     """
     from specbound.llm.drafts import parse_draft
 
+    _check_pair(pair)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
         raise ValueError("prompts: must be a non-empty sequence of prompt strings")
     if not all(isinstance(t, str) and t.strip() for t in prompts):
