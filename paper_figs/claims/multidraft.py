@@ -142,7 +142,7 @@ def rule_nonidentical(df):
               for (_, r), s in zip(df.iterrows(), seb, strict=True)]
         far = max(eq, key=lambda x: abs(x.z) if x.z is not None else 0.0)
         parts.append(Part("the disjoint block events sum to the bound (Eq. 17, exact)",
-                          combine(x.verdict for x in eq), f"largest |z| = {fmt(far.z, 3)}",
+                          combine(x.verdict for x in eq), f"largest |z| = {fmt(abs(far.z), 3)}",
                           far.z, False, "the proof's step, beyond the statement"))
     return outcome(parts)
 
@@ -236,7 +236,7 @@ def rule_active_set(df):
               for (_, r), s in zip(df.iterrows(), se, strict=True)]
         far = max(eq, key=lambda x: abs(x.z) if x.z is not None else 0.0)
         parts.append(Part("the scheme attains PML(J) (Thm B.1 with J drafts)",
-                          combine(x.verdict for x in eq), f"largest |z| = {fmt(far.z, 3)}",
+                          combine(x.verdict for x in eq), f"largest |z| = {fmt(abs(far.z), 3)}",
                           far.z, False, "beyond the statement"))
     return outcome(parts, sample=f"{AS_BLOCKS} blocks of B = {AS_B} drafts, L = {AS_L}")
 
