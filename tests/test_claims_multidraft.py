@@ -31,6 +31,11 @@ def _verdicts(folder):
 
 def test_monte_carlo_agrees_with_the_bounds(tmp_path, small):
     assert _verdicts(tmp_path) == (E.REPRODUCED, E.REPRODUCED)
+    # Thm B.4's other reading (a GLS step over the active drafts) fails on some pairs; it is
+    # named beside the verdict, never counted
+    o = M.active_set_synth(E.Data(tmp_path))
+    assert "a GLS step: refuted" in o.reading
+    assert [p.counted for p in o.parts] == [True, False, False]
 
 
 def test_perturbing_the_bound_side_moves_the_verdict(tmp_path, small, monkeypatch):

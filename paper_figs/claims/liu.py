@@ -854,7 +854,9 @@ CLAIMS = [
            "J_t active drafts is at least 1 − Σ_i p_i (p_i/(p_i + q_i))^J_t",
            f"at least per (context, J): an independent Monte Carlo of blocks of the "
            f"context-indexed scheme on a Markov target and draft against the bound (no "
-           f"violation beyond 3σ, a violation of {BOUND_MARGIN} visible)",
+           f"violation beyond 3σ, a violation of {BOUND_MARGIN} visible), the proof's reading "
+           "(Thm 5.1's coupling over the active drafts); the reading with a GLS step (exact "
+           "GLS acceptance against the bound) named beside it",
            _active_set, None, None, ("bounds_vs_drafts",)),
     _claim("liu_pml_ge_lml", "Thm B.2, B.3",
            "PML ≥ LML (Rowan et al. Prop. 2) and PML-weak ≥ LML-relaxed",
