@@ -33,6 +33,10 @@ step() {  # step NAME COMMAND...: run one check, remember its failure, go on
 
 step "random Qwen2.5-shaped models" \
     timeout 470 "$PY" scripts/gpu_check.py --device cuda --out "$DEST/gpu_check.md" "$@"
+if grep -q "decoder checks skipped" "$DEST/gpu_check.md" 2>/dev/null; then
+    echo "== FAILED: gpu_check.py skipped its decoder checks (specbound.llm.generate not found)"
+    failed+=("random-model decoder checks skipped")
+fi
 
 step "embedded model on cuda" timeout 600 "$PY" - "${GOF_N:-200}" <<'PYEOF'
 import importlib.util
