@@ -61,6 +61,24 @@ def f_pml_bound(p, ok):
     return E.REAL
 
 
+def f_nonidentical(p, ok):
+    bound = np.array([0.55, 0.43, 0.61])
+    acc = bound + (0.05 if ok else np.array([0.05, -0.03, 0.05]))
+    _csv(p, "claims_nonidentical.csv", {"case": [0, 1, 2], "B": [2, 3, 4], "bound": bound,
+                                        "mc_accept": acc, "mc_blocks": bound,
+                                        "n": [200_000] * 3})
+    return E.SYNTHETIC
+
+
+def f_active_set(p, ok):
+    bound = np.array([0.74, 0.54, 0.36])
+    acc = bound + (0.08 if ok else np.array([0.08, 0.08, -0.03]))
+    _csv(p, "claims_active_set.csv", {"context": [0, 0, 1], "J": [4, 2, 1],
+                                      "steps": [200_000, 20_000, 50_000], "mc_accept": acc,
+                                      "bound": bound, "pml": bound + 0.08})
+    return E.SYNTHETIC
+
+
 def f_pml_ge_lml(p, ok):
     pml = np.array([0.5, 0.7])
     lml = pml - 0.01 if ok else pml + np.array([0.0, 0.02])
@@ -393,6 +411,7 @@ def f_coin(p, ok):
 FLIPS = {
     "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_pml_bound": f_pml_bound,
     "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
+    "liu_nonidentical": f_nonidentical, "liu_active_set": f_active_set,
     "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),
     "liu_pfr_vs_vsps": f_pfr_vs("vsps"), "liu_pfr_dominates": f_dominates,
     "liu_lppl_unbiased": f_lppl_unbiased, "liu_mpfr_vs_invariant": f_mpfr_inv,
