@@ -220,22 +220,17 @@ def main(argv=None) -> int:
     ok &= all(r["bit_equal"] for r in keyed)
     report += ["", "## Keyed uniforms: device vs CPU, bit for bit", "", _md(keyed)]
 
-    try:
-        from specbound.llm.generate import generate
-    except ImportError:
-        generate = None
+    from specbound.llm import generate
+
     prompt = np.random.default_rng(2).integers(0, pair.vocab_size, size=16).astype(np.int64)
-    if generate is None:
-        report += ["", "specbound.llm.generate is not available: decoder checks skipped."]
-    else:
-        gof = check_first_token(pair, generate, list(sim.DECODERS), args.gof_n, prompt)
-        ok &= all(r["ok"] for r in gof)
-        report += ["", f"## First token on the device: chi-square GOF vs p (fails below "
-                   f"p = {GOF_ALPHA:g})", "", _md(gof)]
-        long_prompt = np.random.default_rng(3).integers(0, pair.vocab_size, size=64)
-        thr = throughput(pair, generate, long_prompt.astype(np.int64), args.new_tokens)
-        report += ["", "## Throughput (L = 4; random weights: drafts are rarely accepted)",
-                   "", _md(thr)]
+    gof = check_first_token(pair, generate, list(sim.DECODERS), args.gof_n, prompt)
+    ok &= all(r["ok"] for r in gof)
+    report += ["", f"## First token on the device: chi-square GOF vs p (fails below "
+               f"p = {GOF_ALPHA:g})", "", _md(gof)]
+    long_prompt = np.random.default_rng(3).integers(0, pair.vocab_size, size=64)
+    thr = throughput(pair, generate, long_prompt.astype(np.int64), args.new_tokens)
+    report += ["", "## Throughput (L = 4; random weights: drafts are rarely accepted)",
+               "", _md(thr)]
     report += ["", f"total {time.perf_counter() - t_start:.0f} s; "
                f"{'ALL CHECKS PASSED' if ok else 'SOME CHECKS FAILED'}", ""]
     text = "\n".join(report)
