@@ -208,7 +208,9 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick]
     [--out DIR] [--executor SPEC] [--PARAM VALUE ...]`` (module docstring).  Runs
     ``main(out, quick=..., **params)`` with the executor, prints the files written and records
-    the run in ``OUT/timings.csv``; returns the output folder."""
+    the run in ``OUT/timings.csv``; when ``OUT`` already holds an ``INDEX.md``, it is written
+    again (the verdicts and the run's mode follow the new outputs); returns the output
+    folder."""
     import sys
 
     from paper_figs.run_all import record_timing
@@ -234,6 +236,11 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     path = record_timing(out, name, time.perf_counter() - t0, args.quick,
                          params=params_json(values.changed))
     print(f"[{name}] timing recorded in {path}", file=sys.stderr)
+    from paper_figs.claims.engine import INDEX, write_index
+
+    if (Path(out) / INDEX).exists():  # a folder with a verdict: keep it (and its mode) current
+        index_path, _ = write_index(out)
+        print(f"[{name}] {index_path} updated", file=sys.stderr)
     return out
 
 

@@ -352,3 +352,23 @@ def test_readme_table_names_every_study_and_its_flags():
         assert name in rows, f"README's study table has no row for {name}"
         flags = rows[name].rstrip(" |").rsplit("|", 1)[-1].split()
         assert flags == [f"`{p.flag}`" for p in mod.PARAMS], name
+
+
+def test_single_study_run_refreshes_an_existing_index(tmp_path):
+    """A study run alone into a folder that holds an INDEX.md rewrites it, so the verdicts
+    and the smoke-run banner follow the new outputs (a folder without one gets none)."""
+    from paper_figs._common import cli
+
+    run = lambda out: cli(bounds_vs_drafts.main, bounds_vs_drafts.__doc__,  # noqa: E731
+                          bounds_vs_drafts.PARAMS, bounds_vs_drafts.NAME,
+                          ["--quick", "--B", "1,2", "--out", str(out)])
+    bare = tmp_path / "bare"
+    run(bare)
+    assert not (bare / "INDEX.md").exists()
+    out = tmp_path / "with-index"
+    out.mkdir()
+    (out / "INDEX.md").write_text("stale\n")
+    run(out)
+    text = (out / "INDEX.md").read_text()
+    assert text != "stale\n" and "Smoke run" in text.splitlines()[0]
+    assert "bounds_vs_drafts" in text
