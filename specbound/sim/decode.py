@@ -179,8 +179,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
-from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_rng, asarray_named
+from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
 from specbound.sim import lossy as _lossy
@@ -991,11 +990,9 @@ def _validate_options(decoder, reweight, unkeyed, residual):
 # ------------------------------------------------------------------------- public API
 
 
-@renamed_kwargs(context_length="window")
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
                        max_new_tokens=64, seed=0, window=None, repeats="reuse",
                        reweight="delta", unkeyed="position", residual="plain",
-                       mask_repeats=None,
                        max_blocks=None, backend=None) -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
@@ -1025,8 +1022,8 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     window : int >= 0 or None
         The watermark's context window: keyed labels hash the last ``window`` tokens (None:
         the whole prefix).  Recorded in ``result.watermark``, from which
-        :func:`specbound.sim.detect.detect` takes it.  (``context_length=`` is its deprecated
-        name; a model's own window is its ``context_length``.)
+        :func:`specbound.sim.detect.detect` takes it.  (A model's own window is its
+        ``context_length``.)
     repeats : {"reuse", "mask", "skip"}
         Keyed decoders at positions whose context window already occurred at an earlier
         generated position (module docstring, "Repeated contexts"): ``"reuse"`` the keyed
@@ -1053,8 +1050,6 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         token is a deterministic function of the keys; :func:`specbound.sim.detect.detect`
         with ``coin_threshold`` scores such positions by that second pivot.  Other decoders
         accept only ``"plain"``.
-    mask_repeats : bool
-        Deprecated alias: ``True`` is ``repeats="mask"``, ``False`` is ``"reuse"``.
     max_blocks : int >= 1 or None
         Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
         drafter-invariance checks run single blocks this way.
@@ -1088,13 +1083,6 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     target, draft, prompt, decoder, L, B, N, w, key = _validate(
         target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
     repeats = as_choice(repeats, "repeats", REPEATS)
-    if mask_repeats is not None:
-        mask = as_bool(mask_repeats, "mask_repeats")
-        if repeats != "reuse":
-            raise ValueError("repeats: given together with its deprecated alias 'mask_repeats'")
-        warn_deprecated("speculative_decode(mask_repeats=...)",
-                        "speculative_decode(repeats='mask' or 'reuse')")
-        repeats = "mask" if mask else "reuse"
     reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
@@ -1304,8 +1292,3 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     df["a_first"] = first
     return df
 
-
-#: moved to :mod:`specbound.theory.blocks` (deprecated aliases for one release)
-__getattr__ = module_aliases(__name__, {
-    "mpfr_multiplicity_law": "specbound.theory.blocks:mpfr_multiplicity_law",
-})
