@@ -12,12 +12,17 @@ The decision logic never calls a model: it asks a *backend* (the protocol below)
 batched draft evaluation per draft depth and one batched target evaluation per block, so the
 same decisions and the same random draws drive the synthetic models of this package
 (:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
-The block loop of this module (``_Run``) is the reference: it runs for a given backend and
-for models without a compiled evaluation; every vocabulary-sized step (exponential race,
-MPFR top-B, residual draw, recursive rejection) is a Numba kernel (``_kernels``) and keyed
-context labels are BLAKE2b digests computed once per context (:mod:`specbound.sim.prf`;
-whole-prefix labels keep the hash state along the committed sequence).  Otherwise the
-compiled loop (:mod:`specbound.sim._compiled`) makes the same decisions with the same draws.
+Two block loops make the same decisions with the same draws, token for token.  Without a
+``backend``, :func:`speculative_decode` runs the compiled loop (:mod:`specbound.sim._compiled`:
+the whole block loop in Numba, models evaluated inside it) whenever it covers the run:
+:class:`~specbound.sim.models.SyntheticLM` / :class:`~specbound.sim.models.MarkovLM` models,
+a ``PCG64`` generator and work arrays within ``_compiled.MAX_WORK``.  Every other run -- a
+given backend (a real model), other models, other generators, larger runs -- takes the
+reference loop of this module (``_Run``): the block logic in Python, each vocabulary-sized
+step (exponential race, MPFR top-B, residual draw, recursive rejection) a Numba kernel
+(``_kernels``), keyed context labels BLAKE2b digests computed once per context
+(:mod:`specbound.sim.prf`; whole-prefix labels keep the hash state along the committed
+sequence).
 Which block runs a decoder is the block kind of its :class:`~specbound.sim.decoders.
 DecoderSpec` (:data:`specbound.sim.decoders.DECODER_SPECS`), in both loops; the key is
 hashed once (:func:`specbound.sim.prf.key_digest`) and its digest passed down.
@@ -1087,7 +1092,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     rng = as_rng(seed)
-    if backend is None:  # the compiled loop (same results) where it covers the run
+    if backend is None:  # the compiled loop (same results) where it covers the run; else _Run
         res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
                                       max_blocks, repeats, reweight, unkeyed, residual)
         if res is not None:
