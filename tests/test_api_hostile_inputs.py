@@ -930,8 +930,8 @@ LLM_TABLE: dict[str, Row] = {
 
 #: public names of specbound.llm that take no input to validate, each with the reason
 LLM_EXEMPT = {
-    **{f"llm.{n}": "a constant" for n in ("DEFAULT_WINDOW", "DRAFT_KINDS", "PROMPT_SETS",
-                                          "TEMPLATES")},
+    **{f"llm.{n}": "a constant" for n in ("DEFAULT_WINDOW", "DRAFT_DESCRIPTIONS", "DRAFT_KINDS",
+                                          "PROMPT_SETS", "TEMPLATES")},
     **{f"llm.{n}": "a frozen result record built by the library (fields are not validated)"
        for n in ("AcceptanceProfile", "GenerationResult", "LoadInfo", "LoggedPair",
                  "NextTokenLogprobs", "DraftSpec", "CustomGenerateOutput")},
