@@ -567,7 +567,8 @@ EXEMPT = {
        for n in ("DECODER_SPECS", "RULE_SPECS")},
     **{name: "a frozen registry record built by the library (its name is what users pass; "
              "tests/test_sim_decoders.py and test_sim_rules.py check the records)"
-       for name in ("sim.DecoderSpec", "sim.DecoderSpec.block_for", "sim.RuleSpec")},
+       for name in ("sim.DecoderSpec", "sim.DecoderSpec.block_for",
+                    "sim.DecoderSpec.scheme_for", "sim.RuleSpec")},
 }
 
 
