@@ -546,22 +546,14 @@ def target_metadata(source: str) -> dict:
            "dtype": None}
     folder = None
     if source == "embedded" or source.endswith(".gguf"):
-        from specbound.llm import _loading
+        from specbound.llm.models import gguf_cache_status
 
-        gguf = (_loading.embedded_gguf_path() if source == "embedded"
-                else Path(source).expanduser())
-        folder = _loading.gguf_cache_dir(gguf)
+        status = gguf_cache_status(source)
+        gguf, folder = status["gguf"], status["folder"]
         out.update(kind="gguf", gguf=str(gguf), gguf_bytes=gguf.stat().st_size,
-                   name=_loading.EMBEDDED_NAME if source == "embedded" else gguf.stem,
-                   path=str(folder), cached=_loading._is_complete(folder))
-        if source == "embedded":
-            import importlib.metadata
-
-            try:
-                version = importlib.metadata.version(_loading.EMBEDDED_WHEEL)
-            except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-                version = "?"
-            out["wheel"] = f"{_loading.EMBEDDED_WHEEL} {version}"
+                   name=status["name"], path=str(folder), cached=status["cached"])
+        if status["wheel"] is not None:
+            out["wheel"] = status["wheel"]
         if not out["cached"]:
             folder = None
     elif Path(source).expanduser().is_dir():
@@ -602,9 +594,9 @@ def target_metadata(source: str) -> dict:
 
 
 def _draft_kinds() -> list[dict]:
-    from specbound.llm.drafts import _DESCRIPTIONS, DRAFT_KINDS
+    from specbound.llm.drafts import DRAFT_DESCRIPTIONS, DRAFT_KINDS
 
-    return [{"kind": k, "syntax": _SYNTAX[k], "description": _DESCRIPTIONS[k]}
+    return [{"kind": k, "syntax": _SYNTAX[k], "description": DRAFT_DESCRIPTIONS[k]}
             for k in DRAFT_KINDS]
 
 
@@ -669,7 +661,7 @@ def _models_run(args: argparse.Namespace) -> int:
 def _measure(args, specs, meta) -> dict:
     """Load the target and measure 1 - TV of each draft (one pass over the prompts)."""
     from specbound import llm
-    from specbound.llm.drafts import _layer_path
+    from specbound.llm.drafts import layer_count
 
     per_set = 2 if args.prompts is None else args.prompts
     max_tokens = 64 if args.max_tokens is None else args.max_tokens
@@ -681,7 +673,7 @@ def _measure(args, specs, meta) -> dict:
         pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
                              dtype=args.dtype, temperature=args.temperature,
                              top_k=args.top_k, top_p=args.top_p)
-        n_layers = len(_layer_path(pair.target)[1])
+        n_layers = layer_count(pair.target)
         if specs is None:
             specs = default_drafts(n_layers)
         _status(args, f"measuring {len(specs)} draft(s) on {len(texts)} prompts")
@@ -842,10 +834,10 @@ def _detect_run(args: argparse.Namespace) -> int:
         text = _read_utf8(data, "file")
     # one trailing newline is what `generate` (and most editors) add after the text
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
-    from specbound.llm.detection import _tokenizer, detect
+    from specbound.llm.detection import detect, tokenizer_for
 
     with _progress_bars(args.quiet):
-        tokenizer = _tokenizer(args.tokenizer)
+        tokenizer = tokenizer_for(args.tokenizer)
         if len(text) > 1 << 20:
             _status(args, f"tokenizing and scoring {len(text) / 1e6:.1f} M characters")
         det = detect(text, args.key, tokenizer=tokenizer, window=args.window,
@@ -896,7 +888,7 @@ def _log_arguments(p: argparse.ArgumentParser) -> None:
 
 def _log_run(args: argparse.Namespace) -> int:
     from specbound import llm
-    from specbound.llm.drafts import _layer_path
+    from specbound.llm.drafts import layer_count
     from specbound.llm.logs import log_distributions
 
     out = Path(args.out).expanduser()
@@ -920,7 +912,7 @@ def _log_run(args: argparse.Namespace) -> int:
                              dtype=args.dtype, temperature=args.temperature,
                              top_k=args.top_k, top_p=args.top_p)
         if specs is None:
-            n = len(_layer_path(pair.target)[1])
+            n = layer_count(pair.target)
             specs = ["temperature:0.5", "temperature:1.5",
                      f"early_exit:{max(1, min(n, round(2 * n / 3)))}", "quantized:3"]
         log = log_distributions(pair, texts, drafts=specs, max_new_tokens=args.max_new_tokens,

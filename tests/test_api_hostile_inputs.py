@@ -49,7 +49,6 @@ import re
 import signal
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -325,8 +324,8 @@ VALID.update({
 
 _DECODE_KW = {"L": "L", "B": "B", "key": "key", "max_new_tokens": "max_new", "seed": "seed",
               "window": "window", "repeats": "repeats", "reweight": "reweight",
-              "unkeyed": "unkeyed", "residual": "residual", "mask_repeats": "none",
-              "max_blocks": "none", "backend": "none"}
+              "unkeyed": "unkeyed", "residual": "residual", "max_blocks": "none",
+              "backend": "none"}
 _DETECT_KW = {"window": "window", "score": "score", "dedup": "flag", "repeats": "none",
               "coin_threshold": "none"}
 
@@ -480,9 +479,8 @@ def _call_with_bound(fn, *args, documented=(), **kwargs):
     :data:`TIME_BOUND` CPU seconds (the test fails naming the function), the CPU time is
     checked afterwards (a compiled kernel cannot be interrupted by a signal), and
     :func:`faulthandler.dump_traceback_later` ends the process with a traceback after
-    :data:`WALL_BOUND` wall-clock seconds (a kernel that never returns, or a wait).  The
-    package's own deprecation warnings (documented keyword aliases) are let through; every
-    other warning is an error (pytest's ``filterwarnings = error``).
+    :data:`WALL_BOUND` wall-clock seconds (a kernel that never returns, or a wait).  Every
+    warning is an error (pytest's ``filterwarnings = error``).
     """
     name = getattr(fn, "__qualname__", repr(fn))
     previous = signal.signal(signal.SIGPROF, _alarm)
@@ -490,10 +488,7 @@ def _call_with_bound(fn, *args, documented=(), **kwargs):
     signal.setitimer(signal.ITIMER_PROF, TIME_BOUND)
     t0 = time.process_time()
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r".*deprecated since specbound",
-                                    category=DeprecationWarning)
-            out = ("ok", fn(*args, **kwargs))
+        out = ("ok", fn(*args, **kwargs))
     except ValueError as exc:
         out = ("value_error", exc)
     except documented as exc:
@@ -572,7 +567,8 @@ EXEMPT = {
        for n in ("DECODER_SPECS", "RULE_SPECS")},
     **{name: "a frozen registry record built by the library (its name is what users pass; "
              "tests/test_sim_decoders.py and test_sim_rules.py check the records)"
-       for name in ("sim.DecoderSpec", "sim.DecoderSpec.block_for", "sim.RuleSpec")},
+       for name in ("sim.DecoderSpec", "sim.DecoderSpec.block_for",
+                    "sim.DecoderSpec.scheme_for", "sim.RuleSpec")},
 }
 
 
@@ -814,7 +810,7 @@ def _pb_commit(tokens):
 _GEN_KW = {"L": "L", "B": "int1", "key": "key", "window": "window", "max_new_tokens": "max_new",
            "seed": "seed", "chat": "flag", "template": "llm_template", "draft": "none",
            "stop_at_eos": "flag", "batch_verify": "flag", "tree": "flag", "progress": "off",
-           "log": "none", "prompt_id": "int0", "prefix_cache": "none", "mask_repeats": "none"}
+           "log": "none", "prompt_id": "int0", "prefix_cache": "none"}
 _LOSSY_KW = {"L": "L", "max_new_tokens": "max_new", "seed": "seed", "chat": "flag",
              "template": "llm_template", "draft": "none", "stop_at_eos": "flag",
              "progress": "off", "log": "none", "prompt_id": "int0", "prefix_cache": "none",
@@ -935,8 +931,8 @@ LLM_TABLE: dict[str, Row] = {
 
 #: public names of specbound.llm that take no input to validate, each with the reason
 LLM_EXEMPT = {
-    **{f"llm.{n}": "a constant" for n in ("DEFAULT_WINDOW", "DRAFT_KINDS", "PROMPT_SETS",
-                                          "TEMPLATES")},
+    **{f"llm.{n}": "a constant" for n in ("DEFAULT_WINDOW", "DRAFT_DESCRIPTIONS", "DRAFT_KINDS",
+                                          "PROMPT_SETS", "TEMPLATES")},
     **{f"llm.{n}": "a frozen result record built by the library (fields are not validated)"
        for n in ("AcceptanceProfile", "GenerationResult", "LoadInfo", "LoggedPair",
                  "NextTokenLogprobs", "DraftSpec", "CustomGenerateOutput")},

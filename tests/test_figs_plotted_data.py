@@ -25,7 +25,8 @@ from paper_figs._common import (
     rule_color,
 )
 from paper_figs.run_all import figure_modules
-from specbound.sim.decode import DECODERS
+from specbound import theory
+from specbound.sim import DECODERS
 
 MODULES = figure_modules()
 
@@ -109,7 +110,11 @@ def test_every_png_has_the_csv_of_its_plotted_numbers(mod, tmp_path, recorder):
 
 
 def test_one_colour_per_decoder_and_rule():
-    assert set(DECODERS) <= set(DECODER_STYLE)
+    # the styles are the figures' own, the decoders the registry's: exactly the same names
+    assert set(DECODER_STYLE) == set(DECODERS), (
+        f"paper_figs._common.DECODER_STYLE and specbound.sim.DECODERS differ: "
+        f"{sorted(set(DECODER_STYLE) ^ set(DECODERS))}")
+    assert set(RULE_COLORS) - {"truncation:min-p", "truncation:eta"} == set(theory.RULES)
     colors = [c for c, _ in DECODER_STYLE.values()]
     assert len(set(colors)) == len(colors)
     markers = [m for _, m in DECODER_STYLE.values()]

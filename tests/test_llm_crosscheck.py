@@ -81,6 +81,17 @@ def test_bad_input(synth):
         llm.decision_acceptance(res, rec)
     with pytest.raises(ValueError, match="result"):
         llm.decision_acceptance("not a result", rec)
+    # mws under the gamma reweight is single-draft speculative sampling of the reweighted
+    # laws: its spec's race scheme does not apply (DecoderSpec.scheme_for), the delta one does
+    rec = llm.ContextRecorder()
+    res = G.generate(pair, PROMPT, "mws", L=2, key=5, max_new_tokens=6, log=rec,
+                     reweight="gamma")
+    with pytest.raises(ValueError, match=r"^result: decoder 'mws' has no per-context.*"
+                                         r"\(mws with the delta reweight\)"):
+        llm.decision_acceptance(res, rec)
+    rec = llm.ContextRecorder()
+    res = G.generate(pair, PROMPT, "mws", L=2, key=5, max_new_tokens=6, log=rec)
+    assert len(llm.decision_acceptance(res, rec)) == res.nu.size
     res = G.generate(pair, PROMPT, "vsps", L=2, max_new_tokens=6)
     with pytest.raises(ValueError, match="recorder"):
         llm.decision_acceptance(res, {})

@@ -60,3 +60,18 @@ def test_bad_input(marked):
         D.detect([1, 2, 3, 4, 5, 6], None)
     with pytest.raises(ValueError, match="^tokenizer:"):
         D.detect("some text", KEY, tokenizer=3)
+
+
+def test_tokenizer_for_resolves_each_kind_of_argument():
+    # no model loaded: a tokenizer object is returned as is, a ModelPair gives its tokenizer
+    from specbound import sim
+    from tests._llm_synth import synthetic_pair, tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    assert D.tokenizer_for(tok) is tok
+    lm = sim.SyntheticLM(12, seed=1)
+    pair = synthetic_pair(lm, lm.draft(0.5), tokenizer=tok)
+    assert D.tokenizer_for(pair) is pair.tokenizer
+    for bad in (3, 2.5, b"embedded"):
+        with pytest.raises(ValueError, match="^tokenizer: must be"):
+            D.tokenizer_for(bad)

@@ -206,9 +206,12 @@ def test_generate_rejects_unknown_options_by_name(synth):
         llm.generate(pair, PROMPT, "mpfr", key=1, max_new_tokens=2, unknown=1)
     with pytest.raises(ValueError, match=r"^max_block: not an option.*'max_blocks'"):
         llm.generate(pair, PROMPT, "mpfr", key=1, max_new_tokens=2, max_block=1)
+    # the removed alias of ``repeats`` is refused by name like any other unknown option
+    with pytest.raises(ValueError, match=r"^mask_repeats: not an option of generate"):
+        llm.generate(pair, PROMPT, "mpfr", key=1, max_new_tokens=2, mask_repeats=True)
     # the simulator's own options still pass through
-    llm.generate(pair, PROMPT, "mpfr", key=1, max_new_tokens=2, mask_repeats=None,
-                 max_blocks=3, repeats="reuse")
+    llm.generate(pair, PROMPT, "mpfr", key=1, max_new_tokens=2, max_blocks=3,
+                 repeats="reuse")
 
 
 def test_generate_lossy_names_a_missing_pair_and_a_bad_log(synth):

@@ -122,6 +122,21 @@ def test_parse_draft_canonical_text():
     assert parse_draft("model:C:/models/x").value == "C:/models/x"
 
 
+def test_draft_descriptions_and_layer_count():
+    from specbound import llm
+    from specbound.llm.drafts import DRAFT_DESCRIPTIONS, DRAFT_KINDS, layer_count
+    from tests._llm_synth import tiny_llama
+
+    assert llm.DRAFT_DESCRIPTIONS is DRAFT_DESCRIPTIONS
+    assert tuple(DRAFT_DESCRIPTIONS) == DRAFT_KINDS
+    assert parse_draft("early_exit:1").description == DRAFT_DESCRIPTIONS["early_exit"]
+    with pytest.raises(TypeError):
+        DRAFT_DESCRIPTIONS["model"] = "x"  # read-only
+    assert layer_count(tiny_llama()) == 2
+    with pytest.raises(ValueError, match="^draft: cannot find the decoder layers"):
+        layer_count(torch.nn.Linear(2, 2))
+
+
 @pytest.mark.parametrize("draft", [
     "bogus:1", "nocolon", 3, None, "temperature:0", "temperature:-1", "temperature:abc",
     "temperature:inf", "temperature:nan", "early_exit:0", "early_exit:x", "early_exit:1.5",

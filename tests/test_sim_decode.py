@@ -296,7 +296,6 @@ def test_expected_block_tokens_limits():
         ({"backend": object()}, "backend"),
         ({"repeats": "yes"}, "repeats"),
         ({"repeats": True}, "repeats"),
-        ({"repeats": "mask", "mask_repeats": True}, "repeats"),
         ({"reweight": "beta"}, "reweight"),
         ({"reweight": "gamma", "decoder": "pfr"}, "reweight"),
         ({"reweight": "gamma", "decoder": "mpfr"}, "reweight"),
@@ -304,7 +303,6 @@ def test_expected_block_tokens_limits():
         ({"residual": "keyed", "decoder": "mse"}, "residual"),
         ({"residual": "maybe", "decoder": "mse_pseudo"}, "residual"),
         ({"unkeyed": "fresh", "decoder": "pfr"}, "unkeyed"),
-        ({"mask_repeats": "yes"}, "mask_repeats"),
         ({"seed": -1}, "seed"),
         ({"target": "gpt"}, "target"),
         ({"draft": None}, "draft"),
@@ -442,21 +440,27 @@ def test_decoder_scheme_map():
         DECODER_SCHEME["ar"] = "sd"  # read-only
 
 
-def test_deprecated_names():
-    target, draft = _pair()
-    new = speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10, window=1)
-    with pytest.warns(DeprecationWarning, match="window"):
-        old = speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10,
-                                 context_length=1)
-    np.testing.assert_array_equal(old.tokens, new.tokens)
-    with pytest.warns(DeprecationWarning, match="emitted_per_block"):
-        acc = new.accepted
-    np.testing.assert_array_equal(acc, new.emitted_per_block)
+def test_removed_aliases_are_refused():
+    """The pre-release aliases are gone: ``context_length=`` (now ``window``) and
+    ``mask_repeats=`` (now ``repeats``) are unknown keywords, ``DecodeResult.accepted`` (now
+    ``emitted_per_block``) and ``sim.decode.mpfr_multiplicity_law`` (now in
+    ``theory.blocks``) are no attributes."""
     import specbound.sim.decode as decode_module
 
-    with pytest.warns(DeprecationWarning, match="theory.blocks"):
-        law = decode_module.mpfr_multiplicity_law
-    assert law is mpfr_multiplicity_law
+    target, draft = _pair()
+    new = speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10, window=1)
+    with pytest.raises(TypeError, match="context_length"):
+        speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10,
+                           context_length=1)
+    with pytest.raises(TypeError, match="mask_repeats"):
+        speculative_decode(target, draft, [1, 2], "pfr", key=3, max_new_tokens=10,
+                           mask_repeats=True)
+    with pytest.raises(AttributeError, match="accepted"):
+        new.accepted  # noqa: B018
+    assert new.emitted_per_block.sum() == 10
+    with pytest.raises(AttributeError, match="mpfr_multiplicity_law"):
+        decode_module.mpfr_multiplicity_law  # noqa: B018
+    assert callable(mpfr_multiplicity_law)
 
 
 def test_watermark_config_recorded():

@@ -130,15 +130,14 @@ def test_skip_differs_from_mask_and_reuse():
         assert not a.skipped.any() and a.skipped.shape == (20,)
 
 
-def test_mask_repeats_is_a_deprecated_alias():
+def test_repeats_mask_is_recorded_and_the_old_alias_is_refused():
     new = speculative_decode(TARGET, DRAFT, [0], "pfr", key=3, window=1, repeats="mask",
                              max_new_tokens=12)
-    with pytest.warns(DeprecationWarning, match="repeats"):
-        old = speculative_decode(TARGET, DRAFT, [0], "pfr", key=3, window=1,
-                                 mask_repeats=True, max_new_tokens=12)
-    np.testing.assert_array_equal(old.tokens, new.tokens)
-    assert old.watermark == new.watermark == WatermarkConfig(key_id(3), 1, True)
+    assert new.watermark == WatermarkConfig(key_id(3), 1, True)
     assert new.watermark.repeats == "mask" and new.watermark.mask_repeats
+    with pytest.raises(TypeError, match="mask_repeats"):
+        speculative_decode(TARGET, DRAFT, [0], "pfr", key=3, window=1, mask_repeats=True,
+                           max_new_tokens=12)
 
 
 # ------------------------------------------------------------------- reweight="gamma"

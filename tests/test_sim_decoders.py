@@ -56,6 +56,15 @@ def test_public_lists_are_derived_from_the_registry():
         "basic_uwm", "mws", "mse", "mse_pseudo"}
 
 
+def test_scheme_applies_only_to_the_block_it_describes():
+    for name, spec in DECODER_SPECS.items():
+        assert spec.scheme_for("delta") == spec.scheme == R.DECODER_SCHEME.get(name)
+        other_block = spec.block_for("gamma") != spec.block
+        assert spec.scheme_for("gamma") == (None if other_block else spec.scheme), name
+    assert DECODER_SPECS["mws"].scheme_for("gamma") is None
+    assert DECODER_SPECS["mse"].scheme_for("gamma") == "sd"
+
+
 def test_spec_is_frozen_and_checks_its_fields():
     spec = DECODER_SPECS["vsps"]
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -412,21 +412,20 @@ def test_strings_and_absurd_sizes_are_refused(kwargs, match):
         sample_induced(P0, Q0, rule, n, seed=0, **kwargs)
 
 
-def test_seed_by_position_is_deprecated_and_normalize_rescales():
-    with pytest.warns(DeprecationWarning, match="'seed' to sample_induced"):
-        old = sample_induced(P0, Q0, "lossless", 50, 3)
-    np.testing.assert_array_equal(old, sample_induced(P0, Q0, "lossless", 50, seed=3))
+def test_seed_is_keyword_only_and_normalize_rescales():
+    with pytest.raises(TypeError, match="positional"):
+        sample_induced(P0, Q0, "lossless", 50, 3)
     np.testing.assert_array_equal(
         sample_induced(2 * P0, 3 * Q0, "lenience", 50, seed=3, ell=0.5, normalize=True),
         sample_induced(P0, Q0, "lenience", 50, seed=3, ell=0.5))
 
 
-def test_tree_names_moved_to_sim_tree():
+def test_tree_names_live_in_sim_tree_only():
     import specbound.sim.lossy as sim_lossy
     import specbound.sim.tree as sim_tree
 
-    with pytest.warns(DeprecationWarning, match="specbound.sim.tree.simulate_tree_verification"):
-        assert sim_lossy.simulate_tree_verification is sim_tree.simulate_tree_verification
-    with pytest.warns(DeprecationWarning, match="TreeVerificationResult"):
-        assert sim_lossy.TreeVerificationResult is sim_tree.TreeVerificationResult
+    for name in ("TREE_RULES", "TreeVerificationResult", "simulate_tree_verification"):
+        assert hasattr(sim_tree, name)
+        with pytest.raises(AttributeError, match=name):
+            getattr(sim_lossy, name)
     assert LOSSY_RULES == theory.RULES

@@ -38,6 +38,7 @@ _EXPORTS = {
     "LoadInfo": "_loading",
     "DraftSpec": "drafts",
     "DRAFT_KINDS": "drafts",
+    "DRAFT_DESCRIPTIONS": "drafts",
     "parse_draft": "drafts",
     "AcceptanceProfile": "profile",
     "acceptance_profile": "profile",

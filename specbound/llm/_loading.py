@@ -219,7 +219,9 @@ def gguf_cache_dir(gguf: Path) -> Path:
     return cache_root() / "models" / f"{gguf.stem}-{_fingerprint(gguf)}"
 
 
-def _is_complete(folder: Path) -> bool:
+def is_converted(folder: Path) -> bool:
+    """Whether ``folder`` (a :func:`gguf_cache_dir`) holds a finished conversion (its marker
+    file is written last)."""
     return (folder / _MARKER).is_file()
 
 
@@ -241,7 +243,7 @@ def _convert_gguf(gguf: Path, folder: Path) -> bool:
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(folder) + ".lock"):
-        if _is_complete(folder):
+        if is_converted(folder):
             return False
         tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -434,7 +436,7 @@ def _load_resolved(kind, source, folder, dtype, name, *, tokenizer_only=False):
 
 def _gguf_folder(gguf: Path, name: str) -> tuple[Path, bool]:
     folder = gguf_cache_dir(gguf)
-    if _is_complete(folder):
+    if is_converted(folder):
         return folder, False
     try:
         return folder, _convert_gguf(gguf, folder)
@@ -450,7 +452,7 @@ def load_tokenizer(source, *, name: str = "tokenizer"):
     kind, _, loc = classify_source(source, name)
     if kind == "gguf":
         folder = gguf_cache_dir(loc)
-        if not _is_complete(folder):
+        if not is_converted(folder):
             from transformers import AutoTokenizer
 
             try:

@@ -125,13 +125,15 @@ def decision_acceptance(result, recorder: ContextRecorder, prompt_id=0):
     ------
     ValueError
         ``result`` is not a decoding result or its decoder has no per-context scheme
-        (``ar``, ``basic_uwm``, ``specinfer``; ``mws`` with the gamma reweight); a decision
+        (``ar``, ``basic_uwm``, ``specinfer``; ``mws`` with the gamma reweight:
+        :meth:`specbound.sim.decoders.DecoderSpec.scheme_for`); a decision
         context was not recorded (named ``context``); a skipped ``mpfr`` decision with
         ``nu > 1``.
     """
     import pandas as pd
 
     from specbound.sim.decode import DECODER_SCHEME, DecodeResult
+    from specbound.sim.decoders import DECODER_SPECS
     from specbound.theory import exact_acceptance
 
     if not isinstance(result, DecodeResult):
@@ -140,10 +142,14 @@ def decision_acceptance(result, recorder: ContextRecorder, prompt_id=0):
         raise ValueError(f"recorder: must be a ContextRecorder, got {type(recorder).__name__}")
     prompt_id = as_int(prompt_id, "prompt_id")
     dec = result.decoder
-    if dec not in DECODER_SCHEME or (dec == "mws" and result.watermark.reweight != "delta"):
+    spec = DECODER_SPECS.get(dec)
+    scheme = None if spec is None else spec.scheme_for(result.watermark.reweight)
+    if scheme is None:
+        delta_only = [n for n in DECODER_SCHEME
+                      if DECODER_SPECS[n].scheme_for("gamma") is None]
         raise ValueError(f"result: decoder {dec!r} has no per-context acceptance scheme; "
-                         f"supported: {sorted(DECODER_SCHEME)} (mws with the delta reweight)")
-    scheme = DECODER_SCHEME[dec]
+                         f"supported: {sorted(DECODER_SCHEME)} ({', '.join(delta_only)} "
+                         f"with the delta reweight)")
     toks = np.asarray(result.tokens)
     n0 = int(result.prompt_length)
     nus = np.asarray(result.nu, dtype=np.int64)

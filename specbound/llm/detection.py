@@ -23,7 +23,7 @@ from specbound.sim.decode import DecodeResult
 from specbound.sim.detect import DetectionResult
 from specbound.sim.detect import detect as _sim_detect
 
-__all__ = ["detect", "embedded_tokenizer"]
+__all__ = ["detect", "embedded_tokenizer", "tokenizer_for"]
 
 _TOKENIZER_CACHE: dict = {}
 
@@ -43,7 +43,7 @@ def embedded_tokenizer():
 
         gguf = _loading.embedded_gguf_path()
         folder = _loading.gguf_cache_dir(gguf)
-        if _loading._is_complete(folder):
+        if _loading.is_converted(folder):
             tok = AutoTokenizer.from_pretrained(folder)
         else:
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -51,7 +51,14 @@ def embedded_tokenizer():
     return _TOKENIZER_CACHE["embedded"]
 
 
-def _tokenizer(tokenizer):
+def tokenizer_for(tokenizer):
+    """The tokenizer :func:`detect` uses for its ``tokenizer`` argument.
+
+    None or ``"embedded"``: :func:`embedded_tokenizer`; a :class:`~specbound.llm.ModelPair`:
+    its tokenizer; another string: the tokenizer of that model id or folder (no weights
+    loaded); a callable tokenizer is returned as is.  ``ValueError`` naming ``tokenizer``
+    otherwise.
+    """
     if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "embedded"):
         return embedded_tokenizer()
     if hasattr(tokenizer, "tokenizer") and hasattr(tokenizer, "target_logprobs"):
@@ -122,7 +129,7 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
         from specbound.llm.prompt_sets import check_text
 
         check_text(text, "text")
-        tok = _tokenizer(tokenizer)
+        tok = tokenizer_for(tokenizer)
         ids = np.asarray(tok(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
     elif text is None or isinstance(text, bytes | bytearray | dict | set):
         raise ValueError(f"text: must be a string, token ids or a generation result, got "

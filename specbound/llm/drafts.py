@@ -45,6 +45,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from specbound.llm._deps import require_llm_extra
 from specbound.llm._loading import load_model
@@ -52,14 +53,15 @@ from specbound.llm._loading import load_model
 torch = require_llm_extra()
 nn = torch.nn
 
-__all__ = ["DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead", "divide_logits",
-           "rtn_quantize", "make_draft"]
+__all__ = ["DRAFT_DESCRIPTIONS", "DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead",
+           "divide_logits", "rtn_quantize", "make_draft", "layer_count"]
 
 DRAFT_KINDS = ("temperature", "early_exit", "quantized", "model")
 QUANT_BITS = (2, 3, 4)
 DEFAULT_GROUP = 64
 
-_DESCRIPTIONS = {
+#: one-line description of every draft kind of :data:`DRAFT_KINDS` (read-only)
+DRAFT_DESCRIPTIONS = MappingProxyType({
     "temperature": "the target's logits divided by T, every weight shared (drafters D2/D3 of "
                    "Liu et al. 2026: T = 0.5, 1.5)",
     "early_exit": "the target's first K decoder layers + final norm + LM head, sharing their "
@@ -68,7 +70,7 @@ _DESCRIPTIONS = {
                  "round-to-nearest per group (default 64 weights), made locally",
     "model": "a separate model with the target's tokenizer (e.g. Qwen2.5-0.5B-Instruct for "
              "Qwen2.5-7B-Instruct)",
-}
+})
 _USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]' or "
           "'model:ID_OR_PATH'")
 
@@ -112,7 +114,7 @@ class DraftSpec:
     @property
     def description(self) -> str:
         """One line on what this kind of draft is."""
-        return _DESCRIPTIONS[self.kind]
+        return DRAFT_DESCRIPTIONS[self.kind]
 
 
 def _int(text: str, what: str) -> int:
@@ -206,6 +208,12 @@ def _layer_path(model):
         f"draft: cannot find the decoder layers of {type(model).__name__} (looked for "
         f"{', '.join(_LAYER_PATHS)})"
     )
+
+
+def layer_count(model) -> int:
+    """Number of decoder layers of a transformers causal LM (``early_exit:K`` takes
+    ``1 <= K`` below it); ``ValueError`` naming ``draft`` when the layer list is not found."""
+    return len(_layer_path(model)[1])
 
 
 def _text_config(config):

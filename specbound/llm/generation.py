@@ -10,7 +10,7 @@ The sampling rules are literally the simulator's: :func:`generate` calls
 implementation of the simulator's backend protocol (``reset`` / ``draft_step`` / ``verify``
 / ``commit``; :mod:`specbound.sim.decode`).  The same key, prompt and processed per-step
 distributions therefore give the same tokens in the simulator and here; every decoder
-option of ``speculative_decode`` (e.g. ``mask_repeats``) is passed through.
+option of ``speculative_decode`` (e.g. ``repeats``) is passed through.
 
 The backend
 -----------
@@ -760,7 +760,7 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         Reuse the prompt's prefill forwards across runs that share it (same tokens bit for
         bit; :class:`PrefixCache`).
     **options
-        Further options of :func:`specbound.sim.speculative_decode` (``mask_repeats``,
+        Further options of :func:`specbound.sim.speculative_decode` (``repeats``,
         ``max_blocks``, ...).
 
     Returns

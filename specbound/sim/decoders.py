@@ -115,6 +115,12 @@ class DecoderSpec:
             return self.gamma_block
         return self.block
 
+    def scheme_for(self, reweight: str = "delta") -> str | None:
+        """The per-context :attr:`scheme` of a run with ``reweight``: None when that run's
+        block is not the one ``scheme`` describes (``mws`` under ``reweight="gamma"``, whose
+        reweighted laws are verified by speculative sampling, not raced)."""
+        return self.scheme if self.block_for(reweight) == self.block else None
+
     @property
     def drafts(self) -> bool:
         """Whether it uses a draft model (every block kind but ``"token"``)."""

@@ -109,8 +109,9 @@ VERSION = 1
 _HEADER_BYTES = 128
 _SUM_ATOL = 1e-5
 _VALUE_DTYPES = ("float32", "float64")
-_ARRAYS = ("prompt_id", "step", "p_offsets", "p_idx", "p_val", "p_tail", "q_offsets",
-           "q_idx", "q_val", "q_tail")
+#: the arrays of a log folder, one ``<name>.npy`` file each (the on-disk format)
+ARRAY_NAMES = ("prompt_id", "step", "p_offsets", "p_idx", "p_val", "p_tail", "q_offsets",
+               "q_idx", "q_val", "q_tail")
 
 
 def _dtypes(value_dtype: str) -> dict[str, np.dtype]:
@@ -206,7 +207,7 @@ class LogWriter:
         self._dt = _dtypes(value_dtype)
         # (re)initialise the array files: truncate anything beyond the committed data
         counts = _counts(self._committed)
-        for name in _ARRAYS:
+        for name in ARRAY_NAMES:
             f = self.path / f"{name}.npy"
             dt = self._dt[name]
             if not resume:
@@ -350,7 +351,7 @@ class LogWriter:
                      "p_nnz": self._committed["p_nnz"] + cat["p_idx"].shape[0],
                      "q_nnz": self._committed["q_nnz"] + cat["q_idx"].shape[0]}
         counts = _counts(committed)
-        for name in _ARRAYS:  # (1) data after the committed part, (2) header
+        for name in ARRAY_NAMES:  # (1) data after the committed part, (2) header
             dt = self._dt[name]
             with open(self.path / f"{name}.npy", "r+b") as fh:
                 fh.seek(_HEADER_BYTES + old[name] * dt.itemsize)
@@ -483,7 +484,7 @@ class LogReader:
         counts = _counts(committed)
         self._n = committed["positions"]
         self._arr: dict[str, np.ndarray] = {}
-        for name in _ARRAYS:
+        for name in ARRAY_NAMES:
             f = self.path / f"{name}.npy"
             if not f.is_file():
                 raise ValueError(f"path: missing array file {name}.npy")

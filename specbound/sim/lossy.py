@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbound._deprecation import legacy_positional, module_aliases
 from specbound._validation import as_choice, as_int, as_pair, as_rng, check_alloc
 from specbound.theory.lossy import (
     RULE_PARAMS,
@@ -50,13 +49,6 @@ LOSSY_RULES = RULES
 
 #: most uniforms drawn in one round of a redraw (rejection) loop
 _REDRAW_BLOCK = 2_000_000
-
-# names that moved to specbound.sim.tree (deprecated aliases for one release)
-__getattr__ = module_aliases(
-    "specbound.sim.lossy",
-    {name: f"specbound.sim.tree:{name}"
-     for name in ("TREE_RULES", "TreeVerificationResult", "simulate_tree_verification")},
-)
 
 
 # --------------------------------------------------------------------------------------
@@ -355,7 +347,6 @@ def _prepare(rule: str, p2: np.ndarray, q2: np.ndarray, params: dict) -> list[di
     return per
 
 
-@legacy_positional("seed")
 def sample_induced(p, q, rule: str, n: int = 100_000, *, seed=0, normalize: bool = False,
                    **params) -> np.ndarray:
     """Emitted tokens of one speculative step under a lossy verification rule.
@@ -404,7 +395,7 @@ def sample_induced(p, q, rule: str, n: int = 100_000, *, seed=0, normalize: bool
         ``40 n`` bytes per context and refuses sizes above the package's memory limit
         (``ValueError`` naming ``n``).
     seed : int, SeedSequence or Generator, keyword-only
-        Source of all uniforms (SPEC 7).  Passing it by position is deprecated.
+        Source of all uniforms (SPEC 7).
     normalize : bool, default False
         Rescale the rows of ``p`` and ``q`` to sum to 1 instead of refusing rows whose sum is
         off by more than the tolerance.

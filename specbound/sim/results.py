@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specbound._deprecation import warn_deprecated
 from specbound.results import (
     ConfidenceInterval,
     Estimate,
@@ -157,12 +156,6 @@ class DecodeResult:
         if self.emitted_per_block.size == 0:
             return float("nan")
         return float(self.emitted_per_block.mean())
-
-    @property
-    def accepted(self) -> np.ndarray:
-        """Deprecated name of :attr:`emitted_per_block` (it counts emitted tokens)."""
-        warn_deprecated("DecodeResult.accepted", "DecodeResult.emitted_per_block")
-        return self.emitted_per_block
 
     def block_of_decision(self) -> np.ndarray:
         """Index of the block of every decision (int64, aligned with :attr:`nu`)."""
