@@ -245,7 +245,8 @@ def _batched_forward(pair, which, requests):
     for r0, r, n, c, k in zip(starts, rows, ns, cs, ks, strict=False):
         lo = n - k - (N - keep)
         lp = out.logprobs[r0:r0 + r, lo:lo + k]
-        cache = _make_cache([(kk[r0:r0 + r, ..., C - c:C + n, :], vv[r0:r0 + r, ..., C - c:C + n, :])
+        span = slice(C - c, C + n)
+        cache = _make_cache([(kk[r0:r0 + r, ..., span, :], vv[r0:r0 + r, ..., span, :])
                              for kk, vv in new_layers])
         results.append(NextTokenLogprobs(lp, cache))
     return results
