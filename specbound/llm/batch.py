@@ -181,10 +181,20 @@ def _cache_layers(cache) -> list[tuple]:
 
 
 def _make_cache(layers):
+    """A ``DynamicCache`` holding the given tensors (not copies of them)."""
     from transformers import DynamicCache
 
     cache = DynamicCache()
-    for i, (k, v) in enumerate(layers):
+    if isinstance(getattr(cache, "layers", None), list):
+        from transformers.cache_utils import DynamicLayer
+
+        for k, v in layers:
+            layer = DynamicLayer()
+            layer.lazy_initialization(k, v)
+            layer.keys, layer.values = k, v
+            cache.layers.append(layer)
+        return cache
+    for i, (k, v) in enumerate(layers):  # older transformers: update copies
         cache.update(k, v, i)
     return cache
 
@@ -195,11 +205,21 @@ def _batched_forward(pair, which, requests):
     ``requests``: ``(ids, cache, k)`` with ``ids`` a (rows, n) long tensor of new tokens,
     ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the trailing positions
     wanted.  Caches are left-padded to the longest and stacked, new tokens right-padded
-    (module docstring).
+    (module docstring).  A request without a cache (a prompt's prefill) runs alone: a
+    prefill is compute-bound, so stacking it gains nothing and padding it costs a lot.
     """
-    if len(requests) == 1:
-        ids, cache, k = requests[0]
-        return [pair._forward(which, ids, None, None, cache, True, k)]
+    alone = [i for i, (_, c, _) in enumerate(requests) if c is None or len(requests) == 1]
+    if alone:
+        out = [None] * len(requests)
+        for i in alone:
+            ids, cache, k = requests[i]
+            out[i] = pair._forward(which, ids, None, None, cache, True, k)
+        rest = [i for i in range(len(requests)) if out[i] is None]
+        if rest:
+            for i, o in zip(rest, _batched_forward(pair, which, [requests[i] for i in rest]),
+                            strict=True):
+                out[i] = o
+        return out
     dev = pair.device
     rows = [int(ids.shape[0]) for ids, _, _ in requests]
     ns = [int(ids.shape[1]) for ids, _, _ in requests]
@@ -222,21 +242,14 @@ def _batched_forward(pair, which, requests):
         ref = next(p for p in per_req if p is not None)
         layers = []
         for li, (k0, v0) in enumerate(ref):
-            parts_k, parts_v = [], []
-            for p, r, c in zip(per_req, rows, cs, strict=True):
-                if p is None or c == 0:
-                    shape_k = (r, *k0.shape[1:-2], C, k0.shape[-1])
-                    shape_v = (r, *v0.shape[1:-2], C, v0.shape[-1])
-                    parts_k.append(k0.new_zeros(shape_k))
-                    parts_v.append(v0.new_zeros(shape_v))
-                    continue
-                kk, vv = p[li]
-                if c < C:
-                    kk = torch.nn.functional.pad(kk, (0, 0, C - c, 0))
-                    vv = torch.nn.functional.pad(vv, (0, 0, C - c, 0))
-                parts_k.append(kk)
-                parts_v.append(vv)
-            layers.append((torch.cat(parts_k), torch.cat(parts_v)))
+            # one copy per row into a zeroed stacked tensor (the left padding stays zero)
+            kb = k0.new_zeros((R, *k0.shape[1:-2], C, k0.shape[-1]))
+            vb = v0.new_zeros((R, *v0.shape[1:-2], C, v0.shape[-1]))
+            for p, r0, r, c in zip(per_req, starts, rows, cs, strict=False):
+                if p is not None and c > 0:
+                    kb[r0:r0 + r, ..., C - c:, :] = p[li][0]
+                    vb[r0:r0 + r, ..., C - c:, :] = p[li][1]
+            layers.append((kb, vb))
         stacked = _make_cache(layers)
     keep = max(N - n + k for n, k in zip(ns, ks, strict=True))
     out = pair._forward(which, ids_b, mask, pos, stacked, True, keep)
