@@ -86,10 +86,11 @@ class GenerationBatch:
         Wall-clock time inside the batched target and draft forwards (stacking and splitting
         the caches and the float64 processing included).
     n_target_forwards, n_draft_forwards : int
-        Batched forwards made (prefills included).
+        Model forwards made: the batched forwards and the prompts' prefills (a prefill runs
+        alone: it is compute-bound, so stacking gains nothing and padding costs).
     max_rows : int
-        The largest number of sequences in one forward (draft paths of multi-draft decoders
-        count one each).
+        The largest number of sequences served in one step (draft paths of multi-draft
+        decoders count one each).
     """
 
     decoder: str
@@ -205,8 +206,9 @@ def _batched_forward(pair, which, requests):
     ``requests``: ``(ids, cache, k)`` with ``ids`` a (rows, n) long tensor of new tokens,
     ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the trailing positions
     wanted.  Caches are left-padded to the longest and stacked, new tokens right-padded
-    (module docstring).  A request without a cache (a prompt's prefill) runs alone: a
-    prefill is compute-bound, so stacking it gains nothing and padding it costs a lot.
+    (module docstring); also returns the number of model forwards made.  A request without
+    a cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it
+    gains nothing and padding it costs a lot.
     """
     alone = [i for i, (_, c, _) in enumerate(requests) if c is None or len(requests) == 1]
     if alone:
@@ -215,11 +217,13 @@ def _batched_forward(pair, which, requests):
             ids, cache, k = requests[i]
             out[i] = pair._forward(which, ids, None, None, cache, True, k)
         rest = [i for i in range(len(requests)) if out[i] is None]
+        n = len(alone)
         if rest:
-            for i, o in zip(rest, _batched_forward(pair, which, [requests[i] for i in rest]),
-                            strict=True):
+            outs, m = _batched_forward(pair, which, [requests[i] for i in rest])
+            n += m
+            for i, o in zip(rest, outs, strict=True):
                 out[i] = o
-        return out
+        return out, n
     dev = pair.device
     rows = [int(ids.shape[0]) for ids, _, _ in requests]
     ns = [int(ids.shape[1]) for ids, _, _ in requests]
@@ -262,7 +266,7 @@ def _batched_forward(pair, which, requests):
         cache = _make_cache([(kk[r0:r0 + r, ..., span, :], vv[r0:r0 + r, ..., span, :])
                              for kk, vv in new_layers])
         results.append(NextTokenLogprobs(lp, cache))
-    return results
+    return results, 1
 
 
 # ----------------------------------------------------------------------------- rows
@@ -361,10 +365,10 @@ class _Scheduler:
                 group = groups[which]
                 reqs = [r.request[1:] for r in group]
                 tf = time.perf_counter()
-                outs = _batched_forward(self.pair, which, reqs)
+                outs, n_forwards = _batched_forward(self.pair, which, reqs)
                 secs = time.perf_counter() - tf
                 self.seconds[which] += secs
-                self.forwards[which] += 1
+                self.forwards[which] += n_forwards
                 self.max_rows = max(self.max_rows, sum(int(q[0].shape[0]) for q in reqs))
                 for r, o in zip(group, outs, strict=True):
                     r.request = None
