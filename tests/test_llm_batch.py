@@ -291,7 +291,11 @@ def test_first_token_follows_the_target_on_the_batched_path(llm_pair, decoder, B
     assert decoder not in KEYED_DECODERS
     ids = llm_pair.encode_prompt(REAL_PROMPTS[0])
     p = llm_pair.next_token_probs([ids])[0]
+    # the prompt's prefills once, shared by every row through a PrefixCache
+    pc = G.PrefixCache()
+    G.generate(llm_pair, ids, decoder, L=1, B=B, max_new_tokens=1, prefix_cache=pc)
     batch = generate_batch(llm_pair, [ids] * FIRST_TOKEN_ROWS, decoder, L=1, B=B, seed=2026,
-                           max_new_tokens=1, window=4)
+                           max_new_tokens=1, window=4, prefix_cache=pc)
+    assert batch.n_target_forwards == 1 and pc.hits >= 2 * FIRST_TOKEN_ROWS
     first = np.array([r.generated[0] for r in batch])
     assert_gof(first, p, samples=True, alpha=FIVE_SIGMA_RATE, label=decoder)
