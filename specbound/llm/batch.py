@@ -170,7 +170,7 @@ def _cache_layers(cache) -> list[tuple]:
     if layers is not None:
         out = []
         for layer in layers:
-            if type(layer).__name__ != "DynamicLayer":
+            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
                 raise ValueError(f"pair: generate_batch needs plain (DynamicLayer) key-value "
                                  f"caches, got {type(layer).__name__}")
             out.append((layer.keys, layer.values))
@@ -179,6 +179,55 @@ def _cache_layers(cache) -> list[tuple]:
         return list(zip(cache.key_cache, cache.value_cache, strict=True))
     raise ValueError(f"pair: generate_batch needs transformers key-value caches, got "
                      f"{type(cache).__name__}")
+
+
+def _slot_layer_class():
+    """A ``DynamicLayer`` that writes new keys into a preallocated buffer (no concatenation).
+
+    transformers' ``DynamicLayer.update`` concatenates the cache with the new keys, which
+    copies the whole stacked cache of a batch in every layer; here the stacked cache is built
+    with room for the step's new tokens, and ``update`` writes them in place.
+    """
+    global _SlotLayer
+    if _SlotLayer is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class SlotLayer(DynamicLayer):
+            def __init__(self, kbuf, vbuf, length):
+                super().__init__()
+                self.lazy_initialization(kbuf, vbuf)
+                self._kb, self._vb, self._n = kbuf, vbuf, length
+                self.keys, self.values = kbuf[..., :length, :], vbuf[..., :length, :]
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                n = key_states.shape[-2]
+                if self._n + n > self._kb.shape[-2]:  # pragma: no cover - sized for the step
+                    return super().update(key_states, value_states, *args, **kwargs)
+                self._kb[..., self._n:self._n + n, :] = key_states
+                self._vb[..., self._n:self._n + n, :] = value_states
+                self._n += n
+                self.keys = self._kb[..., :self._n, :]
+                self.values = self._vb[..., :self._n, :]
+                return self.keys, self.values
+
+        _SlotLayer = SlotLayer
+    return _SlotLayer
+
+
+_SlotLayer = None
+
+
+def _slot_cache(layers, length):
+    """A ``DynamicCache`` over preallocated buffers holding ``length`` positions."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    if not isinstance(getattr(cache, "layers", None), list):  # older transformers
+        return _make_cache([(k[..., :length, :], v[..., :length, :]) for k, v in layers])
+    cls = _slot_layer_class()
+    for k, v in layers:
+        cache.layers.append(cls(k, v, length))
+    return cache
 
 
 def _make_cache(layers):
@@ -246,15 +295,19 @@ def _batched_forward(pair, which, requests):
         ref = next(p for p in per_req if p is not None)
         layers = []
         for li, (k0, v0) in enumerate(ref):
-            # one copy per row into a zeroed stacked tensor (the left padding stays zero)
-            kb = k0.new_zeros((R, *k0.shape[1:-2], C, k0.shape[-1]))
-            vb = v0.new_zeros((R, *v0.shape[1:-2], C, v0.shape[-1]))
+            # one copy per row into the stacked buffer, with room for the step's new tokens
+            # (written in place by the slot layer); only the left padding is zeroed
+            kb = k0.new_empty((R, *k0.shape[1:-2], C + N, k0.shape[-1]))
+            vb = v0.new_empty((R, *v0.shape[1:-2], C + N, v0.shape[-1]))
             for p, r0, r, c in zip(per_req, starts, rows, cs, strict=False):
+                if C - c > 0:
+                    kb[r0:r0 + r, ..., :C - c, :] = 0
+                    vb[r0:r0 + r, ..., :C - c, :] = 0
                 if p is not None and c > 0:
-                    kb[r0:r0 + r, ..., C - c:, :] = p[li][0]
-                    vb[r0:r0 + r, ..., C - c:, :] = p[li][1]
+                    kb[r0:r0 + r, ..., C - c:C, :] = p[li][0]
+                    vb[r0:r0 + r, ..., C - c:C, :] = p[li][1]
             layers.append((kb, vb))
-        stacked = _make_cache(layers)
+        stacked = _slot_cache(layers, C)
     keep = max(N - n + k for n, k in zip(ns, ks, strict=True))
     out = pair._forward(which, ids_b, mask, pos, stacked, True, keep)
     new_layers = _cache_layers(out.cache)
