@@ -20,10 +20,18 @@ exactly as in :func:`~specbound.llm.generate`).  For a batched forward the rows'
 token plus a block's draft paths, or one draft token per path) are placed after the cache and
 *right-padded* to the longest.  A 2-D attention mask hides the padding and explicit
 ``position_ids`` continue each row's own positions, so each row's logits are those of the row
-alone up to float32 rounding of the model (padding changes the order of some sums).  After the
-forward each row gets back the slice of the stacked cache that holds its own positions and
-the processed distributions at its own positions.  A step with one live row runs exactly the
-single-prompt forward.
+alone up to float32 rounding of the model (padding changes the order of some sums).  The
+stacked cache is allocated with room for the step's new tokens, which the model writes in
+place (transformers' ``DynamicLayer.update`` would concatenate, copying the whole stacked
+cache in every layer).  After the forward each row gets back a view of the slice of the
+stacked cache that holds its own positions and the processed distributions at its own
+positions.  A prompt's prefill (a forward without cache) runs alone: it is compute-bound,
+so stacking gains nothing, and padding ragged prompts to the longest cost 2.7x its time
+(measured).  A step with one live row runs exactly the single-prompt forward.
+
+Scheduling: when the live rows wait on different models (a prompt of one token has no
+target prefill; a last block may be shorter), the larger group runs and the others keep
+their request, which brings the rows back into step.
 
 Consequences: a row emits the same tokens as :func:`~specbound.llm.generate` of its prompt
 with its seed whenever its processed distributions are the same -- bit for bit on models
