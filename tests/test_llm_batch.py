@@ -177,6 +177,23 @@ def test_rows_finish_at_different_blocks_and_at_eos(decoder, B):
     assert n_eos >= 2 and len(lengths) >= 3  # the rows really finished apart
 
 
+@pytest.mark.parametrize("rule,params", [
+    ("lossless", {}), ("lenience", {"ell": 0.5}),
+    ("truncation", {"allowed": lambda p, q: p >= 0.05 * p.max()}),
+    ("fuzzy", {"threshold": 0.9})])
+def test_lossy_rules_batched_equal_generate_lossy(synth, rule, params):
+    _, _, pair = synth
+    seeds = [2, 3, 4, 5, 6]
+    batch = generate_batch(pair, PROMPTS, f"lossy:{rule}", L=3, max_new_tokens=25, seed=seeds,
+                           stop_at_eos=False, **params)
+    assert batch.decoder == f"lossy:{rule}"
+    for prompt, s, res in zip(PROMPTS, seeds, batch, strict=True):
+        ref = G.generate_lossy(pair, prompt, rule, L=3, max_new_tokens=25, seed=s,
+                               stop_at_eos=False, **params)
+        _same(res, ref)
+        assert res.decoder == f"lossy:{rule}"
+
+
 def test_one_prompt_batch_is_generate(synth):
     _, _, pair = synth
     kw = dict(L=3, B=2, key=1, max_new_tokens=20)
@@ -221,6 +238,9 @@ def test_bad_input_names_the_argument_and_decodes_nothing(synth):
         (dict(decoder="nope"), "decoder"),
         (dict(decoder="pfr", key=None), "key"),
         (dict(decoder="vsps", B=2), "B"),
+        (dict(decoder="lossy:nope", key=None), "decoder"),
+        (dict(decoder="lossy:lenience", B=2, key=None), "B"),
+        (dict(decoder="lossy:lenience"), "key"),
         (dict(tree=True), "tree"),
         (dict(batch_verify=False), "batch_verify"),
         (dict(seed=[1, 2]), "seed"),

@@ -42,9 +42,11 @@ rounding (largest difference measured by the tests, below 1e-4).
 Rows are run as threads that take turns (one at a time, in row order, between two batched
 forwards), so a run is deterministic and ``log.record`` is called in a fixed order.
 
-Not covered (a ``ValueError`` names the option): token-tree verification (``tree=True``),
-one forward per draft path (``batch_verify=False``) and the lossy rules
-(:func:`~specbound.llm.generate_lossy`).
+The lossy verification rules (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2) are batched the
+same way: ``decoder="lossy:<rule>"`` runs :func:`~specbound.llm.lossy_decode` per row (the
+rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters passed as options.
+Not covered (a ``ValueError`` names the option): token-tree verification (``tree=True``) and
+one forward per draft path (``batch_verify=False``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from specbound.llm.generation import (
     _generation_result,
     _stop_tokens,
     as_protocol_models,
+    lossy_decode,
 )
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, speculative_decode
@@ -527,7 +530,9 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         Non-empty list; all text (chat-formatted when ``chat``) or all token ids.
     decoder, L, B, key, window, max_new_tokens, template, draft, stop_at_eos
         As :func:`~specbound.llm.generate` (one value for every prompt; ``key`` is the one
-        watermark key of the batch).
+        watermark key of the batch).  ``decoder="lossy:<rule>"`` (a rule of
+        :data:`specbound.theory.RULES`) runs :func:`~specbound.llm.generate_lossy`'s rows
+        (``B = 1``, ``key=None``, the rule's parameters in ``**options``).
     seed : int, SeedSequence, Generator or list
         A list gives one seed per prompt (prompt ``i`` then emits the tokens of
         ``generate(pair, prompts[i], ..., seed=seed[i])``); otherwise prompt ``i`` gets the
@@ -541,7 +546,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     prefix_cache : PrefixCache, optional
         As in :func:`~specbound.llm.generate` (a prefill computed in this batch is stored).
     **options
-        Further options of :func:`specbound.sim.speculative_decode`.
+        Further options of :func:`specbound.sim.speculative_decode` (or the lossy rule's
+        parameters).
 
     Returns
     -------
@@ -555,9 +561,20 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         ``chat``, ``tree=True`` / ``batch_verify=False`` (not batched), and the errors of
         :func:`~specbound.llm.generate`; raised before any forward, nothing is decoded.
     """
-    decoder = as_choice(decoder, "decoder", DECODERS)
     L = as_int(L, "L", min_value=1)
     B = as_int(B, "B", min_value=1)
+    rule = None
+    if isinstance(decoder, str) and decoder.startswith("lossy:"):
+        from specbound.sim.lossy import LOSSY_RULES
+
+        rule = as_choice(decoder[len("lossy:"):], "decoder", LOSSY_RULES)
+        decoder = f"lossy:{rule}"
+        if B != 1:
+            raise ValueError(f"B: the lossy rules verify one draft (B = 1), got {B}")
+        if key is not None:
+            raise ValueError("key: the lossy rules are unwatermarked; pass key=None")
+    else:
+        decoder = as_choice(decoder, "decoder", DECODERS)
     max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
     if isinstance(chat, list | tuple | np.ndarray):
         raise ValueError("chat: one flag for the whole batch (prompts cannot mix chat and "
@@ -589,8 +606,11 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
     n = len(encoded)
     seeds = _row_seeds(seed, n)
-    # validate the decoder options once, on the first prompt, without any forward
-    _check_options(pair, encoded[0][0], decoder, L, B, key, window, max_new_tokens, options)
+    # validate the decoder options once, on the first prompt, without any forward (the
+    # lossy rules' parameters are validated in every context, as in generate_lossy)
+    if rule is None:
+        _check_options(pair, encoded[0][0], decoder, L, B, key, window, max_new_tokens,
+                       options)
 
     bar = None
     if progress:
@@ -608,6 +628,9 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
                               progress=bar, prefix_cache=prefix_cache)
 
         def body(ids=ids, backend=backend, s=seeds[i]):
+            if rule is not None:
+                return lossy_decode(backend, ids, rule, L=L, max_new_tokens=max_new_tokens,
+                                    seed=s, **options)
             return speculative_decode(target_lm, draft_lm, ids, decoder, L=L, B=B, key=key,
                                       max_new_tokens=max_new_tokens, seed=s, window=window,
                                       backend=backend, **options)
