@@ -66,6 +66,15 @@ class _SynthModule(torch.nn.Module):
         n = input_ids.shape[1]
         k = logits_to_keep or n
         self.calls.append(tuple(input_ids.shape))
+        ctxs = []
+        if attention_mask is not None and attention_mask.ndim == 4:
+            # a token tree (or a batch holding one): the context is what the query attends to
+            assert attention_mask.shape == (R, 1, n, T)
+            for b in range(R):
+                for j in range(T - k, T):
+                    sees = attention_mask[b, 0, j - (T - n)] == 0
+                    ctxs.append(full[b][sees].numpy().astype(np.int64))
+            return self._out(ctxs, R, k, cache, use_cache)
         mask = (torch.ones((R, T), dtype=torch.bool) if attention_mask is None
                 else attention_mask.bool())
         assert mask.shape == (R, T)
@@ -73,10 +82,12 @@ class _SynthModule(torch.nn.Module):
             want = (mask.long().cumsum(-1) - 1)[:, T - n:]
             real = mask[:, T - n:]
             assert torch.equal(position_ids[real], want[real]), "wrong position ids"
-        ctxs = []
         for b in range(R):
             for j in range(T - k, T):
                 ctxs.append(full[b, :j + 1][mask[b, :j + 1]].numpy().astype(np.int64))
+        return self._out(ctxs, R, k, cache, use_cache)
+
+    def _out(self, ctxs, R, k, cache, use_cache):
         P = sim.models.next_distributions(self.lm, ctxs).reshape(R, k, -1)
         with np.errstate(divide="ignore"):
             logits = torch.from_numpy(np.log(P))
@@ -126,13 +137,17 @@ def _same(a, b):
         assert np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("decoder", sim.DECODERS)
-def test_batched_equals_one_prompt_at_a_time(synth, decoder):
-    """Every row emits generate's tokens for its prompt and seed, bit for bit."""
+CASES = [(d, False) for d in sim.DECODERS] + [(d, True) for d in sorted(MULTI_DRAFT_DECODERS)]
+
+
+@pytest.mark.parametrize("decoder,tree", CASES)
+def test_batched_equals_one_prompt_at_a_time(synth, decoder, tree):
+    """Every row emits generate's tokens for its prompt and seed, bit for bit (token-tree
+    verification of the multi-draft decoders too)."""
     _, _, pair = synth
     B = 3 if decoder in MULTI_DRAFT_DECODERS else 1
     seeds = [5, 6, 7, 8, 9]
-    kw = dict(L=3, B=B, key=7, window=2, stop_at_eos=False)
+    kw = dict(L=3, B=B, key=7, window=2, stop_at_eos=False, tree=tree)
     pair.target.calls.clear()
     batch = generate_batch(pair, PROMPTS, decoder, max_new_tokens=30, seed=seeds, **kw)
     assert isinstance(batch, GenerationBatch) and len(batch) == len(PROMPTS)
@@ -241,7 +256,7 @@ def test_bad_input_names_the_argument_and_decodes_nothing(synth):
         (dict(decoder="lossy:nope", key=None), "decoder"),
         (dict(decoder="lossy:lenience", B=2, key=None), "B"),
         (dict(decoder="lossy:lenience"), "key"),
-        (dict(tree=True), "tree"),
+        (dict(tree="yes"), "tree"),
         (dict(batch_verify=False), "batch_verify"),
         (dict(seed=[1, 2]), "seed"),
         (dict(log=object()), "log"),
@@ -270,12 +285,13 @@ class _Recorder:
         self.p[(prompt_id, tuple(context_tokens.tolist()))] = p
 
 
-def test_embedded_model_batched_logprobs_match_single(llm_pair):
+@pytest.mark.parametrize("tree", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_embedded_model_batched_logprobs_match_single(llm_pair, tree):
     """4 prompts x 8 tokens: at every context both runs verified, the processed target
     log-probabilities of the batched and the single run differ by less than 1e-4 (float32
     rounding of a padded batch); the largest difference and the token agreement are
-    printed."""
-    kw = dict(L=3, B=2, key=5, max_new_tokens=8, stop_at_eos=False)
+    printed.  With ``tree=True`` the batch's 4-D mask holds the rows' token trees."""
+    kw = dict(L=3, B=2, key=5, max_new_tokens=8, stop_at_eos=False, tree=tree)
     seeds = [1, 2, 3, 4]
     blog = _Recorder()
     batch = generate_batch(llm_pair, REAL_PROMPTS, "mpfr", seed=seeds, log=blog, **kw)

@@ -45,8 +45,10 @@ forwards), so a run is deterministic and ``log.record`` is called in a fixed ord
 The lossy verification rules (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2) are batched the
 same way: ``decoder="lossy:<rule>"`` runs :func:`~specbound.llm.lossy_decode` per row (the
 rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters passed as options.
-Not covered (a ``ValueError`` names the option): token-tree verification (``tree=True``) and
-one forward per draft path (``batch_verify=False``).
+Token-tree verification (``tree=True``; :mod:`specbound.llm.tree`) is batched too: a tree
+row's 4-D mask and node positions are placed into a 4-D mask of the batch (the other rows
+get their causal mask there).  Not covered (a ``ValueError`` names the option): one forward
+per draft path (``batch_verify=False``).
 """
 
 from __future__ import annotations
@@ -260,6 +262,33 @@ def _make_cache(layers):
     return cache
 
 
+def _tree_batch_mask(requests, starts, rows, ns, cs, C, N):
+    """A 4-D additive mask (rows, 1, N, C + N) for a batch holding token-tree requests.
+
+    A tree request's own mask (each node sees the cache, the pending tokens and its
+    ancestors; :mod:`specbound.llm.tree`) is placed over its positions, a plain request gets
+    the causal mask over its own cache and tokens, padding is hidden; a padded query sees
+    only itself (so no row of the mask is empty).
+    """
+    ref = next(q[3] for q in requests if q[3] is not None)
+    dtype, dev = ref.dtype, ref.device
+    low = torch.finfo(dtype).min
+    R = sum(rows)
+    full = torch.full((R, 1, N, C + N), low, dtype=dtype, device=dev)
+    diag = torch.arange(N, device=dev)
+    full[:, 0, diag, C + diag] = 0
+    causal = torch.where(torch.ones((N, N), dtype=torch.bool, device=dev).tril(),
+                         torch.zeros((), dtype=dtype, device=dev),
+                         torch.full((), low, dtype=dtype, device=dev))
+    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
+        if q[3] is not None:
+            full[r0:r0 + r, 0, :n, C - c:C + n] = q[3][:, 0].to(dtype)
+        else:
+            full[r0:r0 + r, 0, :n, C - c:C] = 0
+            full[r0:r0 + r, 0, :n, C:C + n] = causal[:n, :n]
+    return full
+
+
 def _batched_forward(pair, which, requests):
     """One forward of ``which`` over several rows' requests; per-request NextTokenLogprobs.
 
@@ -270,12 +299,13 @@ def _batched_forward(pair, which, requests):
     a cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it
     gains nothing and padding it costs a lot.
     """
-    alone = [i for i, (_, c, _) in enumerate(requests) if c is None or len(requests) == 1]
+    requests = [tuple(q) + (None, None)[:5 - len(q)] for q in requests]
+    alone = [i for i, q in enumerate(requests) if q[1] is None or len(requests) == 1]
     if alone:
         out = [None] * len(requests)
         for i in alone:
-            ids, cache, k = requests[i]
-            out[i] = pair._forward(which, ids, None, None, cache, True, k)
+            ids, cache, k, mask4, pos4 = requests[i]
+            out[i] = pair._forward(which, ids, mask4, pos4, cache, True, k)
         rest = [i for i in range(len(requests)) if out[i] is None]
         n = len(alone)
         if rest:
@@ -285,24 +315,30 @@ def _batched_forward(pair, which, requests):
                 out[i] = o
         return out, n
     dev = pair.device
-    rows = [int(ids.shape[0]) for ids, _, _ in requests]
-    ns = [int(ids.shape[1]) for ids, _, _ in requests]
-    cs = [int(c.get_seq_length()) if c is not None else 0 for _, c, _ in requests]
-    ks = [int(k) for _, _, k in requests]
+    rows = [int(q[0].shape[0]) for q in requests]
+    ns = [int(q[0].shape[1]) for q in requests]
+    cs = [int(q[1].get_seq_length()) if q[1] is not None else 0 for q in requests]
+    ks = [int(q[2]) if q[2] is not None else int(q[0].shape[1]) for q in requests]
+    tree = any(q[3] is not None for q in requests)
     R, N, C = sum(rows), max(ns), max(cs)
     ids_b = torch.zeros((R, N), dtype=torch.long, device=dev)
     mask = torch.zeros((R, C + N), dtype=torch.long, device=dev)
     pos = torch.zeros((R, N), dtype=torch.long, device=dev)
     starts = np.concatenate([[0], np.cumsum(rows)]).astype(int)
     ar = torch.arange(N, device=dev)
-    for (ids, _, _), r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
+    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
+        ids = q[0]
         ids_b[r0:r0 + r, :n] = ids
         ids_b[r0:r0 + r, n:] = ids[:, -1:]  # any valid token; masked out
         mask[r0:r0 + r, C - c:C + n] = 1
         pos[r0:r0 + r] = ar + c
+        if q[4] is not None:  # a token tree's own positions (its depths), pads after them
+            pos[r0:r0 + r, :n] = q[4]
+    if tree:
+        mask = _tree_batch_mask(requests, starts, rows, ns, cs, C, N)
     stacked = None
     if C > 0:
-        per_req = [_cache_layers(c) if c is not None else None for _, c, _ in requests]
+        per_req = [_cache_layers(q[1]) if q[1] is not None else None for q in requests]
         ref = next(p for p in per_req if p is not None)
         layers = []
         for li, (k0, v0) in enumerate(ref):
@@ -353,6 +389,28 @@ class _Row:
         self.finished_at = 0.0
 
 
+class _PairProxy:
+    """The pair as seen by a row's backend: ``target_logprobs`` (the token-tree verification
+    of :meth:`PairBackend.verify`) is posted to the scheduler; everything else is the pair's."""
+
+    def __init__(self, pair, backend):
+        self._pair = pair
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._pair, name)
+
+    def target_logprobs(self, input_ids, *, attention_mask=None, position_ids=None, cache=None,
+                        use_cache=False, num_positions=1):
+        b = self._backend
+        t0 = time.perf_counter()
+        out, share = b._sched.post(b._row, "target", input_ids, cache, num_positions,
+                                   attention_mask, position_ids)
+        # the caller adds the whole wait to target_seconds; keep only this row's share
+        b.target_seconds -= (time.perf_counter() - t0) - share
+        return out
+
+
 class _RowBackend(PairBackend):
     """:class:`PairBackend` whose forwards are posted to the batch scheduler."""
 
@@ -360,6 +418,7 @@ class _RowBackend(PairBackend):
         self._row = row
         self._sched = scheduler
         super().__init__(pair, **kwargs)
+        self.pair = _PairProxy(pair, self)
 
     def _target(self, ids, cache, k):
         out, secs = self._sched.post(self._row, "target", ids, cache, k)
@@ -386,8 +445,8 @@ class _Scheduler:
         self.max_rows = 0
 
     # called in a row's thread
-    def post(self, row, which, ids, cache, k):
-        row.request = (which, ids, cache, k)
+    def post(self, row, which, ids, cache, k, mask4=None, pos4=None):
+        row.request = (which, ids, cache, k, mask4, pos4)
         self.back.set()
         row.go.wait()
         row.go.clear()
@@ -558,7 +617,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     ValueError
         An empty ``prompts`` list, an empty prompt or one beyond the target's context window
         (``prompts``, with its index), text mixed with token ids (``prompts``), a non-bool
-        ``chat``, ``tree=True`` / ``batch_verify=False`` (not batched), and the errors of
+        ``chat``, ``batch_verify=False`` (not batched), and the errors of
         :func:`~specbound.llm.generate`; raised before any forward, nothing is decoded.
     """
     L = as_int(L, "L", min_value=1)
@@ -585,10 +644,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     for name in ("backend", "prompt_id"):
         if name in options:
             raise ValueError(f"{name}: generate_batch sets it per prompt")
-    if "tree" in options:
-        if as_bool(options.pop("tree"), "tree"):
-            raise ValueError("tree: token-tree verification is not batched across prompts; "
-                             "use generate(..., tree=True) per prompt")
+    tree = as_bool(options.pop("tree", False), "tree")
     if "batch_verify" in options:
         if not as_bool(options.pop("batch_verify"), "batch_verify"):
             raise ValueError("batch_verify: False (one forward per path) is not batched "
@@ -624,8 +680,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     rows, backends, bodies = [], [], []
     for i, (ids, _) in enumerate(encoded):
         row = _Row(i)
-        backend = _RowBackend(pair, row, sched, log=log, prompt_id=i, stop_tokens=stops,
-                              progress=bar, prefix_cache=prefix_cache)
+        backend = _RowBackend(pair, row, sched, tree=tree, log=log, prompt_id=i,
+                              stop_tokens=stops, progress=bar, prefix_cache=prefix_cache)
 
         def body(ids=ids, backend=backend, s=seeds[i]):
             if rule is not None:
