@@ -209,6 +209,27 @@ def test_lossy_rules_batched_equal_generate_lossy(synth, rule, params):
         assert res.decoder == f"lossy:{rule}"
 
 
+def test_an_error_in_one_row_ends_the_batch_and_its_threads(synth):
+    """A row that raises mid-run (here a lossy rule's parameter at its third context) ends
+    the whole batch with that error; no row thread is left behind."""
+    import threading
+
+    _, _, pair = synth
+    calls = []
+
+    def allowed(p, q):
+        calls.append(1)
+        if len(calls) == 3:
+            raise ValueError("allowed: failed on purpose")
+        return p >= 0.05 * p.max()
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="^allowed: failed on purpose"):
+        generate_batch(pair, PROMPTS, "lossy:truncation", L=2, max_new_tokens=10,
+                       allowed=allowed)
+    assert threading.active_count() == before
+
+
 def test_one_prompt_batch_is_generate(synth):
     _, _, pair = synth
     kw = dict(L=3, B=2, key=1, max_new_tokens=20)
