@@ -17,6 +17,15 @@ at end-of-sequence on either side), torch on ``T`` threads (default 1), it measu
 Every rate is the best of ``--rounds`` rounds (each round runs every row once, so a change of
 machine load affects all rows alike).  Results go to ``benchmarks/out/bench_llm.csv``.
 
+Batched decoding (``--batch``; only these rows): ``--prompts`` chat prompts (half HumanEval,
+half ShareGPT) x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched
+forward per step over every live prompt) against the same prompts decoded one at a time by
+:func:`specbound.llm.generate`, same seeds per prompt, for ``ar``, ``vsps`` and ``mpfr``
+(B = 4) with the early-exit draft.  Every round runs every (method, mode) row once, the rows'
+order reversed from one round to the next; the ratio of tokens/s (batched / one at a time) is
+taken within each round and reported as the median over rounds with its min and max; the
+load average is printed before and after.  Results go to ``benchmarks/out/bench_llm_batch.csv``.
+
 Tree verification (``--tree``; ``--tree-only`` skips the rows above): ``mpfr`` at B = 2, 4, 8
 (L = 4, same prompt, key and seed) verified as a token tree (``generate(..., tree=True)``:
 one target forward over the unique nodes of the draft paths, Alg. 7 of Liu, Wan, Gao &
@@ -131,17 +140,93 @@ def _write_tree(rows, out_dir):
     return path
 
 
+BATCH_COLUMNS = ["decoder", "B", "L", "prompts", "n_tokens", "rounds", "batched_tok_s_median",
+                 "single_tok_s_median", "ratio_median", "ratio_min", "ratio_max",
+                 "same_tokens_rows", "load_before", "load_after"]
+
+
+def run_batch(pair, n, rounds, n_prompts=16, L=4, out_dir=None):
+    """Batched against one-at-a-time decoding of the same prompts (module docstring)."""
+    import os
+
+    import numpy as np
+
+    from specbound.llm import generate, generate_batch, prompts
+
+    half = n_prompts // 2
+    texts = prompts("humaneval", n_prompts - half, seed=0) + prompts("sharegpt", half, seed=0)
+    ids = [pair.encode_prompt(t) for t in texts]
+    methods = [("ar", 1), ("vsps", 1), ("mpfr", 4)]
+    load_before = os.getloadavg()
+    print(f"{n_prompts} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
+          f"tokens, {rounds} rounds; load average before: "
+          + " ".join(f"{x:.2f}" for x in load_before))
+    # warm-up (JIT kernels, allocator)
+    generate_batch(pair, ids[:2], "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False)
+    order = [(dec, B, mode) for dec, B in methods for mode in ("batched", "single")]
+    rates: dict = {}
+    same: dict = {}
+    for rnd in range(rounds):
+        seeds = [1000 * rnd + i for i in range(len(ids))]
+        toks = {}
+        for dec, B, mode in (order if rnd % 2 == 0 else order[::-1]):
+            kw = dict(L=L, B=B, key=42 + rnd, max_new_tokens=n, stop_at_eos=False)
+            t0 = time.perf_counter()
+            if mode == "batched":
+                out = generate_batch(pair, ids, dec, seed=seeds, **kw).results()
+            else:
+                out = [generate(pair, x, dec, seed=s, **kw) for x, s in zip(ids, seeds,
+                                                                               strict=True)]
+            sec = time.perf_counter() - t0
+            toks[dec, mode] = [r.tokens for r in out]
+            rates.setdefault((dec, B, mode), []).append(sum(r.n_generated for r in out) / sec)
+            print(f"round {rnd + 1}: {dec:<5} B={B} {mode:<7} {sec:7.1f} s "
+                  f"{rates[dec, B, mode][-1]:7.2f} tok/s", flush=True)
+        for dec, _ in methods:
+            same.setdefault(dec, []).append(sum(
+                np.array_equal(a, b) for a, b in zip(toks[dec, "batched"], toks[dec, "single"],
+                                                     strict=True)))
+    load_after = os.getloadavg()
+    rows = []
+    for dec, B in methods:
+        b, s = np.array(rates[dec, B, "batched"]), np.array(rates[dec, B, "single"])
+        ratio = b / s
+        rows.append({"decoder": dec, "B": B, "L": "" if dec == "ar" else L,
+                     "prompts": len(ids), "n_tokens": n, "rounds": rounds,
+                     "batched_tok_s_median": float(np.median(b)),
+                     "single_tok_s_median": float(np.median(s)),
+                     "ratio_median": float(np.median(ratio)), "ratio_min": float(ratio.min()),
+                     "ratio_max": float(ratio.max()),
+                     "same_tokens_rows": f"{min(same[dec])}/{len(ids)}",
+                     "load_before": f"{load_before[0]:.2f}", "load_after": f"{load_after[0]:.2f}"})
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = write_rows(out_dir / "bench_llm_batch.csv", rows, BATCH_COLUMNS, digits=4)
+    print(f"{'decoder':<7} {'B':>2} {'batched tok/s':>13} {'single tok/s':>12} "
+          f"{'ratio (min-max)':>22} {'same tokens':>11}")
+    for r in rows:
+        print(f"{r['decoder']:<7} {r['B']:>2} {r['batched_tok_s_median']:>13.2f} "
+              f"{r['single_tok_s_median']:>12.2f} {r['ratio_median']:>8.2f} "
+              f"({r['ratio_min']:.2f}-{r['ratio_max']:.2f}) {r['same_tokens_rows']:>11}")
+    print("load average after: " + " ".join(f"{x:.2f}" for x in load_after))
+    print(f"wrote {path}")
+    return path
+
+
 def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=None,
-        tree=False, tree_only=False):
+        tree=False, tree_only=False, batch=False, n_prompts=16):
     import torch
 
     from specbound.llm import generate, load_pair
 
     torch.set_num_threads(threads)
     n = tokens or (24 if quick else 64)
-    rounds = rounds or (1 if quick else 2)
     L = 4
     pair = load_pair("embedded", draft=draft or "early_exit:20", device="cpu")
+    if batch:
+        return run_batch(pair, n, rounds or (1 if quick else 5),
+                         n_prompts=4 if quick else n_prompts, L=L, out_dir=out_dir)
+    rounds = rounds or (1 if quick else 2)
     ids = pair.encode_prompt(PROMPT)
     if tree or tree_only:
         generate(pair, ids, "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False,
@@ -225,8 +310,12 @@ def main(argv=None):
     ap.add_argument("--tree", action="store_true",
                     help="also compare tree and batch-of-paths verification (mpfr, B = 2, 4, 8)")
     ap.add_argument("--tree-only", action="store_true", help="only the tree comparison")
+    ap.add_argument("--batch", action="store_true",
+                    help="only batched against one-at-a-time decoding (generate_batch)")
+    ap.add_argument("--prompts", type=int, default=16, help="prompts of --batch (default 16)")
     a = ap.parse_args(argv)
-    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft, a.tree, a.tree_only)
+    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft, a.tree, a.tree_only, a.batch,
+        a.prompts)
 
 
 if __name__ == "__main__":

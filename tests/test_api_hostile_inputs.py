@@ -865,6 +865,11 @@ LLM_TABLE: dict[str, Row] = {
     "llm.generate[text]": Row(_fn("generate"), ["llm_pair", "llm_text", "decoder"],
                               {"key": "key", "max_new_tokens": "max_new", "chat": "flag",
                                "template": "llm_template"}),
+    "llm.generate_batch": Row(_fn("generate_batch"), ["llm_pair", "llm_texts", "decoder"],
+                              {"L": "L", "B": "int1", "key": "key", "window": "window",
+                               "max_new_tokens": "max_new", "seed": "seed", "chat": "flag",
+                               "template": "llm_template", "stop_at_eos": "flag",
+                               "progress": "off", "log": "none", "prefix_cache": "none"}),
     "llm.generate_lossy": Row(_fn("generate_lossy"), ["llm_pair", "llm_prompt", "rule"],
                               _LOSSY_KW),
     "llm.as_protocol_models": Row(_fn("as_protocol_models"), ["llm_pair"]),
@@ -935,7 +940,8 @@ LLM_EXEMPT = {
                                           "PROMPT_SETS", "TEMPLATES")},
     **{f"llm.{n}": "a frozen result record built by the library (fields are not validated)"
        for n in ("AcceptanceProfile", "GenerationResult", "LoadInfo", "LoggedPair",
-                 "NextTokenLogprobs", "DraftSpec", "CustomGenerateOutput")},
+                 "NextTokenLogprobs", "DraftSpec", "CustomGenerateOutput",
+                 "GenerationBatch")},
     "llm.custom_generate": "called by transformers' model.generate with a PreTrainedModel; its "
                            "bad input (each argument named) is tested in "
                            "tests/test_llm_custom_generate.py",

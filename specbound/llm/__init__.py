@@ -49,6 +49,8 @@ _EXPORTS = {
     "PROMPT_SETS": "prompt_sets",
     "TEMPLATES": "prompt_sets",
     "generate": "generation",
+    "generate_batch": "batch",
+    "GenerationBatch": "batch",
     "GenerationResult": "generation",
     "PairBackend": "generation",
     "PrefixCache": "generation",

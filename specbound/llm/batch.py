@@ -1,0 +1,744 @@
+r"""Batched decoding across prompts: one model forward per step for every live prompt.
+
+:func:`generate_batch` decodes many prompts together.  Each prompt (a *row*) runs the
+one-prompt path of :func:`specbound.llm.generate` unchanged -- the simulator's decision logic
+(:func:`specbound.sim.speculative_decode`: Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858,
+Alg. 1, 3, 4, 9, 10 and the baselines of :mod:`specbound.sim.decode`) driving a KV-cached
+:class:`~specbound.llm.PairBackend` with that row's own seed -- except that the backend's model
+forwards do not run one by one: every forward a row asks for is posted to a scheduler, which
+waits until every live row has posted one (or finished), then runs ONE batched forward per
+model (one for the draft, one for the target) over all posted rows and hands each row its
+processed distributions and its own KV cache back.  Serving engines batch the same way
+(reading the weights once for many prompts is what makes a memory-bound forward cheap per
+token).
+
+How rows of different lengths share one forward
+-----------------------------------------------
+Every row keeps its own KV cache (of its own length, cropped after its own rejection point
+exactly as in :func:`~specbound.llm.generate`).  For a batched forward the rows' caches are
+*left-padded* to the longest and stacked; the rows' new tokens (a prompt prefill, a pending
+token plus a block's draft paths, or one draft token per path) are placed after the cache and
+*right-padded* to the longest.  A 2-D attention mask hides the padding and explicit
+``position_ids`` continue each row's own positions, so each row's logits are those of the row
+alone up to float32 rounding of the model (padding changes the order of some sums).  The
+stacked cache is allocated with room for the step's new tokens, which the model writes in
+place (transformers' ``DynamicLayer.update`` would concatenate, copying the whole stacked
+cache in every layer).  After the forward each row gets back a view of the slice of the
+stacked cache that holds its own positions and the processed distributions at its own
+positions.  A prompt's prefill (a forward without cache) runs alone: it is compute-bound,
+so stacking gains nothing, and padding ragged prompts to the longest cost 2.7x its time
+(measured).  A step with one live row runs exactly the single-prompt forward.
+
+Scheduling: when the live rows wait on different models (a prompt of one token has no
+target prefill; a last block may be shorter), the larger group runs and the others keep
+their request, which brings the rows back into step.
+
+Consequences: a row emits the same tokens as :func:`~specbound.llm.generate` of its prompt
+with its seed whenever its processed distributions are the same -- bit for bit on models
+whose rows do not interact numerically (tested on a synthetic torch module); on the embedded
+SmolLM2-135M the processed log-probabilities of batched and single runs differ by float32
+rounding (largest difference measured by the tests, below 1e-4).
+
+Rows are run as threads that take turns (one at a time, in row order, between two batched
+forwards), so a run is deterministic and ``log.record`` is called in a fixed order.
+
+The lossy verification rules (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2) are batched the
+same way: ``decoder="lossy:<rule>"`` runs :func:`specbound.sim.lossy_decode` on the row's
+backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters passed as options.
+Token-tree verification (``tree=True``; :mod:`specbound.llm.tree`) is batched too: a tree
+row's 4-D mask and node positions are placed into a 4-D mask of the batch (the other rows
+get their causal mask there).  Not covered (a ``ValueError`` names the option): one forward
+per draft path (``batch_verify=False``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specbound._validation import as_bool, as_choice, as_int, as_seedseq
+from specbound.llm._deps import require_llm_extra
+from specbound.llm.generation import (
+    DEFAULT_WINDOW,
+    GenerationResult,
+    PairBackend,
+    PrefixCache,
+    _encode,
+    _generation_result,
+    _stop_tokens,
+    as_protocol_models,
+)
+from specbound.llm.models import NextTokenLogprobs
+from specbound.sim.decode import DECODERS, speculative_decode
+from specbound.sim.lossy_seq import lossy_decode
+
+torch = require_llm_extra()
+
+__all__ = ["GenerationBatch", "generate_batch"]
+
+
+@dataclass(frozen=True, eq=False)
+class GenerationBatch:
+    """Output of :func:`generate_batch`: one :class:`~specbound.llm.GenerationResult` per prompt.
+
+    Attributes
+    ----------
+    decoder : str
+    L, B : int
+    rows : tuple of GenerationResult
+        In prompt order.  A row's ``target_seconds`` / ``draft_seconds`` are its share of the
+        batched forwards it took part in (each forward's time divided by its number of rows);
+        its ``total_seconds`` is the wall-clock time from the start of the batch until the row
+        finished.
+    total_seconds : float
+        Wall-clock time of the whole batch (prefills included, tokenization excluded).
+    target_seconds, draft_seconds : float
+        Wall-clock time inside the batched target and draft forwards (stacking and splitting
+        the caches and the float64 processing included).
+    n_target_forwards, n_draft_forwards : int
+        Model forwards made: the batched forwards and the prompts' prefills (a prefill runs
+        alone: it is compute-bound, so stacking gains nothing and padding costs).
+    max_rows : int
+        The largest number of sequences served in one step (draft paths of multi-draft
+        decoders count one each).
+    """
+
+    decoder: str
+    L: int
+    B: int
+    rows: tuple = field(repr=False)
+    total_seconds: float = 0.0
+    target_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    n_target_forwards: int = 0
+    n_draft_forwards: int = 0
+    max_rows: int = 0
+
+    def results(self) -> list[GenerationResult]:
+        """The per-prompt results (a new list, in prompt order)."""
+        return list(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i) -> GenerationResult:
+        return self.rows[i]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    @property
+    def tokens(self) -> list[np.ndarray]:
+        """Per prompt: the prompt followed by the generated tokens."""
+        return [r.tokens for r in self.rows]
+
+    @property
+    def generated(self) -> list[np.ndarray]:
+        """Per prompt: the generated tokens."""
+        return [r.generated for r in self.rows]
+
+    @property
+    def texts(self) -> list[str]:
+        """Per prompt: the generated text (cut at the first end-of-sequence token)."""
+        return [r.text for r in self.rows]
+
+    @property
+    def emitted_per_block(self) -> list[np.ndarray]:
+        return [r.emitted_per_block for r in self.rows]
+
+    @property
+    def decision_accepted(self) -> list[np.ndarray]:
+        return [r.decision_accepted for r in self.rows]
+
+    @property
+    def nu(self) -> list[np.ndarray]:
+        return [r.nu for r in self.rows]
+
+    @property
+    def n_generated(self) -> int:
+        """Generated tokens over all prompts."""
+        return int(sum(r.n_generated for r in self.rows))
+
+    @property
+    def forward_seconds(self) -> float:
+        return self.target_seconds + self.draft_seconds
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Generated tokens of all prompts per second of ``total_seconds``."""
+        if self.total_seconds <= 0:
+            return float("nan")
+        return self.n_generated / self.total_seconds
+
+
+# ----------------------------------------------------------------------------- caches
+
+
+def _cache_layers(cache) -> list[tuple]:
+    """``[(keys, values), ...]`` of a transformers cache, one pair per layer."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        out = []
+        for layer in layers:
+            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
+                raise ValueError(f"pair: generate_batch needs plain (DynamicLayer) key-value "
+                                 f"caches, got {type(layer).__name__}")
+            out.append((layer.keys, layer.values))
+        return out
+    if hasattr(cache, "key_cache"):  # older transformers
+        return list(zip(cache.key_cache, cache.value_cache, strict=True))
+    raise ValueError(f"pair: generate_batch needs transformers key-value caches, got "
+                     f"{type(cache).__name__}")
+
+
+def _slot_layer_class():
+    """A ``DynamicLayer`` that writes new keys into a preallocated buffer (no concatenation).
+
+    transformers' ``DynamicLayer.update`` concatenates the cache with the new keys, which
+    copies the whole stacked cache of a batch in every layer; here the stacked cache is built
+    with room for the step's new tokens, and ``update`` writes them in place.
+    """
+    global _SlotLayer
+    if _SlotLayer is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class SlotLayer(DynamicLayer):
+            def __init__(self, kbuf, vbuf, length):
+                super().__init__()
+                self.lazy_initialization(kbuf, vbuf)
+                self._kb, self._vb, self._n = kbuf, vbuf, length
+                self.keys, self.values = kbuf[..., :length, :], vbuf[..., :length, :]
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                n = key_states.shape[-2]
+                if self._n + n > self._kb.shape[-2]:  # pragma: no cover - sized for the step
+                    return super().update(key_states, value_states, *args, **kwargs)
+                self._kb[..., self._n:self._n + n, :] = key_states
+                self._vb[..., self._n:self._n + n, :] = value_states
+                self._n += n
+                self.keys = self._kb[..., :self._n, :]
+                self.values = self._vb[..., :self._n, :]
+                return self.keys, self.values
+
+        _SlotLayer = SlotLayer
+    return _SlotLayer
+
+
+_SlotLayer = None
+
+
+def _slot_cache(layers, length):
+    """A ``DynamicCache`` over preallocated buffers holding ``length`` positions."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    if not isinstance(getattr(cache, "layers", None), list):  # older transformers
+        return _make_cache([(k[..., :length, :], v[..., :length, :]) for k, v in layers])
+    cls = _slot_layer_class()
+    for k, v in layers:
+        cache.layers.append(cls(k, v, length))
+    return cache
+
+
+def _make_cache(layers):
+    """A ``DynamicCache`` holding the given tensors (not copies of them)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    if isinstance(getattr(cache, "layers", None), list):
+        from transformers.cache_utils import DynamicLayer
+
+        for k, v in layers:
+            layer = DynamicLayer()
+            layer.lazy_initialization(k, v)
+            layer.keys, layer.values = k, v
+            cache.layers.append(layer)
+        return cache
+    for i, (k, v) in enumerate(layers):  # older transformers: update copies
+        cache.update(k, v, i)
+    return cache
+
+
+def _tree_batch_mask(requests, starts, rows, ns, cs, C, N):
+    """A 4-D additive mask (rows, 1, N, C + N) for a batch holding token-tree requests.
+
+    A tree request's own mask (each node sees the cache, the pending tokens and its
+    ancestors; :mod:`specbound.llm.tree`) is placed over its positions, a plain request gets
+    the causal mask over its own cache and tokens, padding is hidden; a padded query sees
+    only itself (so no row of the mask is empty).
+    """
+    ref = next(q[3] for q in requests if q[3] is not None)
+    dtype, dev = ref.dtype, ref.device
+    low = torch.finfo(dtype).min
+    R = sum(rows)
+    full = torch.full((R, 1, N, C + N), low, dtype=dtype, device=dev)
+    diag = torch.arange(N, device=dev)
+    full[:, 0, diag, C + diag] = 0
+    causal = torch.where(torch.ones((N, N), dtype=torch.bool, device=dev).tril(),
+                         torch.zeros((), dtype=dtype, device=dev),
+                         torch.full((), low, dtype=dtype, device=dev))
+    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
+        if q[3] is not None:
+            full[r0:r0 + r, 0, :n, C - c:C + n] = q[3][:, 0].to(dtype)
+        else:
+            full[r0:r0 + r, 0, :n, C - c:C] = 0
+            full[r0:r0 + r, 0, :n, C:C + n] = causal[:n, :n]
+    return full
+
+
+def _batched_forward(pair, which, requests):
+    """One forward of ``which`` over several rows' requests; per-request NextTokenLogprobs.
+
+    ``requests``: ``(ids, cache, k)`` with ``ids`` a (rows, n) long tensor of new tokens,
+    ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the trailing positions
+    wanted.  Caches are left-padded to the longest and stacked, new tokens right-padded
+    (module docstring); also returns the number of model forwards made.  A request without
+    a cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it
+    gains nothing and padding it costs a lot.
+    """
+    requests = [tuple(q) + (None, None)[:5 - len(q)] for q in requests]
+    alone = [i for i, q in enumerate(requests) if q[1] is None or len(requests) == 1]
+    if alone:
+        out = [None] * len(requests)
+        for i in alone:
+            ids, cache, k, mask4, pos4 = requests[i]
+            out[i] = pair._forward(which, ids, mask4, pos4, cache, True, k)
+        rest = [i for i in range(len(requests)) if out[i] is None]
+        n = len(alone)
+        if rest:
+            outs, m = _batched_forward(pair, which, [requests[i] for i in rest])
+            n += m
+            for i, o in zip(rest, outs, strict=True):
+                out[i] = o
+        return out, n
+    dev = pair.device
+    rows = [int(q[0].shape[0]) for q in requests]
+    ns = [int(q[0].shape[1]) for q in requests]
+    cs = [int(q[1].get_seq_length()) if q[1] is not None else 0 for q in requests]
+    ks = [int(q[2]) if q[2] is not None else int(q[0].shape[1]) for q in requests]
+    tree = any(q[3] is not None for q in requests)
+    R, N, C = sum(rows), max(ns), max(cs)
+    ids_b = torch.zeros((R, N), dtype=torch.long, device=dev)
+    mask = torch.zeros((R, C + N), dtype=torch.long, device=dev)
+    pos = torch.zeros((R, N), dtype=torch.long, device=dev)
+    starts = np.concatenate([[0], np.cumsum(rows)]).astype(int)
+    ar = torch.arange(N, device=dev)
+    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
+        ids = q[0]
+        ids_b[r0:r0 + r, :n] = ids
+        ids_b[r0:r0 + r, n:] = ids[:, -1:]  # any valid token; masked out
+        mask[r0:r0 + r, C - c:C + n] = 1
+        pos[r0:r0 + r] = ar + c
+        if q[4] is not None:  # a token tree's own positions (its depths), pads after them
+            pos[r0:r0 + r, :n] = q[4]
+    if tree:
+        mask = _tree_batch_mask(requests, starts, rows, ns, cs, C, N)
+    stacked = None
+    if C > 0:
+        per_req = [_cache_layers(q[1]) if q[1] is not None else None for q in requests]
+        ref = next(p for p in per_req if p is not None)
+        layers = []
+        for li, (k0, v0) in enumerate(ref):
+            # one copy per row into the stacked buffer, with room for the step's new tokens
+            # (written in place by the slot layer); only the left padding is zeroed
+            kb = k0.new_empty((R, *k0.shape[1:-2], C + N, k0.shape[-1]))
+            vb = v0.new_empty((R, *v0.shape[1:-2], C + N, v0.shape[-1]))
+            for p, r0, r, c in zip(per_req, starts, rows, cs, strict=False):
+                if C - c > 0:
+                    kb[r0:r0 + r, ..., :C - c, :] = 0
+                    vb[r0:r0 + r, ..., :C - c, :] = 0
+                if p is not None and c > 0:
+                    kb[r0:r0 + r, ..., C - c:C, :] = p[li][0]
+                    vb[r0:r0 + r, ..., C - c:C, :] = p[li][1]
+            layers.append((kb, vb))
+        stacked = _slot_cache(layers, C)
+    keep = max(N - n + k for n, k in zip(ns, ks, strict=True))
+    out = pair._forward(which, ids_b, mask, pos, stacked, True, keep)
+    new_layers = _cache_layers(out.cache)
+    results = []
+    for r0, r, n, c, k in zip(starts, rows, ns, cs, ks, strict=False):
+        lo = n - k - (N - keep)
+        lp = out.logprobs[r0:r0 + r, lo:lo + k]
+        span = slice(C - c, C + n)
+        cache = _make_cache([(kk[r0:r0 + r, ..., span, :], vv[r0:r0 + r, ..., span, :])
+                             for kk, vv in new_layers])
+        results.append(NextTokenLogprobs(lp, cache))
+    return results, 1
+
+
+# ----------------------------------------------------------------------------- rows
+
+
+class _Abort(BaseException):
+    """Raised inside a row's thread to unwind it when the batch is abandoned."""
+
+
+class _Row:
+    def __init__(self, index):
+        self.index = index
+        self.go = threading.Event()
+        self.request = None
+        self.response = None
+        self.share = 0.0
+        self.result = None
+        self.error = None
+        self.done = False
+        self.finished_at = 0.0
+
+
+class _PairProxy:
+    """The pair as seen by a row's backend: ``target_logprobs`` (the token-tree verification
+    of :meth:`PairBackend.verify`) is posted to the scheduler; everything else is the pair's."""
+
+    def __init__(self, pair, backend):
+        self._pair = pair
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._pair, name)
+
+    def target_logprobs(self, input_ids, *, attention_mask=None, position_ids=None, cache=None,
+                        use_cache=False, num_positions=1):
+        b = self._backend
+        t0 = time.perf_counter()
+        out, share = b._sched.post(b._row, "target", input_ids, cache, num_positions,
+                                   attention_mask, position_ids)
+        # the caller adds the whole wait to target_seconds; keep only this row's share
+        b.target_seconds -= (time.perf_counter() - t0) - share
+        return out
+
+
+class _RowBackend(PairBackend):
+    """:class:`PairBackend` whose forwards are posted to the batch scheduler."""
+
+    def __init__(self, pair, row, scheduler, **kwargs):
+        self._row = row
+        self._sched = scheduler
+        super().__init__(pair, **kwargs)
+        self.pair = _PairProxy(pair, self)
+
+    def _target(self, ids, cache, k):
+        out, secs = self._sched.post(self._row, "target", ids, cache, k)
+        self.target_seconds += secs
+        self.n_target_forwards += 1
+        return out
+
+    def _draft(self, ids, cache):
+        out, secs = self._sched.post(self._row, "draft", ids, cache, 1)
+        self.draft_seconds += secs
+        self.n_draft_forwards += 1
+        return out
+
+
+class _Scheduler:
+    """Runs the rows' threads in turns and their posted forwards as batched forwards."""
+
+    def __init__(self, pair):
+        self.pair = pair
+        self.back = threading.Event()
+        self.aborted = False
+        self.seconds = {"target": 0.0, "draft": 0.0}
+        self.forwards = {"target": 0, "draft": 0}
+        self.max_rows = 0
+
+    # called in a row's thread
+    def post(self, row, which, ids, cache, k, mask4=None, pos4=None):
+        row.request = (which, ids, cache, k, mask4, pos4)
+        self.back.set()
+        row.go.wait()
+        row.go.clear()
+        if self.aborted:
+            raise _Abort
+        out, row.response = row.response, None
+        return out
+
+    def _resume(self, row):
+        self.back.clear()
+        row.go.set()
+        self.back.wait()
+
+    def run(self, rows, bodies, t0):
+        threads = []
+        for row, body in zip(rows, bodies, strict=True):
+            th = threading.Thread(target=self._thread, args=(row, body, t0), daemon=True,
+                                  name=f"generate_batch-row-{row.index}")
+            th.start()
+            threads.append(th)
+        try:
+            live = list(rows)
+            while live:
+                for row in live:
+                    if row.request is None:  # not waiting on a forward: let it run on
+                        self._resume(row)
+                        if row.error is not None:
+                            raise row.error
+                live = [r for r in live if not r.done]
+                if not live:
+                    break
+                groups: dict = {}
+                for row in live:
+                    groups.setdefault(row.request[0], []).append(row)
+                # the larger group runs (the target on a tie); the other rows keep their
+                # request for a later step, which brings rows that drifted apart (a prompt
+                # without a target prefill, a shorter last block) back into one forward
+                which = max(groups, key=lambda w: (len(groups[w]), w == "target"))
+                group = groups[which]
+                reqs = [r.request[1:] for r in group]
+                tf = time.perf_counter()
+                outs, n_forwards = _batched_forward(self.pair, which, reqs)
+                secs = time.perf_counter() - tf
+                self.seconds[which] += secs
+                self.forwards[which] += n_forwards
+                self.max_rows = max(self.max_rows, sum(int(q[0].shape[0]) for q in reqs))
+                for r, o in zip(group, outs, strict=True):
+                    r.request = None
+                    r.response = (o, secs / len(group))
+        except BaseException:
+            self.aborted = True
+            for row in rows:
+                row.go.set()
+            for th in threads:
+                th.join()
+            raise
+        for th in threads:
+            th.join()
+
+    def _thread(self, row, body, t0):
+        row.go.wait()
+        row.go.clear()
+        try:
+            if not self.aborted:
+                row.result = body()
+        except _Abort:
+            pass
+        except BaseException as exc:  # handed to the scheduler's thread
+            row.error = exc
+        finally:
+            row.finished_at = time.perf_counter() - t0
+            row.done = True
+            row.request = None
+            self.back.set()
+
+
+# ----------------------------------------------------------------------------- public
+
+
+def _row_seeds(seed, n):
+    if isinstance(seed, list | tuple):
+        if len(seed) != n:
+            raise ValueError(f"seed: a sequence of seeds needs one per prompt ({n}), got "
+                             f"{len(seed)}")
+        for s in seed:
+            as_seedseq(s, "seed")
+        return list(seed)
+    return as_seedseq(seed, "seed").spawn(n)
+
+
+def _encode_all(pair, prompts, chat, template, max_new_tokens, L):
+    if isinstance(prompts, str) or hasattr(prompts, "shape") and np.ndim(prompts) == 1:
+        raise ValueError("prompts: must be a list of prompts (text or token-id sequences), "
+                         "got a single prompt")
+    try:
+        prompts = list(prompts)
+    except TypeError:
+        raise ValueError(f"prompts: must be a list of prompts, got "
+                         f"{type(prompts).__name__}") from None
+    if not prompts:
+        raise ValueError("prompts: must not be empty")
+    kinds = {isinstance(p, str) for p in prompts}
+    if len(kinds) > 1:
+        raise ValueError("prompts: mixes text and token ids (chat formatting would apply to "
+                         "some prompts only); pass all text or all token ids")
+    limit = pair.context_window
+    out = []
+    for i, prompt in enumerate(prompts):
+        try:
+            ids, text = _encode(pair, prompt, chat, template)
+        except ValueError as exc:
+            msg = str(exc)
+            rest = msg.split(":", 1)[1] if msg.startswith("prompt:") else " " + msg
+            raise ValueError(f"prompts: prompt {i}:{rest}") from None
+        if limit is not None:
+            if ids.size >= limit:
+                raise ValueError(f"prompts: prompt {i} has {ids.size} tokens, more than the "
+                                 f"target's context window of {limit}")
+            if ids.size + max_new_tokens + int(L) + 1 > limit:
+                raise ValueError(f"max_new_tokens: prompt {i}'s {ids.size} tokens + "
+                                 f"{max_new_tokens} new tokens + L + 1 exceed the target's "
+                                 f"context window of {limit}")
+        out.append((ids, text))
+    return out
+
+
+def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
+                   max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
+                   stop_at_eos=True, progress=False, log=None, prefix_cache=None,
+                   **options) -> GenerationBatch:
+    """Generate from many prompts at once, one batched forward per step (module docstring).
+
+    Each prompt's run is :func:`specbound.llm.generate`'s (the simulator's decision logic on
+    a KV-cached :class:`~specbound.llm.PairBackend`); only the forwards are shared.
+
+    Parameters
+    ----------
+    pair : ModelPair
+    prompts : list of str or list of sequences of int
+        Non-empty list; all text (chat-formatted when ``chat``) or all token ids.
+    decoder, L, B, key, window, max_new_tokens, template, draft, stop_at_eos
+        As :func:`~specbound.llm.generate` (one value for every prompt; ``key`` is the one
+        watermark key of the batch).  ``decoder="lossy:<rule>"`` (a rule of
+        :data:`specbound.theory.RULES`) runs :func:`~specbound.llm.generate_lossy`'s rows
+        (``B = 1``, ``key=None``, the rule's parameters in ``**options``).
+    seed : int, SeedSequence, Generator or list
+        A list gives one seed per prompt (prompt ``i`` then emits the tokens of
+        ``generate(pair, prompts[i], ..., seed=seed[i])``); otherwise prompt ``i`` gets the
+        ``i``-th child of ``SeedSequence(seed).spawn(len(prompts))``.
+    chat : bool, default True
+        One flag for the whole batch.
+    progress : bool, default False
+        A tqdm bar over the generated tokens of all prompts.
+    log : object with ``record(prompt_id, context_tokens, p, qs)``, optional
+        As in :func:`~specbound.llm.generate`, with ``prompt_id`` the prompt's index.
+    prefix_cache : PrefixCache, optional
+        As in :func:`~specbound.llm.generate` (a prefill computed in this batch is stored).
+    **options
+        Further options of :func:`specbound.sim.speculative_decode` (or the lossy rule's
+        parameters).
+
+    Returns
+    -------
+    GenerationBatch
+
+    Raises
+    ------
+    ValueError
+        An empty ``prompts`` list, an empty prompt or one beyond the target's context window
+        (``prompts``, with its index), text mixed with token ids (``prompts``), a non-bool
+        ``chat``, ``batch_verify=False`` (not batched), and the errors of
+        :func:`~specbound.llm.generate`; raised before any forward, nothing is decoded.
+    """
+    L = as_int(L, "L", min_value=1)
+    B = as_int(B, "B", min_value=1)
+    rule = None
+    if isinstance(decoder, str) and decoder.startswith("lossy:"):
+        from specbound.sim.lossy import LOSSY_RULES
+
+        rule = as_choice(decoder[len("lossy:"):], "decoder", LOSSY_RULES)
+        decoder = f"lossy:{rule}"
+        if B != 1:
+            raise ValueError(f"B: the lossy rules verify one draft (B = 1), got {B}")
+        if key is not None:
+            raise ValueError("key: the lossy rules are unwatermarked; pass key=None")
+    else:
+        decoder = as_choice(decoder, "decoder", DECODERS)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    if isinstance(chat, list | tuple | np.ndarray):
+        raise ValueError("chat: one flag for the whole batch (prompts cannot mix chat and "
+                         "plain formatting)")
+    chat = as_bool(chat, "chat")
+    stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
+    progress = as_bool(progress, "progress")
+    for name in ("backend", "prompt_id"):
+        if name in options:
+            raise ValueError(f"{name}: generate_batch sets it per prompt")
+    tree = as_bool(options.pop("tree", False), "tree")
+    if "batch_verify" in options:
+        if not as_bool(options.pop("batch_verify"), "batch_verify"):
+            raise ValueError("batch_verify: False (one forward per path) is not batched "
+                             "across prompts")
+    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "_forward")):
+        raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
+                         f"{type(pair).__name__}")
+    if log is not None and not callable(getattr(log, "record", None)):
+        raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
+    if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
+        raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
+                         f"{type(prefix_cache).__name__}")
+    if draft is not None:
+        pair = pair.with_draft(draft)
+    encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
+    n = len(encoded)
+    seeds = _row_seeds(seed, n)
+    # validate the decoder options once, on the first prompt, without any forward (the
+    # lossy rules' parameters are validated in every context, as in generate_lossy)
+    if rule is None:
+        _check_options(pair, encoded[0][0], decoder, L, B, key, window, max_new_tokens,
+                       options)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_new_tokens * n, desc=f"generate_batch ({decoder}, {n} prompts)",
+                   unit="tok")
+    sched = _Scheduler(pair)
+    stops = _stop_tokens(pair, stop_at_eos)
+    target_lm, draft_lm = as_protocol_models(pair)
+    rows, backends, bodies = [], [], []
+    for i, (ids, _) in enumerate(encoded):
+        row = _Row(i)
+        backend = _RowBackend(pair, row, sched, tree=tree, log=log, prompt_id=i,
+                              stop_tokens=stops, progress=bar, prefix_cache=prefix_cache)
+
+        def body(ids=ids, backend=backend, s=seeds[i]):
+            if rule is not None:
+                return lossy_decode(target_lm, draft_lm, ids, rule, L=L,
+                                    max_new_tokens=max_new_tokens, seed=s, backend=backend,
+                                    **options)
+            return speculative_decode(target_lm, draft_lm, ids, decoder, L=L, B=B, key=key,
+                                      max_new_tokens=max_new_tokens, seed=s, window=window,
+                                      backend=backend, **options)
+
+        rows.append(row)
+        backends.append(backend)
+        bodies.append(body)
+    t0 = time.perf_counter()
+    try:
+        sched.run(rows, bodies, t0)
+    finally:
+        if bar is not None:
+            bar.close()
+    total = time.perf_counter() - t0
+    results = tuple(
+        _generation_result(pair, row.result, backend, text, row.finished_at)
+        for row, backend, (_, text) in zip(rows, backends, encoded, strict=True))
+    return GenerationBatch(decoder=decoder, L=L, B=B, rows=results, total_seconds=total,
+                           target_seconds=sched.seconds["target"],
+                           draft_seconds=sched.seconds["draft"],
+                           n_target_forwards=sched.forwards["target"],
+                           n_draft_forwards=sched.forwards["draft"], max_rows=sched.max_rows)
+
+
+class _NoForward(Exception):
+    pass
+
+
+class _CheckBackend:
+    """A backend that stops the decoder at its first call: options are validated by then."""
+
+    finished = False
+
+    def reset(self, prompt):
+        raise _NoForward
+
+    def draft_step(self, paths):  # pragma: no cover - never reached
+        raise _NoForward
+
+    def verify(self, paths):  # pragma: no cover - never reached
+        raise _NoForward
+
+    def commit(self, tokens):  # pragma: no cover - never reached
+        raise _NoForward
+
+
+def _check_options(pair, ids, decoder, L, B, key, window, max_new_tokens, options):
+    target_lm, draft_lm = as_protocol_models(pair)
+    try:
+        speculative_decode(target_lm, draft_lm, ids, decoder, L=L, B=B, key=key,
+                           max_new_tokens=max_new_tokens, seed=0, window=window,
+                           backend=_CheckBackend(), **options)
+    except _NoForward:
+        pass
