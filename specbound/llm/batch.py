@@ -44,7 +44,8 @@ forwards), so a run is deterministic and ``log.record`` is called in a fixed ord
 
 The lossy verification rules (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2) are batched the
 same way: ``decoder="lossy:<rule>"`` runs :func:`specbound.sim.lossy_decode` on the row's
-backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters passed as options.
+backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters
+passed as options.
 Token-tree verification (``tree=True``; :mod:`specbound.llm.tree`) is batched too: a tree
 row's 4-D mask and node positions are placed into a 4-D mask of the batch (the other rows
 get their causal mask there).  Not covered (a ``ValueError`` names the option): one forward
