@@ -32,6 +32,7 @@ from specbound.llm.batch import GenerationBatch, generate_batch  # noqa: E402
 from specbound.llm.drafts import DraftSpec  # noqa: E402
 from specbound.llm.models import LogitsProcessing, ModelPair  # noqa: E402
 from specbound.sim.decode import KEYED_DECODERS, MULTI_DRAFT_DECODERS  # noqa: E402
+from tests._results import assert_same_result as _same  # noqa: E402
 from tests._stats import FIVE_SIGMA_RATE, assert_gof  # noqa: E402
 
 V = 12
@@ -127,20 +128,6 @@ def synth():
 # ragged lengths, including a one-token prompt (no target prefill)
 PROMPTS = [np.array(p, dtype=np.int64) for p in
            ([3, 1, 4, 1, 5], [2, 7], [9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [6, 6, 6])]
-
-
-def _same(a, b):
-    assert np.array_equal(a.tokens, b.tokens)
-    assert np.array_equal(a.emitted_per_block, b.emitted_per_block)
-    assert np.array_equal(a.accepted_per_block, b.accepted_per_block)
-    assert np.array_equal(a.nu, b.nu)
-    assert np.array_equal(a.decision_accepted, b.decision_accepted)
-    assert np.array_equal(a.pivots, b.pivots, equal_nan=True)
-    assert (a.n_target_evals, a.n_draft_evals, a.n_target_contexts, a.n_draft_contexts) == (
-        b.n_target_evals, b.n_draft_evals, b.n_target_contexts, b.n_draft_contexts)
-    assert len(a.drafts) == len(b.drafts)
-    for x, y in zip(a.drafts, b.drafts, strict=True):
-        assert np.array_equal(x, y)
 
 
 CASES = [(d, False) for d in sim.DECODERS] + [(d, True) for d in sorted(MULTI_DRAFT_DECODERS)]
