@@ -1040,10 +1040,6 @@ LLM_PATH_SLOTS = {("llm.read_log", 0), ("llm.log_distributions", "path"),
                   ("llm.DistributionLog", 0), ("llm.DistributionLog.for_pair", 1),
                   ("llm.LoggedDistributions", 0)}
 
-#: (row, argument) cases that still end in a TypeError/AttributeError inside
-#: ``specbound/llm/logs.py`` (the log writer's and reader's own argument checks, owned by the
-#: log reader's hardening): expected to fail until that lands, then to pass (not strict)
-LLM_LOGS_PENDING: set = set()
 
 
 def _run_llm_row(name, row, overrides, valid):
@@ -1097,11 +1093,8 @@ def test_llm_documented_exceptions_are_in_the_docstrings():
 
 
 @pytest.mark.parametrize(("name", "slot"), list(_llm_cases()))
-def test_each_llm_row_with_its_own_hostile_values(llm_objects, name, slot, request):
+def test_each_llm_row_with_its_own_hostile_values(llm_objects, name, slot):
     # fast tier: every argument of every llm row gets the short FAST_POOL
-    if (name, slot) in LLM_LOGS_PENDING:
-        request.applymarker(pytest.mark.xfail(reason="argument checks of llm/logs.py",
-                                              strict=False))
     row = LLM_TABLE[name]
     for bad in FAST_POOL:
         _run_llm_row(name, row, {slot: bad}, llm_objects)
@@ -1109,10 +1102,7 @@ def test_each_llm_row_with_its_own_hostile_values(llm_objects, name, slot, reque
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "slot"), list(_llm_cases()))
-def test_each_llm_row_with_the_whole_pool(llm_objects, name, slot, request):
-    if (name, slot) in LLM_LOGS_PENDING:
-        request.applymarker(pytest.mark.xfail(reason="argument checks of llm/logs.py",
-                                              strict=False))
+def test_each_llm_row_with_the_whole_pool(llm_objects, name, slot):
     row = LLM_TABLE[name]
     for bad in HOSTILE:
         _run_llm_row(name, row, {slot: bad}, llm_objects)
@@ -1127,7 +1117,7 @@ def test_llm_hostile_inputs_property(llm_objects, name, data):
     # 1-3 arguments of a random llm row replaced by hostile values (fixed pool or arbitrary)
     row = LLM_TABLE[name]
     slots = list(range(len(row.args))) + list(row.kwargs)
-    if not slots or any((name, s) in LLM_LOGS_PENDING for s in slots):
+    if not slots:
         return
     k = data.draw(st.integers(1, min(3, len(slots))))
     chosen = data.draw(st.lists(st.sampled_from(slots), min_size=k, max_size=k, unique=True))
