@@ -77,10 +77,13 @@ def subsample(n: int, k: int | None) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n - 1, k)).astype(np.int64))
 
 
-def padded_pairs(log, draft: str, positions) -> tuple[np.ndarray, np.ndarray, list]:
-    """The logged pairs at ``positions`` as two zero-padded 2-D arrays (rows sum to 1)."""
-    pos = set(int(i) for i in positions)
-    pairs = [lp for lp in log.pairs(draft) if lp.position in pos]
+def padded_pairs(log, draft: str, positions=None) -> tuple[np.ndarray, np.ndarray, list]:
+    """The logged pairs at ``positions`` (None: every pair) as two zero-padded 2-D arrays
+    (rows sum to 1)."""
+    pairs = list(log.pairs(draft))
+    if positions is not None:
+        pos = set(int(i) for i in positions)
+        pairs = [lp for lp in pairs if lp.position in pos]
     width = max(lp.p.size for lp in pairs)
     P = np.zeros((len(pairs), width))
     Q = np.zeros((len(pairs), width))

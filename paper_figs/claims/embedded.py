@@ -32,20 +32,14 @@ P_BASES = (0.1, 0.3)
 def produce(out_dir, log=None) -> Path:
     """Per (draft, p_base, logged context): E[log p] under truncation-based verification and
     under matched truncation sampling, and KL(induced ‖ p_Θ)."""
-    from paper_figs._real_log import open_log
+    from paper_figs._real_log import open_log, padded_pairs
     from specbound.theory.lossy import induced_distribution
     from specbound.theory.tree import min_p_allowed
 
     lg = open_log(log)
     rows = []
     for draft in lg.drafts:
-        pairs = list(lg.pairs(draft))
-        width = max(lp.p.size for lp in pairs)
-        P = np.zeros((len(pairs), width))
-        Q = np.zeros((len(pairs), width))
-        for i, lp in enumerate(pairs):
-            P[i, : lp.p.size] = lp.p
-            Q[i, : lp.q.size] = lp.q
+        P, Q, pairs = padded_pairs(lg, draft)
         logp = np.log(np.where(P > 0, P, 1.0))
         for pb in P_BASES:
             A = min_p_allowed(P, pb)
