@@ -361,6 +361,19 @@ def _check_drafts(args, specs, flag: str) -> list[str]:
     return out
 
 
+def _load_target_pair(args):
+    """The target of ``--target`` with its processing flags and a placeholder draft
+    (``temperature:1``; the commands that use it measure or log other drafts), after the
+    thread setting and a status line."""
+    from specbound import llm
+
+    _set_threads(args)
+    _status(args, f"loading {args.target}")
+    return llm.load_pair(args.target, draft="temperature:1", device=args.device,
+                         dtype=args.dtype, temperature=args.temperature,
+                         top_k=args.top_k, top_p=args.top_p)
+
+
 def _set_threads(args) -> None:
     """One torch thread unless ``--threads`` says otherwise (set in the thread that runs)."""
     import torch
@@ -667,12 +680,8 @@ def _measure(args, specs, meta) -> dict:
     max_tokens = 64 if args.max_tokens is None else args.max_tokens
     texts = (llm.prompts("humaneval", per_set, seed=PROMPT_SEED)
              + llm.prompts("sharegpt", per_set, seed=PROMPT_SEED))
-    _set_threads(args)
-    _status(args, f"loading {args.target}")
     with _progress_bars(args.quiet):
-        pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
-                             dtype=args.dtype, temperature=args.temperature,
-                             top_k=args.top_k, top_p=args.top_p)
+        pair = _load_target_pair(args)
         n_layers = layer_count(pair.target)
         if specs is None:
             specs = default_drafts(n_layers)
@@ -905,12 +914,8 @@ def _log_run(args: argparse.Namespace) -> int:
         for i, t in enumerate(got):
             texts.append(t)
             labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
-    _set_threads(args)
-    _status(args, f"loading {args.target}")
     with _progress_bars(args.quiet):
-        pair = llm.load_pair(args.target, draft="temperature:1", device=args.device,
-                             dtype=args.dtype, temperature=args.temperature,
-                             top_k=args.top_k, top_p=args.top_p)
+        pair = _load_target_pair(args)
         if specs is None:
             n = layer_count(pair.target)
             specs = ["temperature:0.5", "temperature:1.5",
