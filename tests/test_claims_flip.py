@@ -235,6 +235,20 @@ def f_drift(p, ok):
     return E.SYNTHETIC
 
 
+def f_drift_entropy(p, ok):
+    """The entropy sweep at the paper's entropy decides; the default model's MSE drifts
+    (far outside the ranges) are shown, not counted."""
+    f_drift(p, False)
+    rows = [{"section": "drift", "family": "calibrated", "entropy_target": h,
+             "entropy_achieved": h, "decoder": d, "L": 4, "B": 1, "drafter": "D1-D2",
+             "metric": f"tpr_drift_T{T}", "mean": v if (ok or h != 0.47 or d != "mse_pseudo")
+             else 0.3, "se": 0.005}
+            for h in (0.47, 2.0) for d, v in (("mse", 0.17), ("mse_pseudo", 0.085))
+            for T in (64, 128)]
+    _csv(p, "fidelity_entropy.csv", rows)
+    return E.SYNTHETIC
+
+
 def _rouge(r, se):
     return {"rouge_l_minpair": r, "rouge_l_minpair_se": se}
 
@@ -547,18 +561,20 @@ def test_every_claim_has_a_flip_test():
     assert set(FLIPS) == {c.id for c in CLAIMS}
 
 
-#: second flip tests for claims with two fabricated columns: the paper's-own-data column
-PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper}
+#: second flip tests: the paper's-own-data column of a claim whose main flip test moves
+#: another column, or a second source of one column (the drift's entropy sweep)
+PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper, "liu_drift": f_drift_entropy}
 
 
 @pytest.mark.parametrize("claim_id", sorted(PAPER_FLIPS))
 def test_flip_paper_column(tmp_path, claim_id):
-    """The paper's-own-data column of a claim whose main flip test moves another column."""
+    """A second column, or a second source of one column, flips too."""
     verdicts = []
     for ok in (True, False):
         folder = tmp_path / str(ok)
         folder.mkdir()
-        column, numbers = PAPER_FLIPS[claim_id](folder, ok)
+        got = PAPER_FLIPS[claim_id](folder, ok)
+        column, numbers = got if isinstance(got, tuple) else (got, _numbers({}))
         (row,) = E.evaluate(folder, [BY_ID[claim_id]], numbers=numbers)
         verdicts.append(row.columns[column].verdict)
     assert verdicts[0] in GOOD and verdicts[1] in BAD, verdicts

@@ -384,3 +384,20 @@ def test_make_reproduce_quick(tmp_path):
     rows = E.evaluate(tmp_path)
     ran = [r for r in rows if r.claim.kind == E.PAPER and r.verdict != E.NOT_RUN]
     assert len(ran) >= 20
+
+
+def test_readme_states_the_registry_tally():
+    """The README's count of claims per paper and kind is the registry's (``--tally``); the
+    verdict counts depend on an output folder and are left to its INDEX.md."""
+    import re
+
+    readme = " ".join((REPO / "README.md").read_text().split())
+    line = E.registry_tally()
+    assert line in readme
+    proc = subprocess.run([sys.executable, "-m", "paper_figs.index", "--tally"], cwd=REPO,
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == line
+    # the numbers are the registry's: one untestable claim more changes the line
+    extra = E.Claim("x", E.ZHOU, "l", E.PAPER, "s", "r", "f", untestable="why")
+    assert E.registry_tally([*CLAIMS, extra]) != line
+    assert re.search(r"Zhou et al\. 2026: \d+ paper claims", line)

@@ -634,6 +634,23 @@ def write_index(out_dir) -> tuple[Path, dict]:
     return path, summary(rows)
 
 
+def registry_tally(claims=None) -> str:
+    """The registry in one line: paper claims per paper (with how many are not testable at
+    embedded scale) and the package checks; the README quotes it (verdict counts depend on an
+    output folder and sit in its INDEX.md)."""
+    from paper_figs.claims import registry
+
+    cl = registry.CLAIMS if claims is None else list(claims)
+    parts = []
+    for p in PAPERS:
+        mine = [c for c in cl if c.kind == PAPER and c.paper == p]
+        nt = sum(bool(c.untestable) for c in mine)
+        parts.append(f"{SHORT[p]}: {len(mine)} paper claims"
+                     + (f", {nt} of them not testable at embedded scale" if nt else ""))
+    parts.append(f"{sum(c.kind == CHECK for c in cl)} package checks")
+    return "; ".join(parts)
+
+
 def registry_json() -> str:
     from paper_figs.claims import registry
 
