@@ -46,6 +46,7 @@ import pandas as pd
 
 from paper_figs.claims.engine import (
     NOT_DISTINGUISHABLE,
+    NOT_TESTABLE,
     REPRODUCED,
     MissingData,
     Part,
@@ -204,7 +205,7 @@ def rule_tradeoff(df):
         parts.append(Part(f"{draft}: CoS's H² as λ falls 0.8 → 0.2", REPRODUCED,
                           " → ".join(fmt(m.get(g, math.nan), 3) for g in reversed(GRID)),
                           None, False, "monotone by convexity of H² along λ p + (1 − λ) q"))
-    parts.append(Part("the judge does best", NOT_DISTINGUISHABLE,
+    parts.append(Part("the judge does best", NOT_TESTABLE,
                       "not built: AutoJudge is trained on task outcomes the embedded model "
                       "cannot supply, and against a divergence from p the best judge never "
                       "fires", None, False, "not testable at embedded scale"))
