@@ -29,6 +29,10 @@ quantile of the same one-sided tail, :func:`crit`):
     finite set: reproduced when it holds on every row within :data:`EXACT_ATOL`, refuted by
     a counterexample.
 
+A sentence no experiment at embedded scale can test honestly (a learned judge, EAGLE-3
+draft heads, task suites of 7B models) names why in :attr:`Claim.untestable`; its verdict is
+:data:`NOT_TESTABLE`, counted on its own, with the paper's own numbers judged beside it.
+
 A sentence with several parts has one verdict, :func:`combine` of its parts (refuted, then
 not reproduced, then not distinguishable; reproduced only when every counted part is).
 A part that is an identity of the code (two decoders emitting the same tokens) is shown
