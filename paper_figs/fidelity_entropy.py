@@ -40,8 +40,8 @@ Full mode: n = 1000 tokens, 48 prompts of 8 tokens, 128 new tokens (the paper's
 prompts at T_eval 64 and 128 (8 decoding runs of 80 prompts × 128 tokens per family;
 measured 190–210 s of wall time per family on a machine shared by other jobs, load about 5 on
 2 cores; a TPR standard error of about 5 points per drafter, so the paper's 10-point ranges
-are resolved only where the drift is far outside them); ``--quick``: n = 200, 3 prompts, 12 new tokens,
-entropies 0.47 and 2, the drift at T_eval 12 on 4 prompts.
+are resolved only where the drift is far outside them); ``--quick``: n = 200, 3 prompts, 12
+new tokens, entropies 0.47 and 2, the drift at T_eval 12 on 4 prompts.
 
 Outputs: ``fidelity_entropy.csv`` (columns ``section, family, entropy_target,
 entropy_achieved, decoder, L, B, drafter, metric, mean, se``), ``fidelity_entropy.png`` and

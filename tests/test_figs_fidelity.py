@@ -92,7 +92,7 @@ def test_entropy_outputs_and_exact_identities(entropy):
     # TPRs and one drift, the drift being max − min of the four
     d = df[df["section"] == "drift"]
     assert set(d["family"]) == {"calibrated"} and set(d["decoder"]) == {"mse", "mse_pseudo"}
-    for (h, dec), g in d.groupby(["entropy_target", "decoder"]):
+    for _, g in d.groupby(["entropy_target", "decoder"]):
         tpr = g[g["metric"] == "tpr_T12"]
         drift = g[g["metric"] == "tpr_drift_T12"]
         assert sorted(tpr["drafter"]) == ["D0", "D1", "D2", "D3"] and len(drift) == 1
