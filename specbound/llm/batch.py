@@ -14,20 +14,26 @@ token).
 
 How rows of different lengths share one forward
 -----------------------------------------------
-Every row keeps its own KV cache (of its own length, cropped after its own rejection point
-exactly as in :func:`~specbound.llm.generate`).  For a batched forward the rows' caches are
-*left-padded* to the longest and stacked; the rows' new tokens (a prompt prefill, a pending
-token plus a block's draft paths, or one draft token per path) are placed after the cache and
-*right-padded* to the longest.  A 2-D attention mask hides the padding and explicit
-``position_ids`` continue each row's own positions, so each row's logits are those of the row
-alone up to float32 rounding of the model (padding changes the order of some sums).  The
-stacked cache is allocated with room for the step's new tokens, which the model writes in
-place (transformers' ``DynamicLayer.update`` would concatenate, copying the whole stacked
-cache in every layer).  After the forward each row gets back a view of the slice of the
-stacked cache that holds its own positions and the processed distributions at its own
-positions.  A prompt's prefill (a forward without cache) runs alone: it is compute-bound,
-so stacking gains nothing, and padding ragged prompts to the longest cost 2.7x its time
-(measured).  A step with one live row runs exactly the single-prompt forward.
+Each model keeps one persistent batch cache (per layer a key and a value buffer with a slot
+per sequence and free columns after the longest row).  Row ``b`` holds its cache in columns
+``[0, c_b)`` of its slot, at its own length (cropped after its own rejection point exactly as
+in :func:`~specbound.llm.generate`); a step's new tokens (a pending token plus a block's draft
+paths, or one draft token per path) are right-padded to the longest and written in place
+after each row's own cache (columns ``[c_b, c_b + n)``: transformers' ``DynamicLayer.update``
+would concatenate, copying the whole batch cache in every layer).  A 4-D attention mask
+hides every column a row does not own and explicit ``position_ids`` continue each row's own
+positions, so each row's logits are those of the row alone up to float32 rounding of the
+model (padding changes the order of some sums).  After the forward each row gets back a view
+of its slot (its own positions) and the processed distributions at its own positions.  Rows
+keep their slot between steps: when the same rows post again in the same order, a row whose
+cache is still the store's view of its slot (cropped or not) is used in place, and only
+rows whose cache was replaced (a prefill, a selection of draft paths) are copied into their
+slot; the store is rebuilt (every row copied once) only when rows leave the batch, a row's
+number of sequences changes (the draft paths of multi-draft decoders) or the free columns
+run out.  (Restacking every row's cache at every step took about 30% of a batched step
+at 16 rows, measured.)  A prompt's prefill (a forward without cache) runs alone: it is
+compute-bound, so stacking gains nothing, and padding ragged prompts to the longest cost
+2.7x its time (measured).  A step with one live row runs exactly the single-prompt forward.
 
 Scheduling: when the live rows wait on different models (a prompt of one token has no
 target prefill; a last block may be shorter), the larger group runs and the others keep
@@ -47,8 +53,11 @@ same way: ``decoder="lossy:<rule>"`` runs :func:`specbound.sim.lossy_decode` on 
 backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters
 passed as options.
 Token-tree verification (``tree=True``; :mod:`specbound.llm.tree`) is batched too: a tree
-row's 4-D mask and node positions are placed into a 4-D mask of the batch (the other rows
-get their causal mask there).  Not covered (a ``ValueError`` names the option): one forward
+row's 4-D mask and node positions are placed into the batch's 4-D mask.
+Shared forwards (``share_forwards=True``, a ``temperature:T`` draft: the target's own
+forward gives both laws; :mod:`specbound.llm.generation`) are batched the same way: the
+rows' draft steps and leaf verifications are the target's batched forwards, on the
+target's batch cache.  Not covered (a ``ValueError`` names the option): one forward
 per draft path (``batch_verify=False``).
 """
 
@@ -98,8 +107,9 @@ class GenerationBatch:
     total_seconds : float
         Wall-clock time of the whole batch (prefills included, tokenization excluded).
     target_seconds, draft_seconds : float
-        Wall-clock time inside the batched target and draft forwards (stacking and splitting
-        the caches and the float64 processing included).
+        Wall-clock time inside the batched target and draft forwards (building the batch
+        inputs and caches and the float64 processing included; a shared forward of
+        ``share_forwards=True`` is a target forward).
     n_target_forwards, n_draft_forwards : int
         Model forwards made: the batched forwards and the prompts' prefills (a prefill runs
         alone: it is compute-bound, so stacking gains nothing and padding costs).
@@ -684,6 +694,10 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         As in :func:`~specbound.llm.generate`, with ``prompt_id`` the prompt's index.
     prefix_cache : PrefixCache, optional
         As in :func:`~specbound.llm.generate` (a prefill computed in this batch is stored).
+    share_forwards : bool, default False (in ``**options``)
+        As in :func:`~specbound.llm.generate`: for a ``temperature:T`` draft, one batched
+        forward per draft depth gives both laws and the verification forwards only the
+        leaves (``tree`` does not apply); counted as target forwards.
     **options
         Further options of :func:`specbound.sim.speculative_decode` (or the lossy rule's
         parameters).
@@ -697,7 +711,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     ValueError
         An empty ``prompts`` list, an empty prompt or one beyond the target's context window
         (``prompts``, with its index), text mixed with token ids (``prompts``), a non-bool
-        ``chat``, ``batch_verify=False`` (not batched), and the errors of
+        ``chat``, ``batch_verify=False`` (not batched), ``share_forwards=True`` with a draft
+        that is not the target at another temperature, and the errors of
         :func:`~specbound.llm.generate`; raised before any forward, nothing is decoded.
     """
     L = as_int(L, "L", min_value=1)
