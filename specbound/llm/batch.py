@@ -341,7 +341,8 @@ class _Store:
 
 
 #: free columns a new store keeps after the longest row, per new token of the step (at
-#: least 32): rows grow into them for several steps before the store is rebuilt
+#: least 32; only when every row holds one sequence): rows grow into them for several steps
+#: before the store is rebuilt
 _STORE_SLACK = 12
 
 
@@ -419,7 +420,9 @@ def _batched_forward(pair, which, requests, stores=None, owners=None):
         store = None
     if store is None:
         in_place = [False] * len(requests)
-        capacity = T + max(32, _STORE_SLACK * N)
+        # free columns only for one sequence per row: a row with several (draft paths)
+        # changes their number at the next step, which rebuilds the store anyway
+        capacity = T + (max(32, _STORE_SLACK * N) if R == len(requests) else 0)
         layers = []
         for k0, v0 in per_req[0]:
             layers.append((k0.new_zeros((R, *k0.shape[1:-2], capacity, k0.shape[-1])),
