@@ -753,13 +753,13 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
                          f"{type(pair).__name__}")
     if log is not None and not callable(getattr(log, "record", None)):
         raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
-    if share:
-        _check_shared(pair)
     if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
         raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
                          f"{type(prefix_cache).__name__}")
     if draft is not None:
         pair = pair.with_draft(draft)
+    if share:
+        _check_shared(pair)
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
     n = len(encoded)
     seeds = _row_seeds(seed, n)
