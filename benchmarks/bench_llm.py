@@ -1,61 +1,172 @@
 """Decoders on the embedded model (CPU) against transformers' own generation, in one run.
 
-Run ``python -m benchmarks.bench_llm [--quick] [--tokens N] [--threads T] [--out DIR]``.
-On the embedded SmolLM2-135M-Instruct, one chat prompt, ``N`` new tokens per run (no stop
-at end-of-sequence on either side), torch on ``T`` threads (default 1), it measures:
+Run ``python -m benchmarks.bench_llm [MODE] [--tokens N] [--rounds R] [--out DIR]``.  Every
+mode loads the embedded SmolLM2-135M-Instruct (float32 unless ``--dtype`` says otherwise,
+torch on ``--threads`` threads, default 1) with one processing for both sides: temperature
+1, top-k 50.  Neither side stops at end-of-sequence (specbound ``stop_at_eos=False``;
+transformers ``eos_token_id=None``, so end-of-sequence is sampled and decoding goes on: the
+same law and the same length on both sides).
 
-- ``ar`` (:func:`specbound.llm.generate`) against transformers' ``generate(do_sample=True)``
-  with the same processing: the tokens/s ratio;
-- ``vsps`` with the ``early_exit`` draft against transformers' assisted generation with the
-  same draft module as ``assistant_model`` (``num_assistant_tokens = L``, constant schedule,
-  no confidence cut-off): AATPS (transformers': new tokens per target forward after the
-  prefill, counted with a forward hook) and the tokens/s ratio;
-- for every decoder (``B = 4`` for the multi-draft ones) with the early-exit draft: AATPS,
-  target forwards per emitted token, tokens/s and its ratio to ``ar``, and the time outside
-  the model forwards as a fraction of the time inside them (``outside / forward``).
+The method, the same for every comparison (:func:`_measure`): every round runs every row
+once, the rows' order reversed from one round to the next; each round has its own seeds
+and watermark key (round ``r``: specbound ``seed = r`` (one seed per prompt when batched),
+``key = 42 + r``; transformers ``torch.manual_seed(r)``); a ratio is taken within a round
+and reported as the median over rounds with its min and max; rates are wall-clock
+(``time.perf_counter`` around the whole call, prefill included) and reported as the median
+over rounds with min and max; the load average and ``uptime`` are printed before and after
+and written to the CSV.  Rounds: at least 7 for the rows against transformers, 5 otherwise.
 
-Every rate is the best of ``--rounds`` rounds (each round runs every row once, so a change of
-machine load affects all rows alike).  Results go to ``benchmarks/out/bench_llm.csv``.
+Modes (one per invocation):
 
-Batched decoding (``--batch``; only these rows): ``--prompts`` chat prompts (half HumanEval,
-half ShareGPT) x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched
-forward per step over every live prompt) against the same prompts decoded one at a time by
+- default: one chat prompt, ``ar`` against transformers' ``generate(do_sample=True)``, and
+  for every draft of ``--drafts`` (default ``early_exit:20``) ``vsps`` against transformers'
+  assisted generation with the same draft module as ``assistant_model``
+  (``num_assistant_tokens = L``, constant schedule, no confidence cut-off); ``--all`` adds
+  every other decoder (``B = 4`` for the multi-draft ones).  Per row: AATPS, target forwards
+  per emitted token (transformers': counted with a forward hook), tokens/s, the ratio to
+  ``ar`` (specbound rows) or to transformers' sampling (transformers rows), and the time
+  outside model forwards over the time inside (specbound).  ``bench_llm.csv``.
+- ``--sweep``: ``vsps`` with ``early_exit:k`` drafts (``--ks``, default 1,2,4,8) at
+  ``L`` in ``--Ls`` (default 2,4) against ``ar``, one prompt: where speculation pays on
+  this CPU.  ``bench_llm_sweep.csv``.
+- ``--batch``: batched against one-at-a-time decoding (below).  ``bench_llm_batch.csv``.
+- ``--batch-hf``: ``generate_batch(..., "ar")`` against transformers' batched
+  ``generate(do_sample=True)`` on the same left-padded batch of the ``--prompts`` shortest
+  of 40 HumanEval and 40 ShareGPT prompts (half each).  ``bench_llm_batch_hf.csv``.
+- ``--threads-compare``: ``ar`` batched and one at a time on the same short prompts, torch on
+  1 and on 2 threads (``torch.set_num_threads`` between rows; the only mode where threads
+  vary).  ``bench_llm_threads.csv``.
+- ``--memory``: peak resident memory of ``ar``/``vsps`` on one prompt against the batched
+  run of the short prompts, each in a fresh subprocess (``resource.getrusage`` maxrss for
+  the whole process, and the peak above the resident size after loading and a 2-token
+  warm-up, which pages the memory-mapped weights in: ``VmHWM`` of ``/proc/self/status``
+  after resetting it through ``/proc/self/clear_refs``).
+  ``bench_llm_memory.csv``.
+- ``--dtype``: float32 against ``bfloat16`` (``load_pair(dtype="bfloat16")``) and int8
+  (``torch.ao.quantization.quantize_dynamic`` of every ``nn.Linear`` of the float32 target):
+  ``ar`` tokens/s on one prompt, and the largest total-variation distance between the
+  float32 and the reduced-precision processed next-token distributions over every context
+  of the shipped log (``specbound.llm.shipped_log()``).  ``bench_llm_dtype.csv``.
+
+Batched decoding (``--batch``): ``--prompts`` chat prompts (half HumanEval, half ShareGPT)
+x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched forward per
+step over every live prompt) against the same prompts decoded one at a time by
 :func:`specbound.llm.generate`, same seeds per prompt, for ``ar``, ``vsps`` and ``mpfr``
-(B = 4) with the early-exit draft.  Every round runs every (method, mode) row once, the rows'
-order reversed from one round to the next; the ratio of tokens/s (batched / one at a time) is
-taken within each round and reported as the median over rounds with its min and max; the
-load average is printed before and after.  Results go to ``benchmarks/out/bench_llm_batch.csv``.
+(B = 4) with the early-exit draft, rounds as above.
 
-Tree verification (``--tree``; ``--tree-only`` skips the rows above): ``mpfr`` at B = 2, 4, 8
-(L = 4, same prompt, key and seed) verified as a token tree (``generate(..., tree=True)``:
-one target forward over the unique nodes of the draft paths, Alg. 7 of Liu, Wan, Gao &
-Gündüz 2026, arXiv:2609.21858) and as a batch of paths (one row per leaf path, padded):
-the target tokens processed per block (every ``input_ids`` entry of the target's forwards
-after the prompt prefill, counted with a forward hook), the saving, whether both emitted the
-same tokens, and the time outside model forwards over model time for the tree runs (the
-best of ``--rounds``).  Results go to ``benchmarks/out/bench_llm_tree.csv``.
+Tree verification (``--tree``; ``--tree-only`` skips the default rows): ``mpfr`` at B = 2,
+4, 8 (L = 4, same prompt, key and seed) verified as a token tree (``generate(...,
+tree=True)``: one target forward over the unique nodes of the draft paths, Alg. 7 of Liu,
+Wan, Gao & Gündüz 2026, arXiv:2609.21858) and as a batch of paths (one row per leaf path,
+padded): the target tokens processed per block (every ``input_ids`` entry of the target's
+forwards after the prompt prefill, counted with a forward hook), the saving, whether both
+emitted the same tokens, and the time outside model forwards over model time for the tree
+runs (medians over rounds).  ``bench_llm_tree.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from benchmarks._csv import write_rows
 
 PROMPT = "Write a short poem about the sea."
-COLUMNS = ["row", "decoder", "draft", "L", "B", "n_tokens", "seconds", "tokens_per_s",
-           "ratio_to_ar", "aatps", "target_forwards_per_token", "outside_over_forward"]
+HF_ROUNDS, ROUNDS = 7, 5
 
 
-def _transformers_rates(pair, ids, n, L, assistant=None):
-    """(seconds, target forwards after the prefill) of one transformers generate call."""
+# ----------------------------------------------------------------------------- the method
+
+
+def _machine_load() -> tuple[tuple[float, float, float], str]:
+    """(load average, the ``uptime`` line)."""
+    up = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    return os.getloadavg(), up
+
+
+def _measure(rows, rounds):
+    """Run every ``(name, fn)`` of ``rows`` once per round, the order reversed every other
+    round; ``fn(round)`` returns a dict with ``n_tokens`` and ``seconds``.  Returns
+    ``{name: [dict per round]}``."""
+    out = {name: [] for name, _ in rows}
+    for rnd in range(rounds):
+        for name, fn in (rows if rnd % 2 == 0 else rows[::-1]):
+            m = fn(rnd)
+            m["tokens_per_s"] = m["n_tokens"] / m["seconds"]
+            out[name].append(m)
+            print(f"round {rnd + 1}/{rounds}: {name:<44} {m['seconds']:7.2f} s "
+                  f"{m['tokens_per_s']:8.2f} tok/s", flush=True)
+    return out
+
+
+def _spread(values):
+    """(median, min, max) of a list of numbers."""
+    import numpy as np
+
+    a = np.asarray(values, dtype=float)
+    return float(np.median(a)), float(a.min()), float(a.max())
+
+
+def _ratios(meas, a, b):
+    """Per-round tokens/s of row ``a`` over row ``b`` (same round)."""
+    return [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(meas[a], meas[b], strict=True)]
+
+
+def _summary(meas, name, ref=None, extra=()):
+    """One CSV row: medians (min, max) of tokens/s, the ratio to ``ref`` and ``extra``."""
+    med, lo, hi = _spread([m["tokens_per_s"] for m in meas[name]])
+    row = {"row": name, "rounds": len(meas[name]),
+           "n_tokens": int(meas[name][0]["n_tokens"]),
+           "seconds_median": _spread([m["seconds"] for m in meas[name]])[0],
+           "tok_s_median": med, "tok_s_min": lo, "tok_s_max": hi}
+    if ref is not None:
+        r = _ratios(meas, name, ref)
+        row.update(ratio_to=ref, ratio_median=_spread(r)[0], ratio_min=min(r),
+                   ratio_max=max(r), ratios=" ".join(f"{x:.3f}" for x in r))
+    for k in extra:
+        vals = [m[k] for m in meas[name] if m.get(k) is not None]
+        row[k] = _spread(vals)[0] if vals else ""
+    return row
+
+
+def _write(name, rows, columns, out_dir, load_before, load_after, command):
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    for r in rows:
+        r.update(load_before=f"{load_before[0][0]:.2f}", load_after=f"{load_after[0][0]:.2f}",
+                 finished=stamp, command=command)
+    cols = [*columns, "load_before", "load_after", "finished", "command"]
+    path = write_rows(out_dir / name, [{k: r.get(k, "") for k in cols} for r in rows], cols,
+                      digits=4)
+    print(f"uptime before: {load_before[1]}\nuptime after:  {load_after[1]}\nwrote {path}")
+    return path
+
+
+def _print_table(rows, cols):
+    head = " | ".join(cols)
+    print(head)
+    for r in rows:
+        print(" | ".join((f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")))
+                         for c in cols))
+
+
+# ----------------------------------------------------------------------------- runners
+
+
+def _hf_run(pair, ids, mask, n, seed, assistant=None, L=4):
+    """One transformers ``generate(do_sample=True)`` call on a (padded) batch ``ids``: its
+    wall time, tokens and target forwards (prefill included)."""
     import torch
 
     calls = []
     hook = pair.target.register_forward_pre_hook(lambda *a: calls.append(1))
-    kw = dict(pair.generation_kwargs(), max_new_tokens=n, min_new_tokens=n,
+    kw = dict(pair.generation_kwargs(), max_new_tokens=n, eos_token_id=None,
               pad_token_id=pair.tokenizer.eos_token_id)
     if assistant is not None:
         gc = assistant.generation_config
@@ -63,17 +174,366 @@ def _transformers_rates(pair, ids, n, L, assistant=None):
         gc.num_assistant_tokens_schedule = "constant"
         gc.assistant_confidence_threshold = 0.0
         kw["assistant_model"] = assistant
-    inp = torch.as_tensor(ids, dtype=torch.long)[None, :]
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     t0 = time.perf_counter()
     try:
         with torch.no_grad():
-            out = pair.target.generate(inp, attention_mask=torch.ones_like(inp), **kw)
+            out = pair.target.generate(ids, attention_mask=mask, **kw)
     finally:
         hook.remove()
     sec = time.perf_counter() - t0
-    assert out.shape[1] - inp.shape[1] == n
-    return sec, len(calls) - 1
+    if out.shape[1] - ids.shape[1] != n:
+        raise RuntimeError(f"transformers generated {out.shape[1] - ids.shape[1]} != {n}")
+    return {"n_tokens": n * ids.shape[0], "seconds": sec, "aatps": n / len(calls),
+            "target_forwards_per_token": len(calls) / n}
+
+
+def _sb_run(pair, ids, dec, n, rnd, L=4, B=1):
+    """One :func:`specbound.llm.generate` call, wall-clock timed."""
+    from specbound.llm import generate
+
+    t0 = time.perf_counter()
+    res = generate(pair, ids, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
+                   stop_at_eos=False, seed=rnd)
+    sec = time.perf_counter() - t0
+    return {"n_tokens": res.n_generated, "seconds": sec, "aatps": res.aatps,
+            "target_forwards_per_token": res.target_forwards_per_token,
+            "outside_over_forward": res.outside_seconds / res.forward_seconds}
+
+
+def _short_prompts(pair, n_prompts, pool=40):
+    """The ``n_prompts`` shortest chat-encoded prompts of ``pool`` HumanEval and ``pool``
+    ShareGPT prompts (half from each set), in set order."""
+    from specbound.llm import prompts
+
+    half = n_prompts // 2
+    out = []
+    for name, k in (("humaneval", n_prompts - half), ("sharegpt", half)):
+        ids = [pair.encode_prompt(t) for t in prompts(name, pool, seed=0)]
+        keep = sorted(sorted(range(len(ids)), key=lambda i: len(ids[i]))[:k])
+        out += [ids[i] for i in keep]
+    return out
+
+
+def _left_padded(pair, ids):
+    """A left-padded (batch, length) tensor of the prompts and its attention mask."""
+    import torch
+
+    n = max(map(len, ids))
+    t = torch.full((len(ids), n), pair.tokenizer.eos_token_id, dtype=torch.long)
+    mask = torch.zeros_like(t)
+    for i, x in enumerate(ids):
+        t[i, n - len(x):] = torch.as_tensor(x, dtype=torch.long)
+        mask[i, n - len(x):] = 1
+    return t, mask
+
+
+COLUMNS = ["row", "rounds", "n_tokens", "seconds_median", "tok_s_median", "tok_s_min",
+           "tok_s_max", "ratio_to", "ratio_median", "ratio_min", "ratio_max", "ratios",
+           "aatps", "target_forwards_per_token", "outside_over_forward"]
+EXTRA = ("aatps", "target_forwards_per_token", "outside_over_forward")
+
+
+def run_default(pair, n, rounds, drafts, every=False, L=4, out_dir=None, command=""):
+    """ar and vsps (per draft) against transformers' sampling and assisted generation."""
+    import torch
+
+    ids = pair.encode_prompt(PROMPT)
+    t = torch.as_tensor(ids, dtype=torch.long)[None, :]
+    mask = torch.ones_like(t)
+    rows = [("transformers sample", lambda r: _hf_run(pair, t, mask, n, r)),
+            ("specbound ar", lambda r: _sb_run(pair, ids, "ar", n, r))]
+    pairs = {d: pair.with_draft(d) for d in drafts}
+    for d, p in pairs.items():
+        rows.append((f"transformers assisted {d}",
+                     lambda r, p=p: _hf_run(p, t, mask, n, r, assistant=p.draft, L=L)))
+        rows.append((f"specbound vsps {d}", lambda r, p=p: _sb_run(p, ids, "vsps", n, r, L=L)))
+        if every:
+            for dec, B in (("pfr", 1), ("mse", 1), ("mpfr", 4), ("invariant", 4),
+                           ("specinfer", 4)):
+                rows.append((f"specbound {dec} B={B} {d}",
+                             lambda r, p=p, dec=dec, B=B: _sb_run(p, ids, dec, n, r, L=L, B=B)))
+    if every:
+        rows.insert(2, ("specbound basic_uwm", lambda r: _sb_run(pair, ids, "basic_uwm", n, r)))
+    _sb_run(pair, ids, "ar", 4, 0)  # warm-up
+    before = _machine_load()
+    print(f"one prompt ({len(ids)} tokens) x {n} new tokens, L = {L}, {rounds} rounds; "
+          f"{before[1]}")
+    meas = _measure(rows, rounds)
+    after = _machine_load()
+    out = []
+    for name, _ in rows:
+        ref = "transformers sample" if name.startswith("transformers") else "specbound ar"
+        out.append(_summary(meas, name, None if name in ("transformers sample",
+                                                         "specbound ar") else ref, EXTRA))
+    out[0].update(_summary(meas, "transformers sample", "specbound ar"))
+    out[0]["row"] = "transformers sample"
+    for d in drafts:
+        r = _ratios(meas, f"specbound vsps {d}", f"transformers assisted {d}")
+        out.append({"row": f"vsps / assisted {d}", "rounds": len(r), "ratio_to":
+                    f"transformers assisted {d}", "ratio_median": _spread(r)[0],
+                    "ratio_min": min(r), "ratio_max": max(r),
+                    "ratios": " ".join(f"{x:.3f}" for x in r)})
+    r = _ratios(meas, "specbound ar", "transformers sample")
+    out.append({"row": "ar / transformers sample", "rounds": len(r),
+                "ratio_to": "transformers sample", "ratio_median": _spread(r)[0],
+                "ratio_min": min(r), "ratio_max": max(r),
+                "ratios": " ".join(f"{x:.3f}" for x in r)})
+    _print_table(out, ["row", "tok_s_median", "tok_s_min", "tok_s_max", "ratio_to",
+                       "ratio_median", "ratio_min", "ratio_max", "aatps",
+                       "target_forwards_per_token", "outside_over_forward"])
+    return _write("bench_llm.csv", out, COLUMNS, out_dir, before, after, command)
+
+
+def run_sweep(pair, n, rounds, ks, Ls, out_dir=None, command=""):
+    """vsps with early_exit:k drafts at several L against ar (one prompt)."""
+    ids = pair.encode_prompt(PROMPT)
+    rows = [("specbound ar", lambda r: _sb_run(pair, ids, "ar", n, r))]
+    for k in ks:
+        p = pair.with_draft(f"early_exit:{k}")
+        for L in Ls:
+            rows.append((f"vsps early_exit:{k} L={L}",
+                         lambda r, p=p, L=L: _sb_run(p, ids, "vsps", n, r, L=L)))
+    _sb_run(pair, ids, "ar", 4, 0)
+    before = _machine_load()
+    print(f"one prompt ({len(ids)} tokens) x {n} new tokens, {rounds} rounds; {before[1]}")
+    meas = _measure(rows, rounds)
+    after = _machine_load()
+    out = [_summary(meas, name, None if name == "specbound ar" else "specbound ar", EXTRA)
+           for name, _ in rows]
+    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max",
+                       "aatps", "target_forwards_per_token"])
+    return _write("bench_llm_sweep.csv", out, COLUMNS, out_dir, before, after, command)
+
+
+def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
+    from specbound.llm import generate_batch
+
+    t0 = time.perf_counter()
+    res = generate_batch(pair, ids, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
+                         stop_at_eos=False, seed=[1000 * rnd + i for i in range(len(ids))])
+    return {"n_tokens": res.n_generated, "seconds": time.perf_counter() - t0}
+
+
+def _single_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
+    from specbound.llm import generate
+
+    t0 = time.perf_counter()
+    tot = sum(generate(pair, x, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
+                       stop_at_eos=False, seed=1000 * rnd + i).n_generated
+              for i, x in enumerate(ids))
+    return {"n_tokens": tot, "seconds": time.perf_counter() - t0}
+
+
+def run_batch_hf(pair, n, rounds, n_prompts, out_dir=None, command=""):
+    """generate_batch ar against transformers' batched sampling on the same padded batch."""
+    ids = _short_prompts(pair, n_prompts)
+    t, mask = _left_padded(pair, ids)
+    rows = [("transformers batched sample", lambda r: _hf_run(pair, t, mask, n, r)),
+            ("specbound generate_batch ar", lambda r: _batched_ar(pair, ids, n, r))]
+    _batched_ar(pair, ids[:2], 4, 0)
+    before = _machine_load()
+    print(f"{len(ids)} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
+          f"tokens, {rounds} rounds; {before[1]}")
+    meas = _measure(rows, rounds)
+    after = _machine_load()
+    out = [_summary(meas, rows[0][0]),
+           _summary(meas, rows[1][0], rows[0][0])]
+    _print_table(out, ["row", "tok_s_median", "tok_s_min", "tok_s_max", "ratio_median",
+                       "ratio_min", "ratio_max", "ratios"])
+    return _write("bench_llm_batch_hf.csv", out, COLUMNS, out_dir, before, after, command)
+
+
+def run_threads(pair, n, rounds, n_prompts, out_dir=None, command=""):
+    """ar batched and one at a time, torch on 1 and 2 threads."""
+    import torch
+
+    ids = _short_prompts(pair, n_prompts)
+
+    def at(threads, fn):
+        def go(r):
+            torch.set_num_threads(threads)
+            try:
+                return fn(pair, ids, n, r)
+            finally:
+                torch.set_num_threads(1)
+        return go
+
+    rows = [(f"{mode} {th}T", at(th, fn)) for th in (1, 2)
+            for mode, fn in (("batched", _batched_ar), ("one at a time", _single_ar))]
+    _batched_ar(pair, ids[:2], 4, 0)
+    before = _machine_load()
+    print(f"{len(ids)} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
+          f"tokens, {rounds} rounds; {before[1]}")
+    meas = _measure(rows, rounds)
+    after = _machine_load()
+    out = [_summary(meas, "batched 1T", "one at a time 1T"),
+           _summary(meas, "batched 2T", "one at a time 2T"),
+           _summary(meas, "one at a time 2T", "one at a time 1T"),
+           _summary(meas, "batched 2T", "batched 1T")]
+    out.insert(0, _summary(meas, "one at a time 1T"))
+    _print_table(out, ["row", "tok_s_median", "tok_s_min", "tok_s_max", "ratio_to",
+                       "ratio_median", "ratio_min", "ratio_max"])
+    return _write("bench_llm_threads.csv", out, COLUMNS, out_dir, before, after, command)
+
+
+# ----------------------------------------------------------------------------- memory
+
+MEMORY_CASES = ("ar single", "ar batched", "vsps single", "vsps batched",
+                "transformers batched")
+MEMORY_COLUMNS = ["case", "prompts", "n_tokens", "seconds", "rss_after_load_mb",
+                  "rss_after_warmup_mb", "peak_rss_mb", "peak_above_warmup_mb"]
+
+
+def _rss_kb(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def memory_child(case, n, n_prompts):
+    """One measurement in this (fresh) process; prints a JSON line."""
+    import resource
+
+    import torch
+
+    from specbound.llm import load_pair
+
+    torch.set_num_threads(1)
+    pair = load_pair("embedded", draft="early_exit:20", device="cpu", top_k=50)
+    ids = _short_prompts(pair, n_prompts)
+    dec = case.split()[0]
+    dec = "ar" if dec == "transformers" else dec
+    if case.endswith("single"):
+        ids = ids[:1]
+    rss_load = _rss_kb("VmRSS")
+    # warm-up: the first forward pages the memory-mapped weights in (about 525 MB)
+    _sb_run(pair, ids[0], "ar", 2, 0)
+    rss0 = _rss_kb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    t0 = time.perf_counter()
+    if case.startswith("transformers"):
+        t, mask = _left_padded(pair, ids)
+        _hf_run(pair, t, mask, n, 0)
+    else:
+        _batched_ar(pair, ids, n, 0, dec=dec)
+    sec = time.perf_counter() - t0
+    hwm = _rss_kb("VmHWM")
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"case": case, "prompts": len(ids), "n_tokens": n, "seconds": sec,
+                      "rss_after_load_mb": rss_load / 1024,
+                      "rss_after_warmup_mb": rss0 / 1024, "peak_rss_mb": maxrss / 1024,
+                      "peak_above_warmup_mb": (hwm - rss0) / 1024}))
+
+
+def run_memory(n, n_prompts, out_dir=None, command=""):
+    before = _machine_load()
+    rows = []
+    for case in MEMORY_CASES:
+        cmd = [sys.executable, "-m", "benchmarks.bench_llm", "--memory-child", case,
+               "--tokens", str(n), "--prompts", str(n_prompts)]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        print(rows[-1], flush=True)
+    after = _machine_load()
+    _print_table(rows, MEMORY_COLUMNS)
+    return _write("bench_llm_memory.csv", rows, MEMORY_COLUMNS, out_dir, before, after,
+                  command)
+
+
+# ----------------------------------------------------------------------------- dtype
+
+
+def _int8_pair(pair):
+    """The pair with the ``nn.Linear`` layers of its target's decoder layers dynamically
+    quantized to int8 (weights int8 per tensor, activations quantized per call); the
+    embedding and the tied output head stay float32."""
+    import copy
+
+    import torch
+
+    from specbound.llm.models import ModelPair
+
+    target = copy.deepcopy(pair.target)
+    target.model.layers = torch.ao.quantization.quantize_dynamic(
+        target.model.layers, {torch.nn.Linear}, dtype=torch.qint8)
+    from specbound.llm.drafts import parse_draft
+
+    return ModelPair(target, target, pair.tokenizer, pair.processing,
+                     parse_draft("temperature:1"), device=pair.device,
+                     load_info=pair.load_info)
+
+
+def _log_groups():
+    """Contexts of the shipped log grouped by sequence: (longest context, [lengths])."""
+    import numpy as np
+
+    from specbound.llm import shipped_log
+
+    groups = []
+    for c in shipped_log().contexts():
+        if groups and len(c) > len(groups[-1][0]) and np.array_equal(
+                c[:len(groups[-1][0])], groups[-1][0]):
+            groups[-1] = (c, [*groups[-1][1], len(c)])
+        elif groups and len(c) <= len(groups[-1][0]) and np.array_equal(
+                c, groups[-1][0][:len(c)]):
+            groups[-1][1].append(len(c))
+        else:
+            groups.append((c, [len(c)]))
+    return groups
+
+
+def _log_distributions(pair, groups):
+    """Processed next-token distributions at every logged context, (contexts, vocab)."""
+    import numpy as np
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for seq, lengths in groups:
+            lp = pair.target_logprobs(torch.as_tensor(seq[None, :]), num_positions=None)
+            out.append(lp.numpy()[0][np.asarray(lengths) - 1])  # probabilities
+    return np.concatenate(out)
+
+
+DTYPE_COLUMNS = ["row", "rounds", "n_tokens", "tok_s_median", "tok_s_min", "tok_s_max",
+                 "ratio_to", "ratio_median", "ratio_min", "ratio_max", "contexts",
+                 "max_tv", "median_tv", "mean_tv"]
+
+
+def run_dtype(pair, n, rounds, out_dir=None, command=""):
+    import numpy as np
+
+    from specbound.llm import load_pair
+
+    pairs = {"float32": pair,
+             "bfloat16": load_pair("embedded", draft="temperature:1.5", device="cpu",
+                                   dtype="bfloat16", top_k=50),
+             "int8 dynamic": _int8_pair(pair)}
+    groups = _log_groups()
+    t0 = time.perf_counter()
+    dist = {k: _log_distributions(p, groups) for k, p in pairs.items()}
+    print(f"{len(dist['float32'])} contexts of the shipped log in {len(groups)} sequences, "
+          f"{time.perf_counter() - t0:.1f} s")
+    ids = pair.encode_prompt(PROMPT)
+    for p in pairs.values():
+        _sb_run(p, ids, "ar", 4, 0)
+    rows = [(k, lambda r, p=p: _sb_run(p, ids, "ar", n, r)) for k, p in pairs.items()]
+    before = _machine_load()
+    print(f"one prompt ({len(ids)} tokens) x {n} new tokens, {rounds} rounds; {before[1]}")
+    meas = _measure(rows, rounds)
+    after = _machine_load()
+    out = []
+    for k in pairs:
+        row = _summary(meas, k, None if k == "float32" else "float32")
+        tv = 0.5 * np.abs(dist[k] - dist["float32"]).sum(axis=1)
+        row.update(contexts=len(tv), max_tv=float(tv.max()), median_tv=float(np.median(tv)),
+                   mean_tv=float(tv.mean()))
+        out.append(row)
+    _print_table(out, ["row", "tok_s_median", "tok_s_min", "tok_s_max", "ratio_median",
+                       "ratio_min", "ratio_max", "max_tv", "median_tv"])
+    return _write("bench_llm_dtype.csv", out, DTYPE_COLUMNS, out_dir, before, after, command)
 
 
 TREE_COLUMNS = ["B", "L", "n_tokens", "blocks", "path_tokens_per_block",
@@ -100,29 +560,34 @@ def _counted(pair, **kw):
 
 
 def run_tree(pair, ids, n, rounds, Bs=(2, 4, 8), L=4):
-    """Rows of the tree vs batch-of-paths comparison (module docstring)."""
+    """Rows of the tree vs batch-of-paths comparison (module docstring): per B, the tree and
+    the paths run alternate (order reversed every other round), medians over rounds."""
     import numpy as np
 
     rows = []
     for B in Bs:
-        best = {}
-        for _ in range(rounds):
-            for tree in (True, False):
-                res, fed = _counted(pair, prompt=ids, decoder="mpfr", L=L, B=B, key=42,
-                                    max_new_tokens=n, stop_at_eos=False, seed=0, tree=tree,
-                                    batch_verify=True)
-                r = best.get(tree)
-                if r is None or res.total_seconds < r[0].total_seconds:
-                    best[tree] = (res, fed)
-        (t, tf), (p, pf) = best[True], best[False]
+        runs = {True: [], False: []}
+        for rnd in range(rounds):
+            for tree in ((True, False) if rnd % 2 == 0 else (False, True)):
+                runs[tree].append(_counted(pair, prompt=ids, decoder="mpfr", L=L, B=B, key=42,
+                                           max_new_tokens=n, stop_at_eos=False, seed=0,
+                                           tree=tree, batch_verify=True))
+        (t, tf), (p, pf) = runs[True][0], runs[False][0]
         nb = t.emitted_per_block.size
+
+        def med(xs):
+            return float(np.median(xs))
+
         rows.append({"B": B, "L": L, "n_tokens": t.n_generated, "blocks": nb,
                      "path_tokens_per_block": pf / nb, "tree_tokens_per_block": tf / nb,
                      "saving": 1 - tf / pf,
                      "same_tokens": bool(np.array_equal(t.tokens, p.tokens)),
-                     "tree_seconds": t.total_seconds, "path_seconds": p.total_seconds,
-                     "tree_outside_over_forward": t.outside_seconds / t.forward_seconds,
-                     "path_outside_over_forward": p.outside_seconds / p.forward_seconds})
+                     "tree_seconds": med([r.total_seconds for r, _ in runs[True]]),
+                     "path_seconds": med([r.total_seconds for r, _ in runs[False]]),
+                     "tree_outside_over_forward": med([r.outside_seconds / r.forward_seconds
+                                                       for r, _ in runs[True]]),
+                     "path_outside_over_forward": med([r.outside_seconds / r.forward_seconds
+                                                       for r, _ in runs[False]])})
     return rows
 
 
@@ -213,8 +678,8 @@ def run_batch(pair, n, rounds, n_prompts=16, L=4, out_dir=None):
     return path
 
 
-def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=None,
-        tree=False, tree_only=False, batch=False, n_prompts=16):
+def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
+        drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command=""):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -222,81 +687,33 @@ def run(quick=False, tokens=None, threads=1, rounds=None, out_dir=None, draft=No
     torch.set_num_threads(threads)
     n = tokens or (24 if quick else 64)
     L = 4
-    pair = load_pair("embedded", draft=draft or "early_exit:20", device="cpu")
-    if batch:
-        return run_batch(pair, n, rounds or (1 if quick else 5),
+    if mode == "memory":
+        return run_memory(n, n_prompts, out_dir, command)
+    pair = load_pair("embedded", draft="early_exit:20", device="cpu", top_k=50)
+    if mode == "batch":
+        return run_batch(pair, n, rounds or (1 if quick else ROUNDS),
                          n_prompts=4 if quick else n_prompts, L=L, out_dir=out_dir)
-    rounds = rounds or (1 if quick else 2)
-    ids = pair.encode_prompt(PROMPT)
-    if tree or tree_only:
+    if mode == "batch-hf":
+        return run_batch_hf(pair, n, rounds or (1 if quick else HF_ROUNDS), n_prompts,
+                            out_dir, command)
+    if mode == "threads":
+        return run_threads(pair, n, rounds or (1 if quick else ROUNDS), n_prompts, out_dir,
+                           command)
+    if mode == "sweep":
+        return run_sweep(pair, n, rounds or (1 if quick else ROUNDS), ks, Ls, out_dir,
+                         command)
+    if mode == "dtype":
+        return run_dtype(pair, n, rounds or (1 if quick else ROUNDS), out_dir, command)
+    if mode in ("tree", "tree-only"):
+        ids = pair.encode_prompt(PROMPT)
         generate(pair, ids, "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False,
                  tree=True)
-        tree_path = _write_tree(run_tree(pair, ids, n, rounds), out_dir)
-        if tree_only:
+        tree_path = _write_tree(run_tree(pair, ids, n, rounds or (1 if quick else 3)),
+                                out_dir)
+        if mode == "tree-only":
             return tree_path
-    rows = [("ar", 1), ("basic_uwm", 1), ("vsps", 1), ("pfr", 1), ("mse", 1), ("mpfr", 4),
-            ("invariant", 4), ("specinfer", 4)]
-    if quick:
-        rows = [("ar", 1), ("vsps", 1), ("pfr", 1), ("mpfr", 4)]
-    best: dict = {}
-    # warm-up (JIT kernels, allocator)
-    generate(pair, ids, "mpfr", L=2, B=2, key=0, max_new_tokens=4, stop_at_eos=False)
-    for _ in range(rounds):
-        sec, fw = _transformers_rates(pair, ids, n, L)
-        r = best.get("hf_sample")
-        if r is None or sec < r["seconds"]:
-            best["hf_sample"] = {"row": "transformers generate(do_sample=True)",
-                                 "decoder": "hf_sample", "draft": "", "L": "", "B": 1,
-                                 "n_tokens": n, "seconds": sec, "aatps": n / max(fw + 1, 1),
-                                 "target_forwards_per_token": (fw + 1) / n,
-                                 "outside_over_forward": ""}
-        sec, fw = _transformers_rates(pair, ids, n, L, assistant=pair.draft)
-        r = best.get("hf_assisted")
-        if r is None or sec < r["seconds"]:
-            best["hf_assisted"] = {"row": "transformers assisted generation",
-                                   "decoder": "hf_assisted", "draft": str(pair.draft_spec),
-                                   "L": L, "B": 1, "n_tokens": n, "seconds": sec,
-                                   "aatps": n / max(fw + 1, 1),
-                                   "target_forwards_per_token": (fw + 1) / n,
-                                   "outside_over_forward": ""}
-        for dec, B in rows:
-            res = generate(pair, ids, dec, L=L, B=B, key=42, max_new_tokens=n,
-                           stop_at_eos=False, seed=0)
-            name = f"specbound {dec}"
-            r = best.get(name)
-            if r is None or res.total_seconds < r["seconds"]:
-                best[name] = {"row": name, "decoder": dec,
-                              "draft": "" if dec in ("ar", "basic_uwm") else str(pair.draft_spec),
-                              "L": "" if dec in ("ar", "basic_uwm") else L, "B": B,
-                              "n_tokens": res.n_generated, "seconds": res.total_seconds,
-                              "aatps": res.aatps,
-                              "target_forwards_per_token": res.target_forwards_per_token,
-                              "outside_over_forward": res.outside_seconds / res.forward_seconds}
-    ar_rate = best["specbound ar"]["n_tokens"] / best["specbound ar"]["seconds"]
-    for r in best.values():
-        r["tokens_per_s"] = r["n_tokens"] / r["seconds"]
-        r["ratio_to_ar"] = r["tokens_per_s"] / ar_rate
-    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = write_rows(out_dir / "bench_llm.csv",
-                      [{k: v for k, v in r.items() if k in COLUMNS} for r in best.values()],
-                      COLUMNS, digits=4)
-    hf, hfa = best["hf_sample"], best["hf_assisted"]
-    ours, vs = best["specbound ar"], best["specbound vsps"]
-    print(f"{'row':<42} {'AATPS':>6} {'tgt fw/tok':>10} {'tok/s':>7} {'x ar':>6} "
-          f"{'out/fw':>7}")
-    for r in best.values():
-        o = r["outside_over_forward"]
-        print(f"{r['row']:<42} {r['aatps']:>6.3f} {r['target_forwards_per_token']:>10.3f} "
-              f"{r['tokens_per_s']:>7.2f} {r['ratio_to_ar']:>6.3f} "
-              f"{(f'{o:.3f}' if o != '' else '-'):>7}")
-    print(f"ar / transformers sampling: {ours['tokens_per_s'] / hf['tokens_per_s']:.3f}")
-    print(f"vsps / transformers assisted: {vs['tokens_per_s'] / hfa['tokens_per_s']:.3f} "
-          f"(AATPS {vs['aatps']:.3f} vs {hfa['aatps']:.3f})")
-    if "specbound mpfr" in best:
-        print(f"mpfr B=4 L=4 outside/forward: {best['specbound mpfr']['outside_over_forward']:.3f}")
-    print(f"wrote {path}")
-    return path
+    return run_default(pair, n, rounds or (1 if quick else HF_ROUNDS),
+                       drafts or ["early_exit:20"], every, L, out_dir, command)
 
 
 def main(argv=None):
@@ -305,17 +722,40 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--draft", default=None, help="default early_exit:20")
+    ap.add_argument("--drafts", default="early_exit:20",
+                    help="comma-separated drafts of the default mode (default early_exit:20)")
+    ap.add_argument("--all", action="store_true", help="every decoder in the default mode")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--tree", action="store_true",
-                    help="also compare tree and batch-of-paths verification (mpfr, B = 2, 4, 8)")
-    ap.add_argument("--tree-only", action="store_true", help="only the tree comparison")
-    ap.add_argument("--batch", action="store_true",
-                    help="only batched against one-at-a-time decoding (generate_batch)")
-    ap.add_argument("--prompts", type=int, default=16, help="prompts of --batch (default 16)")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--tree", action="store_true",
+                   help="also compare tree and batch-of-paths verification (mpfr, B = 2, 4, 8)")
+    g.add_argument("--tree-only", action="store_true", help="only the tree comparison")
+    g.add_argument("--batch", action="store_true",
+                   help="only batched against one-at-a-time decoding (generate_batch)")
+    g.add_argument("--batch-hf", action="store_true",
+                   help="generate_batch ar against transformers' batched sampling")
+    g.add_argument("--threads-compare", action="store_true",
+                   help="ar batched and one at a time on 1 and 2 threads")
+    g.add_argument("--sweep", action="store_true", help="vsps with early_exit:k drafts vs ar")
+    g.add_argument("--memory", action="store_true", help="peak memory, one subprocess a case")
+    g.add_argument("--dtype", action="store_true", help="float32 vs bfloat16 vs int8")
+    g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
+    ap.add_argument("--prompts", type=int, default=16, help="prompts of the batched modes")
+    ap.add_argument("--ks", default="1,2,4,8", help="early_exit layers of --sweep")
+    ap.add_argument("--Ls", default="2,4", help="block lengths of --sweep")
     a = ap.parse_args(argv)
-    run(a.quick, a.tokens, a.threads, a.rounds, a.out, a.draft, a.tree, a.tree_only, a.batch,
-        a.prompts)
+    if a.memory_child:
+        return memory_child(a.memory_child, a.tokens or 64, a.prompts)
+    mode = next((m for m, on in (("tree", a.tree), ("tree-only", a.tree_only),
+                                 ("batch", a.batch), ("batch-hf", a.batch_hf),
+                                 ("threads", a.threads_compare), ("sweep", a.sweep),
+                                 ("memory", a.memory), ("dtype", a.dtype)) if on), "default")
+    command = "python -m benchmarks.bench_llm " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    run(mode, a.quick, a.tokens, a.threads, a.rounds, a.out,
+        [d for d in a.drafts.split(",") if d], a.all, a.prompts,
+        tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
+        command.strip())
 
 
 if __name__ == "__main__":
