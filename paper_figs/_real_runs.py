@@ -55,7 +55,7 @@ from paper_figs import _wm_common as wc
 from paper_figs._common import Param, out_path
 
 #: bump when a change in the code changes the numbers (invalidates resumed rows)
-VERSION = 1
+VERSION = 2
 RUNS = "real_runs"
 D0 = "temperature:1.5"
 SUBSTITUTE_DRAFTS = ("temperature:0.5", "early_exit:28", "quantized:3")
@@ -69,14 +69,16 @@ class RealSettings:
     draft: str = D0
     temperature: float = 1.0
     top_k: int = 50
-    per_set: int = 3
+    per_set: int = 24
     max_prompt_tokens: int = 160
-    max_new_tokens: int = 20
+    max_new_tokens: int = 64
     key: str = "specbound-real-study"
     run_seed: int = 2026
     prompt_seed: int = 0
-    sets: tuple = ("humaneval", "sharegpt")
+    sets: tuple = ("humaneval", "sharegpt", "sharegpt_summarize")
     quick: bool = False
+    #: the prompt limit of the summarisation set (its prompts carry the text to summarise)
+    summarize_prompt_tokens: int = 640
 
     def signature(self) -> str:
         blob = json.dumps([VERSION, asdict(self)], sort_keys=True)
@@ -89,7 +91,15 @@ class RealSettings:
 
     def prompt_limit(self, name: str) -> int:
         """Largest chat-formatted prompt length (tokens) admitted from prompt set ``name``."""
-        return self.max_prompt_tokens
+        return self.summarize_prompt_tokens if name == SUMMARIZE_SET else self.max_prompt_tokens
+
+    def base(self) -> RealSettings:
+        """These settings as plain :class:`RealSettings` (a subclass's own fields dropped):
+        the settings, and so the store, of the decoding runs themselves."""
+        import dataclasses
+
+        names = {f.name for f in dataclasses.fields(RealSettings)}
+        return RealSettings(**{k: v for k, v in asdict(self).items() if k in names})
 
 
 FULL = RealSettings()
@@ -110,6 +120,10 @@ def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK) -> tuple
               "new tokens per prompt", low=1),
         Param("prompt_tokens", "int", full.max_prompt_tokens, quick.max_prompt_tokens,
               "longest chat-formatted prompt admitted (tokens)", low=1),
+        Param("summary_prompt_tokens", "int", full.summarize_prompt_tokens,
+              quick.summarize_prompt_tokens,
+              "longest summarisation prompt admitted (tokens; its prompts carry the text)",
+              low=1),
     )
 
 
@@ -118,11 +132,13 @@ PARAMS = real_params()
 
 def settings(quick: bool, target: str | None = None, draft: str | None = None, *,
              base: RealSettings | None = None, prompts: int | None = None,
-             tokens: int | None = None, prompt_tokens: int | None = None) -> RealSettings:
+             tokens: int | None = None, prompt_tokens: int | None = None,
+             summary_prompt_tokens: int | None = None) -> RealSettings:
     """The full or quick settings (or ``base``), with another target model or draft D0 and
     other sizes (:func:`real_params`) if given."""
     s = base if base is not None else (QUICK if quick else FULL)
-    sizes = {"per_set": prompts, "max_new_tokens": tokens, "max_prompt_tokens": prompt_tokens}
+    sizes = {"per_set": prompts, "max_new_tokens": tokens, "max_prompt_tokens": prompt_tokens,
+             "summarize_prompt_tokens": summary_prompt_tokens}
     s = replace(s, **{k: v for k, v in sizes.items() if v is not None})
     if target is not None:
         s = replace(s, target=str(target))
@@ -317,30 +333,57 @@ def expected_cost(spec: RunSpec) -> float:
     return 1.8 * kind * (0.6 + 0.1 * spec.L) * (1.0 + 0.05 * (spec.B - 1))
 
 
+class _EntropyLogs:
+    """One :class:`EntropyLog` per prompt of a batched run (``log.record`` gets the prompt's
+    index as ``prompt_id``)."""
+
+    def __init__(self):
+        self.logs: dict[int, EntropyLog] = {}
+
+    def record(self, prompt_id, context_tokens, p, qs) -> None:
+        self.logs.setdefault(int(prompt_id), EntropyLog()).record(prompt_id, context_tokens,
+                                                                 p, qs)
+
+    def entropy(self, prompt_id: int, n: int) -> float:
+        log = self.logs.get(int(prompt_id))
+        return float("nan") if log is None else log.entropy(n)
+
+
 def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
+    """Every prompt of ``spec`` decoded together (:func:`specbound.llm.generate_batch`: one
+    batched forward per step for all prompts; prompt ``i`` emits the tokens of
+    ``generate(..., seed=spec.run_seed(s, i))`` up to float32 rounding of the batched
+    forwards); a temperature draft shares the target's forwards (``share_forwards``)."""
     from specbound import llm
     from specbound.sim.decode import DECODER_SCHEME
 
     pair = pair_for(s, spec.draft)
     cache = prefix_cache()
+    texts = prompt_texts(s)
+    rec = _EntropyLogs() if spec.decoder == "ar" else llm.ContextRecorder()
+    share = share_forwards(spec)
+    options = {"share_forwards": True} if share else {"tree": spec.B > 1}
+    cpu0 = time.process_time()
+    batch = llm.generate_batch(pair, [t for _, _, t in texts], spec.decoder, L=spec.L, B=spec.B,
+                               key=s.key, window=None, max_new_tokens=s.max_new_tokens,
+                               seed=[spec.run_seed(s, i) for i in range(len(texts))],
+                               stop_at_eos=False, log=rec, prefix_cache=cache, **options)
+    cpu = time.process_time() - cpu0
     rows = []
-    for i, (name, idx, text) in enumerate(prompt_texts(s)):
-        rec = EntropyLog() if spec.decoder == "ar" else llm.ContextRecorder()
-        cpu0 = time.process_time()
-        r = llm.generate(pair, text, spec.decoder, L=spec.L, B=spec.B, key=s.key,
-                         window=None, max_new_tokens=s.max_new_tokens,
-                         seed=spec.run_seed(s, i), stop_at_eos=False, tree=spec.B > 1, log=rec,
-                         prompt_id=i, prefix_cache=cache)
+    for i, ((name, idx, _), r) in enumerate(zip(texts, batch.rows, strict=True)):
         row = {"decoder": spec.decoder, "L": spec.L, "B": spec.B, "draft": spec.draft,
                "prompt": i, "prompt_set": name, "prompt_index": idx,
                "prompt_length": int(r.prompt_length), "n_generated": int(r.generated.size),
                "n_blocks": int(r.emitted_per_block.size), "aatps": float(r.aatps),
                "target_seconds": r.target_seconds, "draft_seconds": r.draft_seconds,
-               "total_seconds": r.total_seconds,
-               "cpu_seconds": time.process_time() - cpu0, "tokens": _join(r.tokens),
-               "emitted": _join(r.emitted_per_block)}
+               "total_seconds": r.total_seconds, "cpu_seconds": cpu / len(texts),
+               "batch_seconds": batch.total_seconds, "batch_rows": len(texts),
+               "shared_forwards": share,
+               "n_target_evals": int(r.n_target_evals),
+               "n_draft_evals": int(r.n_draft_evals),
+               "tokens": _join(r.tokens), "emitted": _join(r.emitted_per_block)}
         if spec.decoder == "ar":  # entropy of the law each generated token was drawn from
-            row["entropy"] = _join(rec.entropy(r.prompt_length + t)
+            row["entropy"] = _join(rec.entropy(i, r.prompt_length + t)
                                    for t in range(r.generated.size))
         if spec.decoder in DECODER_SCHEME:
             dec = llm.decision_acceptance(r, rec, prompt_id=i)
@@ -353,6 +396,23 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
         row.update({f"setting_{k}": v for k, v in s.columns().items()})
         rows.append(row)
     return rows
+
+
+def share_forwards(spec: RunSpec) -> bool:
+    """Whether ``spec``'s draft is the target at another temperature, whose forwards the
+    target shares (``generate_batch(..., share_forwards=True)``: one forward per drafted
+    token gives both laws, the verification forwards only the leaves)."""
+    from specbound.llm import generate_batch
+
+    if not _accepts_share_forwards(generate_batch):
+        return False
+    return str(spec.draft or D0).startswith("temperature:")
+
+
+def _accepts_share_forwards(fn) -> bool:
+    import inspect
+
+    return "share_forwards" in inspect.signature(fn).parameters
 
 
 def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = True,

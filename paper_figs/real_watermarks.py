@@ -77,8 +77,8 @@ from specbound.theory.watermark import anlppt, score_threshold, token_scores
 FIGURE = True
 NAME = "real_watermarks"
 #: the grids of the four studies, full and quick (:func:`sizes`)
-GRIDS = {False: {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
-                 "T_subst": (4, 8, 16)},
+GRIDS = {False: {"L": (2, 4), "B": (2, 4), "T": (1, 2, 4, 8, 16, 32, 64),
+                 "T_subst": (4, 8, 16, 32)},
          True: {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,)}}
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
 #: (``paper_figs._real_runs.PARAMS``) and the studies' grids
