@@ -349,6 +349,20 @@ class _EntropyLogs:
         return float("nan") if log is None else log.entropy(n)
 
 
+#: the most sequences (prompts x draft paths) decoded together in one batched run
+BATCH_SEQUENCES = 64
+
+
+class _Shifted:
+    """A ``log=`` target that adds ``offset`` to the prompt ids of a chunk of prompts."""
+
+    def __init__(self, log, offset: int):
+        self.log, self.offset = log, offset
+
+    def record(self, prompt_id, context_tokens, p, qs) -> None:
+        self.log.record(int(prompt_id) + self.offset, context_tokens, p, qs)
+
+
 def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
     """Every prompt of ``spec`` decoded together (:func:`specbound.llm.generate_batch`: one
     batched forward per step for all prompts; prompt ``i`` emits the tokens of
@@ -363,21 +377,30 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
     rec = _EntropyLogs() if spec.decoder == "ar" else llm.ContextRecorder()
     share = share_forwards(spec)
     options = {"share_forwards": True} if share else {"tree": spec.B > 1}
+    seeds = [spec.run_seed(s, i) for i in range(len(texts))]
+    # the sequences of one batched step (prompts x draft paths) are bounded, and so is the
+    # memory of the stacked caches: the prompts go in chunks of BATCH_SEQUENCES // B
+    chunk = max(1, BATCH_SEQUENCES // spec.B)
+    results, batches = [], []
     cpu0 = time.process_time()
-    batch = llm.generate_batch(pair, [t for _, _, t in texts], spec.decoder, L=spec.L, B=spec.B,
-                               key=s.key, window=None, max_new_tokens=s.max_new_tokens,
-                               seed=[spec.run_seed(s, i) for i in range(len(texts))],
-                               stop_at_eos=False, log=rec, prefix_cache=cache, **options)
+    for a in range(0, len(texts), chunk):
+        batch = llm.generate_batch(pair, [t for _, _, t in texts[a:a + chunk]], spec.decoder,
+                                   L=spec.L, B=spec.B, key=s.key, window=None,
+                                   max_new_tokens=s.max_new_tokens, seed=seeds[a:a + chunk],
+                                   stop_at_eos=False, log=_Shifted(rec, a), prefix_cache=cache,
+                                   **options)
+        results += batch.rows
+        batches += [batch] * len(batch.rows)
     cpu = time.process_time() - cpu0
     rows = []
-    for i, ((name, idx, _), r) in enumerate(zip(texts, batch.rows, strict=True)):
+    for i, ((name, idx, _), r, batch) in enumerate(zip(texts, results, batches, strict=True)):
         row = {"decoder": spec.decoder, "L": spec.L, "B": spec.B, "draft": spec.draft,
                "prompt": i, "prompt_set": name, "prompt_index": idx,
                "prompt_length": int(r.prompt_length), "n_generated": int(r.generated.size),
                "n_blocks": int(r.emitted_per_block.size), "aatps": float(r.aatps),
                "target_seconds": r.target_seconds, "draft_seconds": r.draft_seconds,
                "total_seconds": r.total_seconds, "cpu_seconds": cpu / len(texts),
-               "batch_seconds": batch.total_seconds, "batch_rows": len(texts),
+               "batch_seconds": batch.total_seconds, "batch_rows": len(batch.rows),
                "shared_forwards": share,
                "n_target_evals": int(r.n_target_evals),
                "n_draft_evals": int(r.n_draft_evals),
