@@ -6,34 +6,44 @@ processed with temperature 1 and top-k 50 (the paper's App. D.1 setting) for tar
 drafts alike, on CPU with one torch thread per process.
 
 Settings (:class:`RealSettings`)
-    Prompts: the first ``per_set`` HumanEval and ShareGPT prompts (``sets``) of
-    ``specbound.llm.prompts(name, 64, seed=0)`` whose chat-formatted encoding has at most
-    ``max_prompt_tokens`` tokens (long ShareGPT prompts would make every prefill dominate the
-    run), read from their wheels at run time. Each prompt is decoded for exactly
-    ``max_new_tokens`` tokens (``stop_at_eos=False``: every sequence has the same length, as the
-    detection budgets need), unkeyed seed ``run_seed + prompt index`` (the same for every
-    decoder, L, B and draft), one watermark key, whole-prefix keyed labels (``window=None``: no
-    context repeats, so the clocks of every new context are fresh, which the acceptance theory
-    and the exact i.i.d. detection null both need). Multi-draft decoders verify the draft paths
-    as a token tree (``tree=True``, equal tokens to the batch of paths).
+    Prompts: 64 by default, from three sets: the first ``per_set`` = 24 HumanEval and 24
+    ShareGPT prompts of ``specbound.llm.prompts(name, 64, seed=0)`` whose chat-formatted
+    encoding has at most ``max_prompt_tokens`` = 160 tokens (long ShareGPT prompts would make
+    every prefill dominate the run), and the summarisation set ``sharegpt_summarize``
+    (:func:`summarize_prompts`: ShareGPT prompts that ask to summarise a text they contain;
+    the 16 of at most ``summarize_prompt_tokens`` = 640 tokens, since they carry the text),
+    read from their wheels at run time.  Each prompt is decoded for exactly
+    ``max_new_tokens`` = 64 tokens (``stop_at_eos=False``: every sequence has the same length,
+    as the detection budgets need), unkeyed seed ``run_seed + prompt index`` (the same for
+    every decoder, L, B and draft), one watermark key, whole-prefix keyed labels
+    (``window=None``: no context repeats, so the clocks of every new context are fresh, which
+    the acceptance theory and the exact i.i.d. detection null both need).
     Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
     ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
-    Besides the wheels' sets, ``sharegpt_summarize`` (:func:`summarize_prompts`: ShareGPT
-    prompts that ask to summarise a text they contain); :meth:`RealSettings.prompt_limit`
-    may give a set its own prompt-length limit (``paper_figs.real_wm_rouge`` does).
     :attr:`RunSpec.seed` ``k > 0`` gives a configuration an independent unkeyed stream
     (repeated plain samples); ``ar`` runs also store the entropy of the target's processed
     law at every generated position (:class:`EntropyLog`).
 
+Decoding: all prompts of a configuration are decoded together by
+:func:`specbound.llm.generate_batch` (one batched model forward per step for every live
+prompt; prompt ``i`` emits the tokens of ``generate`` with its seed up to float32 rounding of
+the batched forwards), in chunks of :data:`BATCH_SEQUENCES` sequences (prompts x draft paths:
+64 prompts for B = 1, 32 for B = 2, 16 for B = 4), which bounds the memory of the stacked KV
+caches.  A ``temperature:T`` draft is the target's own forward at another temperature, so
+the target shares the draft's forwards (``share_forwards=True``: one forward per drafted token
+gives both laws and the verification forwards only the leaves; :func:`share_forwards`); the
+other drafts verify multi-draft paths as a token tree (``tree=True``).
+
 Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
 one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
 interrupted study resumes and the two scripts share the runs they both need (``vsps`` and
-``pfr`` at L = 4, ``mpfr`` and ``invariant`` at B = 2, 4).  Every row holds the full token
-sequence, the emitted tokens per block and, for decoders with a per-context acceptance scheme,
-every decision's ``nu``, outcome and exact predicted acceptance
-(:func:`specbound.llm.decision_acceptance` on the distributions the decoder read,
-recorded by :class:`specbound.llm.ContextRecorder`), plus the forward, total and CPU
-seconds (CPU time of the process: the run's cost on an idle core).  A worker process keeps
+``pfr`` at L = 4, ``mpfr`` and ``invariant`` at B = 2, 4). Every row holds the full token
+sequence, the emitted tokens per block and, for decoders with a per-context acceptance
+scheme, every decision's ``nu``, outcome and exact predicted acceptance
+(:func:`specbound.llm.decision_acceptance` on the distributions the decoder read, recorded
+by :class:`specbound.llm.ContextRecorder`), plus the forward, total and CPU seconds (a row's
+share of its batch: the batch's CPU time of the process over its prompts) and the model
+evaluations the row counted (``n_target_evals``, ``n_draft_evals``). A worker process keeps
 the prompts' prefill forwards in one :class:`specbound.llm.PrefixCache` for all the
 configurations it runs (the tokens are those of uncached runs bit for bit; the timings of a
 run that found its prefill there exclude it), and the configurations start costliest first
