@@ -435,17 +435,7 @@ def share_forwards(spec: RunSpec) -> bool:
     """Whether ``spec``'s draft is the target at another temperature, whose forwards the
     target shares (``generate_batch(..., share_forwards=True)``: one forward per drafted
     token gives both laws, the verification forwards only the leaves)."""
-    from specbound.llm import generate_batch
-
-    if not _accepts_share_forwards(generate_batch):
-        return False
     return str(spec.draft or D0).startswith("temperature:")
-
-
-def _accepts_share_forwards(fn) -> bool:
-    import inspect
-
-    return "share_forwards" in inspect.signature(fn).parameters
 
 
 def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = True,
