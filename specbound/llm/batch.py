@@ -14,20 +14,26 @@ token).
 
 How rows of different lengths share one forward
 -----------------------------------------------
-Every row keeps its own KV cache (of its own length, cropped after its own rejection point
-exactly as in :func:`~specbound.llm.generate`).  For a batched forward the rows' caches are
-*left-padded* to the longest and stacked; the rows' new tokens (a prompt prefill, a pending
-token plus a block's draft paths, or one draft token per path) are placed after the cache and
-*right-padded* to the longest.  A 2-D attention mask hides the padding and explicit
-``position_ids`` continue each row's own positions, so each row's logits are those of the row
-alone up to float32 rounding of the model (padding changes the order of some sums).  The
-stacked cache is allocated with room for the step's new tokens, which the model writes in
-place (transformers' ``DynamicLayer.update`` would concatenate, copying the whole stacked
-cache in every layer).  After the forward each row gets back a view of the slice of the
-stacked cache that holds its own positions and the processed distributions at its own
-positions.  A prompt's prefill (a forward without cache) runs alone: it is compute-bound,
-so stacking gains nothing, and padding ragged prompts to the longest cost 2.7x its time
-(measured).  A step with one live row runs exactly the single-prompt forward.
+Each model keeps one persistent batch cache (per layer a key and a value buffer with a slot
+per sequence and free columns after the longest row).  Row ``b`` holds its cache in columns
+``[0, c_b)`` of its slot, at its own length (cropped after its own rejection point exactly as
+in :func:`~specbound.llm.generate`); a step's new tokens (a pending token plus a block's draft
+paths, or one draft token per path) are right-padded to the longest and written in place
+after each row's own cache (columns ``[c_b, c_b + n)``: transformers' ``DynamicLayer.update``
+would concatenate, copying the whole batch cache in every layer).  A 4-D attention mask
+hides every column a row does not own and explicit ``position_ids`` continue each row's own
+positions, so each row's logits are those of the row alone up to float32 rounding of the
+model (padding changes the order of some sums).  After the forward each row gets back a view
+of its slot (its own positions) and the processed distributions at its own positions.  Rows
+keep their slot between steps: when the same rows post again in the same order, a row whose
+cache is still the store's view of its slot (cropped or not) is used in place, and only
+rows whose cache was replaced (a prefill, a selection of draft paths) are copied into their
+slot; the store is rebuilt (every row copied once) only when rows leave the batch, a row's
+number of sequences changes (the draft paths of multi-draft decoders) or the free columns
+run out.  (Restacking every row's cache at every step took about 30% of a batched step
+at 16 rows, measured.)  A prompt's prefill (a forward without cache) runs alone: it is
+compute-bound, so stacking gains nothing, and padding ragged prompts to the longest cost
+2.7x its time (measured).  A step with one live row runs exactly the single-prompt forward.
 
 Scheduling: when the live rows wait on different models (a prompt of one token has no
 target prefill; a last block may be shorter), the larger group runs and the others keep
@@ -47,8 +53,11 @@ same way: ``decoder="lossy:<rule>"`` runs :func:`specbound.sim.lossy_decode` on 
 backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters
 passed as options.
 Token-tree verification (``tree=True``; :mod:`specbound.llm.tree`) is batched too: a tree
-row's 4-D mask and node positions are placed into a 4-D mask of the batch (the other rows
-get their causal mask there).  Not covered (a ``ValueError`` names the option): one forward
+row's 4-D mask and node positions are placed into the batch's 4-D mask.
+Shared forwards (``share_forwards=True``, a ``temperature:T`` draft: the target's own
+forward gives both laws; :mod:`specbound.llm.generation`) are batched the same way: the
+rows' draft steps and leaf verifications are the target's batched forwards, on the
+target's batch cache.  Not covered (a ``ValueError`` names the option): one forward
 per draft path (``batch_verify=False``).
 """
 
@@ -67,6 +76,7 @@ from specbound.llm.generation import (
     GenerationResult,
     PairBackend,
     PrefixCache,
+    _check_shared,
     _encode,
     _generation_result,
     _stop_tokens,
@@ -97,8 +107,9 @@ class GenerationBatch:
     total_seconds : float
         Wall-clock time of the whole batch (prefills included, tokenization excluded).
     target_seconds, draft_seconds : float
-        Wall-clock time inside the batched target and draft forwards (stacking and splitting
-        the caches and the float64 processing included).
+        Wall-clock time inside the batched target and draft forwards (building the batch
+        inputs and caches and the float64 processing included; a shared forward of
+        ``share_forwards=True`` is a target forward).
     n_target_forwards, n_draft_forwards : int
         Model forwards made: the batched forwards and the prompts' prefills (a prefill runs
         alone: it is compute-bound, so stacking gains nothing and padding costs).
@@ -195,52 +206,62 @@ def _cache_layers(cache) -> list[tuple]:
                      f"{type(cache).__name__}")
 
 
-def _slot_layer_class():
-    """A ``DynamicLayer`` that writes new keys into a preallocated buffer (no concatenation).
+def _ragged_layer_class():
+    """A ``DynamicLayer`` over rows of a persistent buffer, each row at its own length.
 
-    transformers' ``DynamicLayer.update`` concatenates the cache with the new keys, which
-    copies the whole stacked cache of a batch in every layer; here the stacked cache is built
-    with room for the step's new tokens, and ``update`` writes them in place.
+    Row ``b`` holds its cache in columns ``[0, c_b)`` of its slot; ``update`` writes the
+    step's new keys of row ``b`` at columns ``[c_b, c_b + n)`` in place (transformers'
+    ``DynamicLayer.update`` would concatenate, copying the whole batch cache in every layer)
+    and returns the buffer's first ``C + n`` columns (``C = max c_b``); the attention mask
+    hides every column a row does not own.
     """
-    global _SlotLayer
-    if _SlotLayer is None:
+    global _RaggedLayer
+    if _RaggedLayer is None:
         from transformers.cache_utils import DynamicLayer
 
-        class SlotLayer(DynamicLayer):
-            def __init__(self, kbuf, vbuf, length):
+        class RaggedLayer(DynamicLayer):
+            def __init__(self, kbuf, vbuf, length, index):
                 super().__init__()
                 self.lazy_initialization(kbuf, vbuf)
-                self._kb, self._vb, self._n = kbuf, vbuf, length
+                self._kb, self._vb, self._n, self._index = kbuf, vbuf, length, index
                 self.keys, self.values = kbuf[..., :length, :], vbuf[..., :length, :]
 
             def update(self, key_states, value_states, *args, **kwargs):
                 n = key_states.shape[-2]
-                if self._n + n > self._kb.shape[-2]:  # pragma: no cover - sized for the step
-                    return super().update(key_states, value_states, *args, **kwargs)
-                self._kb[..., self._n:self._n + n, :] = key_states
-                self._vb[..., self._n:self._n + n, :] = value_states
-                self._n += n
-                self.keys = self._kb[..., :self._n, :]
-                self.values = self._vb[..., :self._n, :]
+                if self._index is None:  # every row at the same length
+                    self._kb[..., self._n:self._n + n, :] = key_states
+                    self._vb[..., self._n:self._n + n, :] = value_states
+                else:
+                    rows, cols = self._index
+                    self._kb[rows[:, :n], :, cols[:, :n], :] = key_states.transpose(1, 2)
+                    self._vb[rows[:, :n], :, cols[:, :n], :] = value_states.transpose(1, 2)
+                self.keys = self._kb[..., :self._n + n, :]
+                self.values = self._vb[..., :self._n + n, :]
                 return self.keys, self.values
 
-        _SlotLayer = SlotLayer
-    return _SlotLayer
+        _RaggedLayer = RaggedLayer
+    return _RaggedLayer
 
 
-_SlotLayer = None
+_RaggedLayer = None
 
 
-def _slot_cache(layers, length):
-    """A ``DynamicCache`` over preallocated buffers holding ``length`` positions."""
+def _ragged_cache(layers, C, cs, N):
+    """A ``DynamicCache`` over persistent buffers whose row ``b`` holds ``cs[b]`` positions."""
     from transformers import DynamicCache
 
     cache = DynamicCache()
-    if not isinstance(getattr(cache, "layers", None), list):  # older transformers
-        return _make_cache([(k[..., :length, :], v[..., :length, :]) for k, v in layers])
-    cls = _slot_layer_class()
+    if not isinstance(getattr(cache, "layers", None), list):  # pragma: no cover - old versions
+        raise ValueError("pair: generate_batch needs transformers >= 4.56 (cache layers)")
+    index = None
+    if any(c != C for c in cs):
+        dev = layers[0][0].device
+        c = torch.tensor(cs, dtype=torch.long, device=dev)
+        rows = torch.arange(len(cs), device=dev)[:, None].expand(len(cs), N)
+        index = (rows, c[:, None] + torch.arange(N, device=dev)[None, :])
+    cls = _ragged_layer_class()
     for k, v in layers:
-        cache.layers.append(cls(k, v, length))
+        cache.layers.append(cls(k, v, C, index))
     return cache
 
 
@@ -263,44 +284,86 @@ def _make_cache(layers):
     return cache
 
 
-def _tree_batch_mask(requests, starts, rows, ns, cs, C, N):
-    """A 4-D additive mask (rows, 1, N, C + N) for a batch holding token-tree requests.
+def _batch_mask(requests, starts, rows, ns, cs, N, T, dtype, dev):
+    """The 4-D additive mask (rows, 1, N, T) of a batch in the store's layout.
 
-    A tree request's own mask (each node sees the cache, the pending tokens and its
-    ancestors; :mod:`specbound.llm.tree`) is placed over its positions, a plain request gets
-    the causal mask over its own cache and tokens, padding is hidden; a padded query sees
-    only itself (so no row of the mask is empty).
+    Row ``b`` of a request with cache length ``c`` holds its cache in columns ``[0, c)`` and
+    its new tokens in ``[c, c + N)``: query ``j`` of a plain request sees columns
+    ``[0, c + j]`` (causal); a token-tree request's own mask (each node sees the cache, the
+    pending tokens and its ancestors; :mod:`specbound.llm.tree`) is placed over columns
+    ``[0, c + n)``; padded queries see the causal prefix (never an empty row).
     """
-    ref = next(q[3] for q in requests if q[3] is not None)
-    dtype, dev = ref.dtype, ref.device
     low = torch.finfo(dtype).min
-    R = sum(rows)
-    full = torch.full((R, 1, N, C + N), low, dtype=dtype, device=dev)
-    diag = torch.arange(N, device=dev)
-    full[:, 0, diag, C + diag] = 0
-    causal = torch.where(torch.ones((N, N), dtype=torch.bool, device=dev).tril(),
-                         torch.zeros((), dtype=dtype, device=dev),
-                         torch.full((), low, dtype=dtype, device=dev))
+    c_row = torch.tensor(np.repeat(cs, rows), dtype=torch.long, device=dev)
+    lim = c_row[:, None] + torch.arange(N, device=dev)[None, :]
+    allowed = torch.arange(T, device=dev)[None, None, :] <= lim[:, :, None]
+    full = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill_(~allowed, low)
+    full = full[:, None]
     for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
         if q[3] is not None:
-            full[r0:r0 + r, 0, :n, C - c:C + n] = q[3][:, 0].to(dtype)
-        else:
-            full[r0:r0 + r, 0, :n, C - c:C] = 0
-            full[r0:r0 + r, 0, :n, C:C + n] = causal[:n, :n]
+            full[r0:r0 + r, 0, :n, :c + n] = q[3][:, 0].to(dtype)
     return full
 
 
-def _batched_forward(pair, which, requests):
+class _Store:
+    """The persistent batch cache of one model: per layer a (rows, ..., capacity, dim)
+    key and value buffer, and which row of the batch (and how many sequences) owns each
+    slot.  Rows keep their slot between steps; see :func:`_batched_forward`."""
+
+    def __init__(self, layers, owners, capacity):
+        self.layers = layers
+        self.owners = owners
+        self.capacity = capacity
+
+    def holds(self, cache, start, r) -> bool:
+        """Whether ``cache`` is the store's view of slots ``[start, start + r)`` at column 0."""
+        try:
+            got = _cache_layers(cache)
+        except ValueError:
+            return False
+        if len(got) != len(self.layers):
+            return False
+        for li in (0, len(got) - 1):
+            for a, b in zip(got[li], self.layers[li], strict=True):
+                if (a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+                        or a.storage_offset() != start * b.stride(0)
+                        or a.stride() != b.stride() or a.shape[0] != r):
+                    return False
+        return True
+
+    def shares(self, cache) -> bool:
+        """Whether ``cache`` has tensors in the store's buffers (at any slot)."""
+        ptr = self.layers[0][0].untyped_storage().data_ptr()
+        try:
+            return any(k.untyped_storage().data_ptr() == ptr for k, _ in _cache_layers(cache))
+        except ValueError:
+            return False
+
+
+#: free columns a new store keeps after the longest row, per new token of the step (at
+#: least 32): rows grow into them for several steps before the store is rebuilt
+_STORE_SLACK = 12
+
+
+def _batched_forward(pair, which, requests, stores=None, owners=None):
     """One forward of ``which`` over several rows' requests; per-request NextTokenLogprobs.
 
-    ``requests``: ``(ids, cache, k)`` with ``ids`` a (rows, n) long tensor of new tokens,
-    ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the trailing positions
-    wanted.  Caches are left-padded to the longest and stacked, new tokens right-padded
-    (module docstring); also returns the number of model forwards made.  A request without
-    a cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it
-    gains nothing and padding it costs a lot.
+    ``requests``: ``(ids, cache, k[, mask4, pos4])`` with ``ids`` a (rows, n) long tensor of
+    new tokens, ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the
+    trailing positions wanted.  ``stores`` (a dict, one :class:`_Store` per model) and
+    ``owners`` (one hashable per request: the row that posted it) keep the batch cache
+    between steps: when the same rows post again in the same order, each request whose
+    cache is still the store's view of its slots is used in place (nothing is copied) and
+    only the others are written into their slots; otherwise (rows left the batch, a row's
+    number of sequences changed, the store is full) a new store is built, with free columns
+    for the next steps.  New tokens are right-padded after each row's own cache (module
+    docstring).  Also returns the number of model forwards made.  A request without a
+    cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it gains
+    nothing and padding it costs a lot.
     """
     requests = [tuple(q) + (None, None)[:5 - len(q)] for q in requests]
+    if owners is None:
+        owners = list(range(len(requests)))
     alone = [i for i, q in enumerate(requests) if q[1] is None or len(requests) == 1]
     if alone:
         out = [None] * len(requests)
@@ -310,7 +373,8 @@ def _batched_forward(pair, which, requests):
         rest = [i for i in range(len(requests)) if out[i] is None]
         n = len(alone)
         if rest:
-            outs, m = _batched_forward(pair, which, [requests[i] for i in rest])
+            outs, m = _batched_forward(pair, which, [requests[i] for i in rest], stores,
+                                       [owners[i] for i in rest])
             n += m
             for i, o in zip(rest, outs, strict=True):
                 out[i] = o
@@ -318,55 +382,70 @@ def _batched_forward(pair, which, requests):
     dev = pair.device
     rows = [int(q[0].shape[0]) for q in requests]
     ns = [int(q[0].shape[1]) for q in requests]
-    cs = [int(q[1].get_seq_length()) if q[1] is not None else 0 for q in requests]
+    cs = [int(q[1].get_seq_length()) for q in requests]
     ks = [int(q[2]) if q[2] is not None else int(q[0].shape[1]) for q in requests]
-    tree = any(q[3] is not None for q in requests)
     R, N, C = sum(rows), max(ns), max(cs)
-    ids_b = torch.zeros((R, N), dtype=torch.long, device=dev)
-    mask = torch.zeros((R, C + N), dtype=torch.long, device=dev)
-    pos = torch.zeros((R, N), dtype=torch.long, device=dev)
+    T = C + N
     starts = np.concatenate([[0], np.cumsum(rows)]).astype(int)
+    ids_b = torch.zeros((R, N), dtype=torch.long, device=dev)
+    pos = torch.zeros((R, N), dtype=torch.long, device=dev)
     ar = torch.arange(N, device=dev)
     for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
         ids = q[0]
         ids_b[r0:r0 + r, :n] = ids
         ids_b[r0:r0 + r, n:] = ids[:, -1:]  # any valid token; masked out
-        mask[r0:r0 + r, C - c:C + n] = 1
         pos[r0:r0 + r] = ar + c
         if q[4] is not None:  # a token tree's own positions (its depths), pads after them
             pos[r0:r0 + r, :n] = q[4]
-    if tree:
-        mask = _tree_batch_mask(requests, starts, rows, ns, cs, C, N)
-    stacked = None
-    if C > 0:
-        per_req = [_cache_layers(q[1]) if q[1] is not None else None for q in requests]
-        ref = next(p for p in per_req if p is not None)
+    per_req = [_cache_layers(q[1]) for q in requests]
+    model = pair.target if which == "target" else pair.draft
+    params = next(iter(model.parameters()), None)
+    mdtype = (params.dtype if params is not None and params.dtype.is_floating_point
+              else torch.float32)
+    mask = _batch_mask(requests, starts, rows, ns, cs, N, T, mdtype, dev)
+    # the batch cache: the store of the previous step when the same rows come back in the
+    # same order with room for this step's tokens, else a new one
+    key = [(o, r) for o, r in zip(owners, rows, strict=True)]
+    skey = "target" if which == "shared" else which  # a shared forward is the target's
+    store = stores.get(skey) if stores is not None else None
+    in_place = [False] * len(requests)
+    if store is not None and store.owners == key and T <= store.capacity and len(
+            per_req[0]) == len(store.layers):
+        in_place = [store.holds(q[1], r0, r)
+                    for q, r0, r in zip(requests, starts, rows, strict=False)]
+        if any(not ok and store.shares(q[1]) for ok, q in zip(in_place, requests, strict=True)):
+            store = None  # a cache that moved between slots: rebuild
+    else:
+        store = None
+    if store is None:
+        in_place = [False] * len(requests)
+        capacity = T + max(32, _STORE_SLACK * N)
         layers = []
-        for li, (k0, v0) in enumerate(ref):
-            # one copy per row into the stacked buffer, with room for the step's new tokens
-            # (written in place by the slot layer); only the left padding is zeroed
-            kb = k0.new_empty((R, *k0.shape[1:-2], C + N, k0.shape[-1]))
-            vb = v0.new_empty((R, *v0.shape[1:-2], C + N, v0.shape[-1]))
-            for p, r0, r, c in zip(per_req, starts, rows, cs, strict=False):
-                if C - c > 0:
-                    kb[r0:r0 + r, ..., :C - c, :] = 0
-                    vb[r0:r0 + r, ..., :C - c, :] = 0
-                if p is not None and c > 0:
-                    kb[r0:r0 + r, ..., C - c:C, :] = p[li][0]
-                    vb[r0:r0 + r, ..., C - c:C, :] = p[li][1]
-            layers.append((kb, vb))
-        stacked = _slot_cache(layers, C)
+        for k0, v0 in per_req[0]:
+            layers.append((k0.new_zeros((R, *k0.shape[1:-2], capacity, k0.shape[-1])),
+                           v0.new_zeros((R, *v0.shape[1:-2], capacity, v0.shape[-1]))))
+        store = _Store(layers, key, capacity)
+        if stores is not None:
+            stores[skey] = store
+    for li, (kb, vb) in enumerate(store.layers):
+        for p, ok, r0, r, c in zip(per_req, in_place, starts, rows, cs, strict=False):
+            if not ok and c > 0:
+                kb[r0:r0 + r, ..., :c, :] = p[li][0]
+                vb[r0:r0 + r, ..., :c, :] = p[li][1]
+    per_req = None
+    batch = _ragged_cache([(kb[:R], vb[:R]) for kb, vb in store.layers], C,
+                          list(np.repeat(cs, rows)), N)
     keep = max(N - n + k for n, k in zip(ns, ks, strict=True))
-    out = pair._forward(which, ids_b, mask, pos, stacked, True, keep)
-    new_layers = _cache_layers(out.cache)
+    out = pair._forward(which, ids_b, mask, pos, batch, True, keep)
     results = []
     for r0, r, n, c, k in zip(starts, rows, ns, cs, ks, strict=False):
         lo = n - k - (N - keep)
         lp = out.logprobs[r0:r0 + r, lo:lo + k]
-        span = slice(C - c, C + n)
-        cache = _make_cache([(kk[r0:r0 + r, ..., span, :], vv[r0:r0 + r, ..., span, :])
-                             for kk, vv in new_layers])
-        results.append(NextTokenLogprobs(lp, cache))
+        dlp = (out.draft_logprobs[r0:r0 + r, lo:lo + k] if out.draft_logprobs is not None
+               else None)
+        cache = _make_cache([(kb[r0:r0 + r, ..., :c + n, :], vb[r0:r0 + r, ..., :c + n, :])
+                             for kb, vb in store.layers])
+        results.append(NextTokenLogprobs(lp, cache, dlp))
     return results, 1
 
 
@@ -433,6 +512,12 @@ class _RowBackend(PairBackend):
         self.n_draft_forwards += 1
         return out
 
+    def _shared(self, ids, cache):
+        out, secs = self._sched.post(self._row, "shared", ids, cache, 1)
+        self.target_seconds += secs
+        self.n_target_forwards += 1
+        return out
+
 
 class _Scheduler:
     """Runs the rows' threads in turns and their posted forwards as batched forwards."""
@@ -444,6 +529,7 @@ class _Scheduler:
         self.seconds = {"target": 0.0, "draft": 0.0}
         self.forwards = {"target": 0, "draft": 0}
         self.max_rows = 0
+        self.stores: dict = {}  # the persistent batch cache of each model (_Store)
 
     # called in a row's thread
     def post(self, row, which, ids, cache, k, mask4=None, pos4=None):
@@ -485,14 +571,17 @@ class _Scheduler:
                 # the larger group runs (the target on a tie); the other rows keep their
                 # request for a later step, which brings rows that drifted apart (a prompt
                 # without a target prefill, a shorter last block) back into one forward
-                which = max(groups, key=lambda w: (len(groups[w]), w == "target"))
+                which = max(groups, key=lambda w: (len(groups[w]), w != "draft", w))
                 group = groups[which]
                 reqs = [r.request[1:] for r in group]
                 tf = time.perf_counter()
-                outs, n_forwards = _batched_forward(self.pair, which, reqs)
+                outs, n_forwards = _batched_forward(self.pair, which, reqs, self.stores,
+                                                    [r.index for r in group])
                 secs = time.perf_counter() - tf
-                self.seconds[which] += secs
-                self.forwards[which] += n_forwards
+                # a shared forward (share_forwards) is the target's forward
+                counted = "target" if which == "shared" else which
+                self.seconds[counted] += secs
+                self.forwards[counted] += n_forwards
                 self.max_rows = max(self.max_rows, sum(int(q[0].shape[0]) for q in reqs))
                 for r, o in zip(group, outs, strict=True):
                     r.request = None
@@ -605,6 +694,10 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         As in :func:`~specbound.llm.generate`, with ``prompt_id`` the prompt's index.
     prefix_cache : PrefixCache, optional
         As in :func:`~specbound.llm.generate` (a prefill computed in this batch is stored).
+    share_forwards : bool, default False (in ``**options``)
+        As in :func:`~specbound.llm.generate`: for a ``temperature:T`` draft, one batched
+        forward per draft depth gives both laws and the verification forwards only the
+        leaves (``tree`` does not apply); counted as target forwards.
     **options
         Further options of :func:`specbound.sim.speculative_decode` (or the lossy rule's
         parameters).
@@ -618,7 +711,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     ValueError
         An empty ``prompts`` list, an empty prompt or one beyond the target's context window
         (``prompts``, with its index), text mixed with token ids (``prompts``), a non-bool
-        ``chat``, ``batch_verify=False`` (not batched), and the errors of
+        ``chat``, ``batch_verify=False`` (not batched), ``share_forwards=True`` with a draft
+        that is not the target at another temperature, and the errors of
         :func:`~specbound.llm.generate`; raised before any forward, nothing is decoded.
     """
     L = as_int(L, "L", min_value=1)
@@ -646,6 +740,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         if name in options:
             raise ValueError(f"{name}: generate_batch sets it per prompt")
     tree = as_bool(options.pop("tree", False), "tree")
+    share = as_bool(options.pop("share_forwards", False), "share_forwards")
     if "batch_verify" in options:
         if not as_bool(options.pop("batch_verify"), "batch_verify"):
             raise ValueError("batch_verify: False (one forward per path) is not batched "
@@ -655,6 +750,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
                          f"{type(pair).__name__}")
     if log is not None and not callable(getattr(log, "record", None)):
         raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
+    if share:
+        _check_shared(pair)
     if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
         raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
                          f"{type(prefix_cache).__name__}")
@@ -682,7 +779,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     for i, (ids, _) in enumerate(encoded):
         row = _Row(i)
         backend = _RowBackend(pair, row, sched, tree=tree, log=log, prompt_id=i,
-                              stop_tokens=stops, progress=bar, prefix_cache=prefix_cache)
+                              stop_tokens=stops, progress=bar, prefix_cache=prefix_cache,
+                              share_forwards=share)
 
         def body(ids=ids, backend=backend, s=seeds[i]):
             if rule is not None:

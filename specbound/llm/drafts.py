@@ -54,7 +54,7 @@ torch = require_llm_extra()
 nn = torch.nn
 
 __all__ = ["DRAFT_DESCRIPTIONS", "DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead",
-           "divide_logits", "rtn_quantize", "make_draft", "layer_count"]
+           "divide_logits", "rtn_quantize", "make_draft", "layer_count", "view_temperature"]
 
 DRAFT_KINDS = ("temperature", "early_exit", "quantized", "model")
 QUANT_BITS = (2, 3, 4)
@@ -288,6 +288,27 @@ class TemperatureHead(nn.Module):
     def forward(self, hidden_states):
         logits = self.head(hidden_states).to(torch.float64)
         return logits if self.temperature == 1.0 else divide_logits(logits, self.temperature)
+
+
+def view_temperature(target, draft) -> float | None:
+    """``T`` when ``draft`` is ``target`` itself at temperature ``T`` (else None).
+
+    That is the module a ``temperature:T`` draft builds: a view of ``target`` whose output
+    head is a :class:`TemperatureHead` over the target's own head and whose every other
+    child is the target's child (the same objects), so its forward at a context computes
+    the target's forward there and divides the logits by ``T`` in float64.
+    """
+    get = getattr(draft, "get_output_embeddings", None)
+    head = get() if callable(get) else None
+    if not isinstance(head, TemperatureHead) or draft is target:
+        return None
+    if head.head is not target.get_output_embeddings():
+        return None
+    own = dict(target.named_children())
+    for name, child in draft.named_children():
+        if child is not head and own.get(name) is not child:
+            return None
+    return head.temperature
 
 
 def _temperature_draft(target, t: float):

@@ -30,6 +30,27 @@ The backend
   (:meth:`~specbound.llm.ModelPair.target_logprobs`), converted to NumPy for the
   simulator's Numba kernels.
 
+- **Shared forwards** (``share_forwards=True``): when the draft is the target itself at
+  another temperature (a ``temperature:T`` draft: a view of the target whose head divides
+  the logits by ``T``), the draft's forward at a context IS the target's forward there, so
+  one forward gives both processed laws: the target's (the pair's processing of the raw
+  logits) and the draft's (the same raw logits in float64 divided by ``T``, as
+  :class:`~specbound.llm.drafts.TemperatureHead` does, then processed: bit for bit what the
+  draft's own forward returns).  The draft step at depth 0 forwards the pending committed
+  tokens, each later depth one token per path, and each such forward stores the target's
+  law at its nodes too; ``verify`` then forwards only the nodes no draft step reached (one
+  token per leaf path; the root in a block without draft steps, e.g. ``ar``) and reads
+  every other node's law from the block.  One KV cache serves both (``commit`` keeps the
+  accepted path's row, cropped, as for the draft cache), the prompt's prefill is made
+  once, and a block costs ``L + 1`` single-token forwards per path instead of ``L``
+  draft forwards plus an ``(L + 1)``-token target forward.  Verification is always this
+  per-depth form (``tree`` and ``batch_verify`` do not apply).  The tokens differ from
+  the unshared run only through float32 rounding of the target's logits (single-token
+  forwards instead of one multi-token forward): on models without such rounding they are
+  the same bit for bit (tested).  Counting: a shared forward counts once, as a target
+  forward (``n_target_forwards``; its time, both laws' processing included, in
+  ``target_seconds``); ``n_draft_forwards`` and ``draft_seconds`` stay 0.
+
 - **Prefill**: a run starts with the target's forward over the prompt without its last
   token and the draft's over the whole prompt.  A :class:`PrefixCache` passed as
   ``prefix_cache`` keeps those forwards' KV caches and distributions, so that further runs
@@ -323,14 +344,22 @@ class PairBackend:
         Where the prompt's two prefill forwards are looked up and stored (see
         :class:`PrefixCache`; the tokens do not change).  A prefill found there still counts
         in ``n_target_forwards`` / ``n_draft_forwards`` but adds nothing to the timings.
+    share_forwards : bool, default False
+        For a draft that is the target itself at another temperature (``temperature:T``,
+        ``T = 1`` included; a ``ValueError`` naming ``share_forwards`` otherwise): one
+        forward serves both models (module docstring, "Shared forwards").  ``tree`` and
+        ``batch_verify`` do not apply then.
     """
 
     def __init__(self, pair, *, batch_verify=True, tree=False, log=None, prompt_id=0,
-                 stop_tokens=(), progress=None, prefix_cache=None):
+                 stop_tokens=(), progress=None, prefix_cache=None, share_forwards=False):
         _check_pair_and_log(pair, log)
         self.pair = pair
         self.batch_verify = as_bool(batch_verify, "batch_verify")
         self.tree = as_bool(tree, "tree")
+        self.share_forwards = as_bool(share_forwards, "share_forwards")
+        if self.share_forwards:
+            _check_shared(pair)
         self.log = log
         self.prompt_id = as_int(prompt_id, "prompt_id")
         self.stop_tokens = frozenset(int(t) for t in _token_ids(stop_tokens, "stop_tokens",
@@ -362,6 +391,16 @@ class PairBackend:
         out = self.pair.draft_logprobs(ids, cache=cache, use_cache=True, num_positions=1)
         self.draft_seconds += time.perf_counter() - t0
         self.n_draft_forwards += 1
+        return out
+
+    def _shared(self, ids, cache):
+        """One target forward that also gives the draft's law (``share_forwards``); it
+        counts as one target forward, its time (both laws' processing included) as target
+        time."""
+        t0 = time.perf_counter()
+        out = self.pair._forward("shared", ids, None, None, cache, True, 1)
+        self.target_seconds += time.perf_counter() - t0
+        self.n_target_forwards += 1
         return out
 
     def _prefill(self, which, tokens):
@@ -419,6 +458,7 @@ class PairBackend:
         self.d_len = 0
         self.d_rows: list[tuple] = [()]
         self._q_block: dict = {}
+        self._p_block: dict = {}  # share_forwards: the target's law at the block's nodes
         if len(self.committed) > 1:
             out = self._prefill("t", self.committed[:-1])
             self.t_cache, self.t_len = out.cache, len(self.committed) - 1
@@ -440,6 +480,16 @@ class PairBackend:
         """Draft distributions after each path: one batched forward at one depth."""
         paths = self._paths(paths, same_length=True)
         s = len(paths[0])
+        if self.share_forwards:
+            if s and (self.t_len != len(self.committed)
+                      or any(p[:-1] not in self.t_rows for p in paths)):
+                raise ValueError("paths: a draft step extends the previous step's paths by "
+                                 "one token each (start with [()])")
+            out = self._shared_forward(paths)
+            q = out.draft_logprobs[:, -1, :].exp().cpu().numpy()
+            for p, row in zip(paths, q, strict=True):
+                self._q_block[p] = row
+            return q
         if s and (self.d_cache is None or any(p[:-1] not in self.d_rows for p in paths)):
             raise ValueError("paths: a draft step extends the previous step's paths by one "
                              "token each (start with [()])")
@@ -467,6 +517,49 @@ class PairBackend:
             self._q_block[p] = row
         return q
 
+    def _shared_forward(self, paths, *, draft=True):
+        """``share_forwards``: the forward after every path of ``paths`` (the root: the
+        pending committed tokens; else one token per path, each extending a row of the
+        cache), storing the target's law at each path; ``draft=False``: the target's law
+        only (a block without draft steps)."""
+        if paths == [()]:
+            ids = self._ids([self._pending("t")])
+            out = self._shared(ids, self.t_cache) if draft else self._target(
+                ids, self.t_cache, 1)
+            self.t_cache, self.t_len, self.t_rows = out.cache, len(self.committed), [()]
+        else:
+            index = {p: i for i, p in enumerate(self.t_rows)}
+            parents = [index[p[:-1]] for p in paths]
+            if parents != list(range(len(self.t_rows))):
+                self.t_cache.batch_select_indices(
+                    torch.tensor(parents, dtype=torch.long, device=self.pair.device))
+            ids = self._ids([[p[-1]] for p in paths])
+            out = self._shared(ids, self.t_cache) if draft else self._target(
+                ids, self.t_cache, 1)
+            self.t_cache, self.t_rows = out.cache, paths
+        P = out.logprobs[:, -1, :].exp().cpu().numpy()
+        for p, row in zip(paths, P, strict=True):
+            self._p_block[p] = row
+        return out
+
+    def _verify_shared(self, paths) -> np.ndarray:
+        """``share_forwards``: the target's laws of the drafted nodes are the block's stored
+        ones; only the nodes no draft step forwarded (the leaves, or the root of a block
+        without draft steps) are forwarded here, one token per leaf."""
+        if () not in self._p_block and () in paths:
+            self._shared_forward([()], draft=False)
+        missing = list(dict.fromkeys(p for p in paths if p not in self._p_block))
+        if missing:
+            if self.t_len != len(self.committed) or any(
+                    not p or p[:-1] not in self.t_rows for p in missing):
+                raise ValueError("paths: with share_forwards, a verified path is a drafted "
+                                 "path or extends one of the last draft step's paths by "
+                                 "one token")
+            self._shared_forward(missing, draft=False)
+        P = np.stack([self._p_block[p] for p in paths])
+        self._log(paths, P)
+        return P
+
     def verify(self, paths) -> np.ndarray:
         """Target distributions after each path: ONE forward over all draft paths."""
         paths = self._paths(paths)
@@ -477,6 +570,8 @@ class PairBackend:
             raise ValueError(f"paths: {len(self.committed)} committed tokens + a path of "
                              f"{max(map(len, paths))} exceed the target's context window of "
                              f"{limit}")
+        if self.share_forwards:
+            return self._verify_shared(paths)
         pending = self._pending("t")
         leaves = _leaves(paths)
         width = max(len(leaf) for leaf in leaves)
@@ -548,7 +643,18 @@ class PairBackend:
         """Append a block's tokens; keep the cache rows of the accepted path, cropped."""
         tokens = [int(t) for t in _token_ids(tokens, "tokens", self.pair.vocab_size)]
         base = len(self.committed)
-        if self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
+        self._p_block = {}
+        if self.share_forwards:  # one cache: keep the accepted path's row, cropped
+            if self.t_cache is not None and self.t_len == base:
+                m = [_common_prefix(row, tokens) for row in self.t_rows]
+                i = int(np.argmax(m))
+                if len(self.t_rows) > 1:
+                    self.t_cache.batch_select_indices(
+                        torch.tensor([i], dtype=torch.long, device=self.pair.device))
+                self.t_len = base + m[i]
+                _crop_to(self.t_cache, self.t_len)
+                self.t_rows = [()]
+        elif self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
             _crop_to(self.t_cache, base)
             self.t_len, self.t_tree = base, False
         elif self.t_cache is not None or self.t_caches is not None:
@@ -655,6 +761,16 @@ def _encode(pair, prompt, chat, template):
 
 
 
+def _check_shared(pair) -> None:
+    """``share_forwards`` needs a draft that is the target at another temperature."""
+    from specbound.llm.drafts import view_temperature
+
+    if view_temperature(pair.target, pair.draft) is None:
+        raise ValueError(f"share_forwards: needs a draft that is the target itself at another "
+                         f"temperature (a 'temperature:T' draft, which shares the target's "
+                         f"forward), got draft {str(getattr(pair, 'draft_spec', '?'))!r}")
+
+
 def _check_pair_and_log(pair, log) -> None:
     """The public functions' checks of ``pair`` and ``log`` (ValueError naming them)."""
     if not (hasattr(pair, "target_logprobs") and hasattr(pair, "draft_logprobs")
@@ -707,7 +823,7 @@ def _generation_result(pair, res, backend, prompt_text, total) -> GenerationResu
 def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
              max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
              stop_at_eos=True, batch_verify=True, tree=False, progress=False, log=None, prompt_id=0,
-             prefix_cache=None, **options) -> GenerationResult:
+             prefix_cache=None, share_forwards=False, **options) -> GenerationResult:
     """Generate text with a (speculative) decoder on a real target/draft pair.
 
     The decision logic is :func:`specbound.sim.speculative_decode`'s (Liu, Wan, Gao &
@@ -759,6 +875,12 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     prefix_cache : PrefixCache, optional
         Reuse the prompt's prefill forwards across runs that share it (same tokens bit for
         bit; :class:`PrefixCache`).
+    share_forwards : bool, default False
+        When the draft is the target at another temperature (``temperature:T``): one forward
+        per draft depth serves both models, and the target's verification forwards only
+        the leaves (module docstring, "Shared forwards"; ``batch_verify`` and ``tree`` do
+        not apply).  The tokens differ from ``False`` only through float32 rounding of the
+        target's logits (equal bit for bit on models without it).
     **options
         Further options of :func:`specbound.sim.speculative_decode` (``repeats``,
         ``max_blocks``, ...).
@@ -775,8 +897,9 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         keyed decoder, an empty ``prompt``, one that is not valid Unicode text or one longer
         than the target's context window, ``max_new_tokens`` beyond it, an option that
         :func:`specbound.sim.speculative_decode` does not have, a ``pair`` that is not a
-        :class:`~specbound.llm.ModelPair`, a ``log`` without ``record``; every message
-        names the argument.
+        :class:`~specbound.llm.ModelPair`, a ``log`` without ``record``,
+        ``share_forwards=True`` with a draft that is not the target at another temperature;
+        every message names the argument.
     """
     decoder = as_choice(decoder, "decoder", DECODERS)
     L = as_int(L, "L", min_value=1)
@@ -795,6 +918,8 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     _check_pair_and_log(pair, log)
     if draft is not None:
         pair = pair.with_draft(draft)
+    if as_bool(share_forwards, "share_forwards"):
+        _check_shared(pair)
     ids, prompt_text = _encode(pair, prompt, chat, template)
     _check_lengths(pair, ids, L, max_new_tokens)
     target, draft_lm = as_protocol_models(pair)
@@ -806,7 +931,8 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
 
     return _drive(pair, ids, prompt_text, decoder, max_new_tokens, progress, run,
                   dict(batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
-                       stop_tokens=_stop_tokens(pair, stop_at_eos), prefix_cache=prefix_cache))
+                       stop_tokens=_stop_tokens(pair, stop_at_eos), prefix_cache=prefix_cache,
+                       share_forwards=share_forwards))
 
 
 def _drive(pair, ids, prompt_text, label, max_new_tokens, progress, run, backend_options):

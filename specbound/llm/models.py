@@ -55,7 +55,7 @@ from specbound.llm._loading import (
     resolve_device,
     resolve_dtype,
 )
-from specbound.llm.drafts import DraftSpec, divide_logits, make_draft
+from specbound.llm.drafts import DraftSpec, divide_logits, make_draft, view_temperature
 from specbound.llm.prompt_sets import chat_messages
 
 torch = require_llm_extra()
@@ -178,6 +178,10 @@ class NextTokenLogprobs:
 
     logprobs: object
     cache: object = None
+    #: for a forward shared by the target and a ``temperature:T`` view of it
+    #: (``PairBackend(share_forwards=True)``): the draft's processed log-probabilities at
+    #: the same positions; None otherwise
+    draft_logprobs: object = None
 
     @property
     def probs(self):
@@ -317,8 +321,14 @@ class ModelPair:
 
     def _forward(self, which, input_ids, attention_mask, position_ids, cache, use_cache,
                  num_positions):
-        model = self.target if which == "target" else self.draft
-        cache_kw, keep_ok = self._opts[which]
+        """One forward; ``which`` is ``"target"``, ``"draft"`` or ``"shared"`` (the target's
+        forward giving the target's law and, in ``draft_logprobs``, the law of the draft
+        when the draft is the target at temperature ``T``: the raw logits in float64
+        divided by ``T`` as :class:`~specbound.llm.drafts.TemperatureHead` does, then
+        processed -- bit for bit what the draft's own forward returns)."""
+        shared = which == "shared"
+        model = self.draft if which == "draft" else self.target
+        cache_kw, keep_ok = self._opts["draft" if which == "draft" else "target"]
         ids = self._as_ids(input_ids, "input_ids")
         use_cache = as_bool(use_cache, "use_cache") or cache is not None
         if num_positions is not None:
@@ -353,7 +363,15 @@ class ModelPair:
             new_cache = getattr(out, "cache", None)
             if new_cache is None:
                 new_cache = getattr(out, "past_key_values", None)
-        return NextTokenLogprobs(self.process(logits), new_cache)
+        p = self.process(logits)
+        if not shared:
+            return NextTokenLogprobs(p, new_cache)
+        t = view_temperature(self.target, self.draft)
+        if t is None:
+            raise ValueError("share_forwards: the draft is not the target at another "
+                             "temperature (a 'temperature:T' draft)")
+        q = p if t == 1.0 else self.process(divide_logits(logits.to(torch.float64), t))
+        return NextTokenLogprobs(p, new_cache, q)
 
     def _as_aux(self, x, name, ids, ndims):
         """An attention mask or position ids as a tensor on the pair's device (checked)."""
