@@ -3,8 +3,8 @@
 The third side of the package's three-way agreement (formula, Monte Carlo, real model):
 ``vsps``, ``pfr`` (L = 4), ``mpfr`` and ``invariant`` (L = 4, B = 2 and 4) generate text with
 the embedded SmolLM2-135M-Instruct target and its ``temperature:1.5`` draft (settings:
-``paper_figs._real_runs``: 3 HumanEval + 3 ShareGPT prompts of at most 160 tokens, 20 new
-tokens each, top-k 50, whole-prefix keyed labels).  For every verification decision the
+``paper_figs._real_runs``: 64 prompts (HumanEval, ShareGPT and ShareGPT summarisation
+requests) x 64 new tokens, top-k 50, whole-prefix keyed labels).  For every verification decision the
 prediction is the theory's exact acceptance at the realised context given the realised
 number of consistent drafts ``nu`` (``specbound.llm.decision_acceptance``: 1 - TV for VSpS
 (Alg. 1 of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858), the exponential race for PFR
