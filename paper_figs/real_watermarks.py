@@ -4,7 +4,8 @@ Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858), §6 and App. D, at embedded s
 embedded SmolLM2-135M-Instruct target with its ``temperature:1.5`` draft D0 (settings:
 ``paper_figs._real_runs``: 64 prompts (24 HumanEval, 24 ShareGPT, 16 ShareGPT summarisation
 requests) x exactly 64 new tokens, temperature 1 and top-k 50, one key, whole-prefix keyed
-labels; the synthetic versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdown table:
+labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each with PNG + CSV
++ markdown table:
 
 ``real_wm_frontier`` (Fig. 1, App. D.3)
     ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 2, 4: AATPS
@@ -304,8 +305,8 @@ def plot_frontier(df: pd.DataFrame, png: Path) -> None:
     ax.set_xlabel("AATPS (accepted tokens per step)")
     ax.set_ylabel("ANLPPT-U (Chernoff)")
     Ls = sorted(int(x) for x in df["L"].unique())
-    ax.set_title(f"Single-draft frontier on the real embedded model (L = {', '.join(map(str, Ls))})",
-                 fontsize=10)
+    ax.set_title("Single-draft frontier on the real embedded model "
+                 f"(L = {', '.join(map(str, Ls))})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.savefig(png)
     plt.close(fig)
