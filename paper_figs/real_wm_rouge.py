@@ -117,8 +117,10 @@ FLOOR = "floor"
 PAPER = {"vsps": 0.394, "mse": 0.406}
 #: the paper's target entropy on CNN/DailyMail (nats/token): its LPPL, Table 6
 PAPER_ENTROPY = 0.47
+#: the ``prompt_set`` of the rows over every prompt of the study together
+ALL = "all"
 SET_LABELS = {"humaneval": "code (HumanEval)", "sharegpt": "chat (ShareGPT)",
-              rr.SUMMARIZE_SET: "summarise (ShareGPT)"}
+              rr.SUMMARIZE_SET: "summarise (ShareGPT)", ALL: "all prompts"}
 
 
 @dataclass(frozen=True)
@@ -294,14 +296,16 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> p
     scores = {dec: [{T: pair_scores(outs, T) for T in Ts[dec]}
                     for outs in _outputs(runs, group)] for dec, group in sp.items()}
     rows = []
-    for ps in sets:
-        idx = np.flatnonzero(sets_of == ps)
+    groups = [(ps, np.flatnonzero(sets_of == ps)) for ps in sets]
+    if len(sets) > 1:  # every prompt together (the sample of the claims' counted rows)
+        groups.append((ALL, np.arange(sets_of.size)))
+    for ps, idx in groups:
         for dec in (*DECODERS, FLOOR):
             for T in Ts[dec]:
                 rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
                              "n_prompts": idx.size, **_pair_stats(scores[dec], idx, T),
                              "paper_rouge_l": PAPER.get(dec, math.nan)})
-                for i in idx:
+                for i in (idx if ps != ALL else ()):
                     rows.append({"row_type": "prompt", "prompt_set": ps, "decoder": dec,
                                  "T": T, "prompt": int(i),
                                  "rouge_l_minpair": scores[dec][i][T]["minpair"]})
