@@ -19,6 +19,16 @@ exponent, noise seed 1), prompts, unkeyed seeds, key and token budget:
    temperature 0.5) or D3 (temperature 1.5), same prompt and seed, for ``vsps``, ``mse``
    and ``pfr`` at L = 4.
 
+4. **TPR drift under drafter substitution** (Fig. 2(b): MSE 12–22 points, MSE-PSEUDO 6–11
+   points at T_eval 64 and 128; the package's default model: other values): TPR@1%FPR
+   (Aaronson score, exact Gamma null) of ``mse`` and of ``mse_pseudo`` with He et al. 2026's
+   keyed residual scored with the acceptance coin (the ``keyed_residual_coin`` variant of
+   ``wm_drafter_substitution``) with each of the drafters D0 (noise 0.5, seed 1), D1 (noise
+   1/3, seed 2: a better drafter), D2 / D3 (D0 at temperature 0.5 / 1.5), L = 4; the drift is
+   the TPR of the max- minus the min-drafter with the paired (by prompt) standard error of
+   that difference (conditional on which two they are), on the calibrated families of
+   ``--drift-entropy`` only, with ``--drift-prompts`` prompts of their own.
+
 AATPS is total emitted tokens over total blocks with its cluster-robust (per prompt)
 standard error (``sim.cluster_ratio_se``); a relative gap ``A/B - 1`` between two decoders
 run on the same prompts gets the paired linearised standard error (:func:`ratio_gap`).
@@ -26,8 +36,12 @@ The package's default setting (``SyntheticLM(1000)`` with ``draft(0.3)``) is run
 reference row (``family = "default SyntheticLM"``).
 
 Full mode: n = 1000 tokens, 48 prompts of 8 tokens, 128 new tokens (the paper's
-``max_new_tokens``), entropies 0.3, 0.47, 1, 2, 3; ``--quick``: n = 200, 3 prompts, 12 new
-tokens, entropies 0.47 and 2.
+``max_new_tokens``), entropies 0.3, 0.47, 1, 2, 3; the drift on 0.3, 0.47, 1 and 2 nats with 80
+prompts at T_eval 64 and 128 (8 decoding runs of 80 prompts × 128 tokens per family;
+measured 190–210 s of wall time per family on a machine shared by other jobs, load about 5 on
+2 cores; a TPR standard error of about 5 points per drafter, so the paper's 10-point ranges
+are resolved only where the drift is far outside them); ``--quick``: n = 200, 3 prompts, 12
+new tokens, entropies 0.47 and 2, the drift at T_eval 12 on 4 prompts.
 
 Outputs: ``fidelity_entropy.csv`` (columns ``section, family, entropy_target,
 entropy_achieved, decoder, L, B, drafter, metric, mean, se``), ``fidelity_entropy.png`` and
@@ -38,7 +52,8 @@ Each family runs as two tasks (:data:`PARTS`) on the studies' executor
 the rows are those of a serial run, in its order.
 
 Run: ``python -m paper_figs.fidelity_entropy [--quick] [--out DIR] [--vocab N] [--prompts N]
-[--tokens N] [--entropy X,...] [--B N,...] [--L N,...] [--contexts N]`` (``--help`` for the
+[--tokens N] [--entropy X,...] [--B N,...] [--L N,...] [--contexts N] [--drift-entropy X,...]
+[--drift-prompts N] [--drift-T N,...]`` (``--help`` for the
 defaults).
 """
 
@@ -76,10 +91,14 @@ class Config:
     Bs: tuple
     Ls: tuple
     n_contexts: int  # contexts of the exact token-level comparison
+    drift_entropies: tuple = ()  # calibrated families of section 4 (TPR drift)
+    drift_prompts: int = 0
+    drift_T: tuple = ()
 
 
-FULL = Config(1000, 48, 128, (0.3, 0.47, 1.0, 2.0, 3.0), (2, 4, 6, 8), (1, 2, 3, 4), 48)
-QUICK = Config(200, 3, 12, (0.47, 2.0), (2, 4), (2,), 6)
+FULL = Config(1000, 48, 128, (0.3, 0.47, 1.0, 2.0, 3.0), (2, 4, 6, 8), (1, 2, 3, 4), 48,
+              (0.3, 0.47, 1.0, 2.0), 80, (64, 128))
+QUICK = Config(200, 3, 12, (0.47, 2.0), (2, 4), (2,), 6, (0.47, 2.0), 4, (12,))
 PARAMS = (
     Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size, "vocabulary of the LMs", low=2),
     Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1),
@@ -90,13 +109,20 @@ PARAMS = (
     Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1),
     Param("contexts", "int", FULL.n_contexts, QUICK.n_contexts,
           "contexts of the exact token-level comparison", low=1),
+    Param("drift_entropy", "floats", FULL.drift_entropies, QUICK.drift_entropies,
+          "target entropies of the TPR-drift section (each one of --entropy)", low=0),
+    Param("drift_prompts", "int", FULL.drift_prompts, QUICK.drift_prompts,
+          "prompts of the TPR-drift section", low=2),
+    Param("drift_T", "ints", FULL.drift_T, QUICK.drift_T,
+          "detection budgets T_eval of the TPR-drift section (at most --tokens)", low=1),
 )
 
 
 def config(quick: bool, **params) -> Config:
     """The :class:`Config` of a run: the mode's, with the values of ``params``."""
     v = resolve_params(PARAMS, quick, params)
-    return Config(v.vocab, v.prompts, v.tokens, v.entropy, v.B, v.L, v.contexts)
+    return Config(v.vocab, v.prompts, v.tokens, v.entropy, v.B, v.L, v.contexts,
+                  v.drift_entropy, v.drift_prompts, v.drift_T)
 
 
 def ratio_gap(num1, den1, num2, den2) -> tuple[float, float]:
@@ -151,7 +177,40 @@ def _runs(target, draft, prompts, decoder, L, B, n):
 #: the two tasks of a family, in the order of their rows: the exact token-level acceptances
 #: and section 1 (multi-draft); sections 2 and 3 (single-draft; section 3's D0 runs repeat
 #: section 2's at L = 4, so they share a process and its model memo)
-PARTS = ("multi", "single")
+PARTS = ("multi", "single", "drift")
+#: section 4: (decoder, decoder options, coin threshold of the detector)
+DRIFT_DECODERS = (("mse", {}, None), ("mse_pseudo", {"residual": "keyed"}, 0.5))
+FPR = 0.01
+
+
+def _drift_rows(cfg: Config, target, drafters: dict, add) -> None:
+    """Section 4: TPR@1%FPR per drafter and the max − min drift per decoder and T_eval."""
+    from paper_figs import _wm_common as wc
+    from specbound.theory.watermark import score_threshold, token_scores
+
+    Ts = [T for T in cfg.drift_T if T <= cfg.new_tokens]
+    if not Ts:
+        raise ValueError(f"drift_T: every budget exceeds --tokens {cfg.new_tokens}")
+    thr = {T: score_threshold(T, score="aaronson", fpr=FPR) for T in Ts}
+    prompts = sim.random_prompts(cfg.drift_prompts, 8, cfg.vocab_size, seed=13)
+    for dec, options, tau in DRIFT_DECODERS:
+        tpr = {}
+        for name, draft in drafters.items():
+            res = wc.decode(target, draft, prompts.tokens, prompts.seeds, dec, L=4, B=1,
+                            key=KEY, max_new_tokens=cfg.new_tokens, **options)
+            U = np.array([sim.keyed_pivots(r, KEY, coin_threshold=tau).pivots for r in res])
+            S = np.cumsum(token_scores(U, "aaronson"), axis=1)
+            for T in Ts:
+                x = (S[:, T - 1] >= thr[T]).astype(np.float64)
+                tpr[name, T] = x
+                e = sim.mean_se(x)
+                add("drift", dec, 4, 1, name, f"tpr_T{T}", e.mean, e.stderr)
+        for T in Ts:
+            rate = {D: float(tpr[D, T].mean()) for D in drafters}
+            hi, lo = max(drafters, key=rate.get), min(drafters, key=rate.get)
+            est = wc.paired_mean_diff(tpr[hi, T], tpr[lo, T])
+            add("drift", dec, 4, 1, f"{hi}-{lo}", f"tpr_drift_T{T}", est["diff"],
+                est["diff_se"])
 
 
 def _family_rows(arg) -> list[dict]:
@@ -165,6 +224,14 @@ def _family_rows(arg) -> list[dict]:
     def add(section, decoder, L, B, drafter, metric, mean, se):
         rows.append({"section": section, **base, "decoder": decoder, "L": L, "B": B,
                      "drafter": drafter, "metric": metric, "mean": mean, "se": se})
+
+    if part == "drift":
+        if fam != "calibrated" or not any(np.isclose(h, x) for x in cfg.drift_entropies):
+            return rows
+        drafters = {"D0": d0, "D1": target.draft(MISMATCH * 2 / 3, seed=2), "D2": d2,
+                    "D3": d3}
+        _drift_rows(cfg, target, drafters, add)
+        return rows
 
     if part == "multi":
         # exact token-level acceptances on random contexts (noise-free)
@@ -286,6 +353,16 @@ def markdown(df: pd.DataFrame) -> str:
             g = r[(r["setting"] == s) & (r["decoder"] == d)]
             c = [_fmt(*g[g["drafter"] == k][["mean", "se"]].iloc[0]) for k in ("D2", "D3")]
             lines.append(f"| {s} | {d} | {c[0]} | {c[1]} |")
+    dr = df[(df["section"] == "drift") & df["metric"].str.startswith("tpr_drift_T")]
+    if len(dr):
+        lines += ["", "## 4. TPR drift under drafter substitution (max − min over D0–D3, "
+                  "TPR@1%FPR, L = 4)", "",
+                  "| setting | decoder | T_eval | drift (points) | drafters (max-min) |",
+                  "|---|---|---|---|---|"]
+        for _, r in dr.iterrows():
+            lines.append(f"| {r['setting']} | {r['decoder']} | "
+                         f"{r['metric'][len('tpr_drift_T'):]} | {100 * r['mean']:.1f} ± "
+                         f"{100 * r['se']:.1f} | {r['drafter']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -293,7 +370,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     cal = df[df["family"] == "calibrated"]
     dflt = df[df["family"] != "calibrated"]
-    fig, axes = plt.subplots(1, 3, figsize=(16.5, 4.8))
+    fig, axes = plt.subplots(1, 4, figsize=(22, 4.8))
     ax = axes[0]
     m = cal[cal["section"] == "multidraft"]
     for k, B in enumerate(sorted(set(m["B"]))):
@@ -343,6 +420,21 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     ax.set_ylabel("ROUGE-L")
     ax.set_title("3. output overlap under drafter substitution (L = 4)", fontsize=9)
     ax.legend(fontsize=7.5)
+    ax = axes[3]
+    dr = cal[(cal["section"] == "drift") & cal["metric"].str.startswith("tpr_drift_T")]
+    for k, (dec, lo, hi) in enumerate((("mse", 0.12, 0.22), ("mse_pseudo", 0.06, 0.11))):
+        ax.axhspan(lo, hi, color=f"C{k}", alpha=0.12)
+        groups = list(dr[dr["decoder"] == dec].groupby("metric", sort=False))
+        for ls, (metric, g) in zip(("-", "--", ":", "-."), groups[:4], strict=False):
+            ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o", ms=4,
+                        ls=ls, color=f"C{k}",
+                        label=f"{dec}, T_eval = {metric[len('tpr_drift_T'):]}")
+    ax.set_xlabel("mean next-token entropy of the target (nats)")
+    ax.set_ylabel("TPR drift (max − min over D0–D3)")
+    ax.set_title("4. TPR drift under drafter substitution; bands: the paper's ranges",
+                 fontsize=9)
+    if len(dr):
+        ax.legend(fontsize=7.5)
     fig.suptitle("Entropy sweep at fixed vocabulary, drafter mismatch, prompts and seeds "
                  "(calibrated synthetic LMs)")
     fig.tight_layout()

@@ -6,8 +6,10 @@
 ``DIR/INDEX.md``; any output folder (quick, partial, full or empty) gives an INDEX, with
 "not run" where data are missing.  ``python -m paper_figs.index --list --json`` prints the
 claims registry (``id``, ``paper``, ``location``, ``kind``, ``statement``, ``rule``,
-``flip_test``).  The rules, verdicts and rendering live in :mod:`paper_figs.claims.engine`
-(one module, so running this file as ``__main__`` shares its classes with every importer).
+``flip_test``); ``--tally`` prints the registry's counts in one line (paper claims per paper,
+package checks), the line the README quotes.  The rules, verdicts and rendering live in
+:mod:`paper_figs.claims.engine` (one module, so running this file as ``__main__`` shares its
+classes with every importer).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from paper_figs.claims.engine import (  # noqa: F401  (the public names of the I
     MissingData,
     evaluate,
     registry_json,
+    registry_tally,
     render,
     summary,
     summary_line,
@@ -37,7 +40,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the CSVs")
     ap.add_argument("--list", action="store_true", help="print the claims registry")
     ap.add_argument("--json", action="store_true", help="with --list: as JSON")
+    ap.add_argument("--tally", action="store_true",
+                    help="print the registry's claims per paper and kind in one line")
     args = ap.parse_args(argv)
+    if args.tally:
+        print(registry_tally())
+        return 0
     if args.list:
         if args.json:
             print(registry_json())

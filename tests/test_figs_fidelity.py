@@ -78,7 +78,7 @@ def entropy(tmp_path_factory):
 def test_entropy_outputs_and_exact_identities(entropy):
     df, written = entropy
     assert {p.suffix for p in written} == {".png", ".csv", ".md"}
-    assert set(df["section"]) == {"multidraft", "single", "rouge"}
+    assert set(df["section"]) == {"multidraft", "single", "rouge", "drift"}
     cal = df[df["family"] == "calibrated"]
     # the calibration reached its targets
     np.testing.assert_allclose(cal["entropy_achieved"], cal["entropy_target"], atol=1e-5)
@@ -88,6 +88,15 @@ def test_entropy_outputs_and_exact_identities(entropy):
     # PFR is drafter invariant: ROUGE-L 1 under drafter substitution
     r = df[(df["section"] == "rouge") & (df["decoder"] == "pfr")]
     assert np.all(r["mean"] == 1.0)
+    # section 4: per calibrated family of --drift-entropy, decoder and T_eval, four drafter
+    # TPRs and one drift, the drift being max − min of the four
+    d = df[df["section"] == "drift"]
+    assert set(d["family"]) == {"calibrated"} and set(d["decoder"]) == {"mse", "mse_pseudo"}
+    for _, g in d.groupby(["entropy_target", "decoder"]):
+        tpr = g[g["metric"] == "tpr_T12"]
+        drift = g[g["metric"] == "tpr_drift_T12"]
+        assert sorted(tpr["drafter"]) == ["D0", "D1", "D2", "D3"] and len(drift) == 1
+        assert drift["mean"].iloc[0] == pytest.approx(tpr["mean"].max() - tpr["mean"].min())
 
 
 def test_ratio_gap_standard_error():

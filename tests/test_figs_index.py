@@ -122,8 +122,12 @@ def test_combine_rules():
 def test_missing_outputs_are_not_run(tmp_path):
     rows = E.evaluate(tmp_path)
     assert len(rows) == len(CLAIMS)
-    assert all(r.verdict == E.NOT_RUN for r in rows)
-    assert E.summary(rows)[E.NOT_RUN] == sum(c.kind == E.PAPER for c in CLAIMS)
+    assert all(r.verdict == (E.NOT_TESTABLE if r.claim.untestable else E.NOT_RUN)
+               for r in rows)
+    counts = E.summary(rows)
+    assert counts[E.NOT_RUN] == sum(c.kind == E.PAPER and not c.untestable for c in CLAIMS)
+    assert counts[E.NOT_TESTABLE] == sum(c.kind == E.PAPER and bool(c.untestable)
+                                         for c in CLAIMS)
 
 
 def test_registry_is_well_formed_and_listed_as_json():
@@ -131,7 +135,9 @@ def test_registry_is_well_formed_and_listed_as_json():
     assert len(ids) == len(set(ids))
     for c in CLAIMS:
         assert c.kind in E.KINDS and c.paper in E.PAPERS
-        assert c.statement and c.rule and c.location and c.studies
+        assert c.statement and c.rule and c.location
+        # a claim rests on studies, unless no experiment of ours can test it (then it says why)
+        assert bool(c.studies) != bool(c.untestable), c.id
         assert any(f is not None for f in (c.synthetic, c.real, c.paper_data)), c.id
     proc = subprocess.run([sys.executable, "-m", "paper_figs.index", "--list", "--json"],
                           cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
@@ -378,3 +384,20 @@ def test_make_reproduce_quick(tmp_path):
     rows = E.evaluate(tmp_path)
     ran = [r for r in rows if r.claim.kind == E.PAPER and r.verdict != E.NOT_RUN]
     assert len(ran) >= 20
+
+
+def test_readme_states_the_registry_tally():
+    """The README's count of claims per paper and kind is the registry's (``--tally``); the
+    verdict counts depend on an output folder and are left to its INDEX.md."""
+    import re
+
+    readme = " ".join((REPO / "README.md").read_text().split())
+    line = E.registry_tally()
+    assert line in readme
+    proc = subprocess.run([sys.executable, "-m", "paper_figs.index", "--tally"], cwd=REPO,
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == line
+    # the numbers are the registry's: one untestable claim more changes the line
+    extra = E.Claim("x", E.ZHOU, "l", E.PAPER, "s", "r", "f", untestable="why")
+    assert E.registry_tally([*CLAIMS, extra]) != line
+    assert re.search(r"Zhou et al\. 2026: \d+ paper claims", line)

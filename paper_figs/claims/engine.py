@@ -29,6 +29,10 @@ quantile of the same one-sided tail, :func:`crit`):
     finite set: reproduced when it holds on every row within :data:`EXACT_ATOL`, refuted by
     a counterexample.
 
+A sentence no experiment at embedded scale can test honestly (a learned judge, EAGLE-3
+draft heads, task suites of 7B models) names why in :attr:`Claim.untestable`; its verdict is
+:data:`NOT_TESTABLE`, counted on its own, with the paper's own numbers judged beside it.
+
 A sentence with several parts has one verdict, :func:`combine` of its parts (refuted, then
 not reproduced, then not distinguishable; reproduced only when every counted part is).
 A part that is an identity of the code (two decoders emitting the same tokens) is shown
@@ -62,7 +66,10 @@ NOT_REPRODUCED = "not reproduced"
 NOT_DISTINGUISHABLE = "not distinguishable at this sample size"
 REFUTED = "refuted"
 NOT_RUN = "not run"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISTINGUISHABLE, REFUTED, NOT_RUN)
+#: a sentence no experiment at embedded scale can test honestly (a benchmark of 7B models, a
+#: learned judge): the row shows the paper's own numbers and says why; counted on its own
+NOT_TESTABLE = "not testable at embedded scale"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISTINGUISHABLE, REFUTED, NOT_RUN, NOT_TESTABLE)
 
 PAPER = "paper"
 CHECK = "check"
@@ -372,8 +379,14 @@ class Claim:
     paper_data: Evidence | None = None
     studies: tuple[str, ...] = ()
     scale: str = ""
+    #: why no experiment of ours can test the sentence (empty: testable); such a claim has
+    #: no synthetic or real-model evidence and the verdict :data:`NOT_TESTABLE`
+    untestable: str = ""
 
     def __post_init__(self):
+        if self.untestable and (self.synthetic is not None or self.real is not None):
+            raise ValueError(f"{self.id}: an untestable claim has no synthetic or real "
+                             "evidence")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.paper not in PAPERS:
@@ -386,7 +399,8 @@ class Claim:
                 "evidence": [c for c, f in zip(COLUMNS, (self.synthetic, self.real,
                                                           self.paper_data), strict=True)
                              if f is not None],
-                "studies": list(self.studies), "scale": self.scale or None}
+                "studies": list(self.studies), "scale": self.scale or None,
+                "untestable": self.untestable or None}
 
 
 @dataclass(frozen=True)
@@ -420,7 +434,9 @@ def evaluate(out_dir, claims: Iterable[Claim] | None = None, numbers=None) -> li
     for cl in registry.CLAIMS if claims is None else claims:
         cols = {SYNTHETIC: _run(cl.synthetic, data), REAL: _run(cl.real, data),
                 PAPER_DATA: _run(cl.paper_data, nums)}
-        out.append(Row(cl, cols, combine_columns(cols[c].verdict for c in (SYNTHETIC, REAL))))
+        verdict = NOT_TESTABLE if cl.untestable else \
+            combine_columns(cols[c].verdict for c in (SYNTHETIC, REAL))
+        out.append(Row(cl, cols, verdict))
     return out
 
 
@@ -512,7 +528,8 @@ def render(rows: list[Row], out_dir) -> str:
         "Verdicts: *reproduced* (the data could have said otherwise and support the "
         "sentence); *not reproduced* (a significant difference against it); *not "
         "distinguishable at this sample size*; *refuted* (an exact counterexample); *not run* "
-        "(the output or the rows it needs are missing).",
+        "(the output or the rows it needs are missing); *not testable at embedded scale* (no "
+        "honest experiment of ours exists: the row shows the paper's own numbers and why).",
         "",
     ]
     for p in PAPERS:
@@ -548,6 +565,8 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
                   + (f", {cl.scale}" if cl.scale else "") + ")", "",
                   f"- rule: {cl.rule}",
                   f"- flip test: `{cl.flip_test}`"]
+        if cl.untestable:
+            lines.append(f"- not testable at embedded scale: {_cell(cl.untestable)}")
         params = _params_of(cl, tinfo)
         if params:
             lines.append(f"- **non-default study parameters**: {'; '.join(params)}")
@@ -617,6 +636,23 @@ def write_index(out_dir) -> tuple[Path, dict]:
     path = out_dir / INDEX
     path.write_text(render(rows, out_dir))
     return path, summary(rows)
+
+
+def registry_tally(claims=None) -> str:
+    """The registry in one line: paper claims per paper (with how many are not testable at
+    embedded scale) and the package checks; the README quotes it (verdict counts depend on an
+    output folder and sit in its INDEX.md)."""
+    from paper_figs.claims import registry
+
+    cl = registry.CLAIMS if claims is None else list(claims)
+    parts = []
+    for p in PAPERS:
+        mine = [c for c in cl if c.kind == PAPER and c.paper == p]
+        nt = sum(bool(c.untestable) for c in mine)
+        parts.append(f"{SHORT[p]}: {len(mine)} paper claims"
+                     + (f", {nt} of them not testable at embedded scale" if nt else ""))
+    parts.append(f"{sum(c.kind == CHECK for c in cl)} package checks")
+    return "; ".join(parts)
 
 
 def registry_json() -> str:
