@@ -341,7 +341,8 @@ class _Store:
 
 
 #: free columns a new store keeps after the longest row, per new token of the step (at
-#: least 32): rows grow into them for several steps before the store is rebuilt
+#: least 32; only when every row holds one sequence): rows grow into them for several steps
+#: before the store is rebuilt
 _STORE_SLACK = 12
 
 
@@ -419,7 +420,9 @@ def _batched_forward(pair, which, requests, stores=None, owners=None):
         store = None
     if store is None:
         in_place = [False] * len(requests)
-        capacity = T + max(32, _STORE_SLACK * N)
+        # free columns only for one sequence per row: a row with several (draft paths)
+        # changes their number at the next step, which rebuilds the store anyway
+        capacity = T + (max(32, _STORE_SLACK * N) if R == len(requests) else 0)
         layers = []
         for k0, v0 in per_req[0]:
             layers.append((k0.new_zeros((R, *k0.shape[1:-2], capacity, k0.shape[-1])),
@@ -750,13 +753,13 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
                          f"{type(pair).__name__}")
     if log is not None and not callable(getattr(log, "record", None)):
         raise ValueError("log: must have a method record(prompt_id, context_tokens, p, qs)")
-    if share:
-        _check_shared(pair)
     if prefix_cache is not None and not isinstance(prefix_cache, PrefixCache):
         raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
                          f"{type(prefix_cache).__name__}")
     if draft is not None:
         pair = pair.with_draft(draft)
+    if share:
+        _check_shared(pair)
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
     n = len(encoded)
     seeds = _row_seeds(seed, n)
