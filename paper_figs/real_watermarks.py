@@ -15,11 +15,12 @@ labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each wit
     U-score p-value per token, mean and standard error over prompts; pivots recomputed from
     tokens and key, so unkeyed decoders sit at the null level).
 ``real_wm_scaling`` (Table 6, App. D.4)
-    ``mpfr`` against ``invariant`` at B = 2, 4 (L = 4): AATPS,
+    ``mpfr`` against ``invariant`` at B = 2 (L = 4; ``--B 2,4,6,8`` for the paper's grid):
+    AATPS,
     prediction, ANLPPT-U.
 ``real_wm_detection`` (Fig. 2a, App. D.5)
-    TPR@1%FPR of ``pfr``, ``mws``, ``mpfr`` (B = 4), ``mse``, ``mse_pseudo`` (L = 4) against the
-    token budget T_eval in {1, 2, 4, 8, 16, 32, 64}: Aaronson's score against its exact
+    TPR@1%FPR of ``pfr``, ``mws``, ``mpfr`` (the largest B), ``mse``, ``mse_pseudo`` (L = 4)
+    against the token budget T_eval in {1, 2, 4, 8, 16, 32, 64}: Aaronson's score against its exact
     Gamma(T, 1) null (detect iff ``S >= gamma.isf(0.01, T)``).  H0 floor (rows ``decoder =
     h0``): the same test on every generated sequence scored under 20 wrong keys (pivots
     i.i.d. U(0, 1) under H0 with whole-prefix labels), with its 99.9% Clopper-Pearson
@@ -78,7 +79,7 @@ from specbound.theory.watermark import anlppt, score_threshold, token_scores
 FIGURE = True
 NAME = "real_watermarks"
 #: the grids of the four studies, full and quick (:func:`sizes`)
-GRIDS = {False: {"L": (2, 4), "B": (2, 4), "T": (1, 2, 4, 8, 16, 32, 64),
+GRIDS = {False: {"L": (2, 4), "B": (2,), "T": (1, 2, 4, 8, 16, 32, 64),
                  "T_subst": (4, 8, 16, 32)},
          True: {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,)}}
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
@@ -108,8 +109,8 @@ def sizes(s: rr.RealSettings, **grids) -> dict:
     z = dict(GRIDS[s.quick])
     z.update({k: tuple(v) for k, v in grids.items() if v is not None})
     if s.quick:
-        return {**z, "drafts": drafts[:2], "B_det": 2}
-    return {**z, "drafts": drafts, "B_det": 4}
+        return {**z, "drafts": drafts[:2], "B_det": max(z["B"])}
+    return {**z, "drafts": drafts, "B_det": max(z["B"])}
 
 
 def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:
