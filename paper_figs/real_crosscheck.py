@@ -55,9 +55,8 @@ FIGURE = True
 NAME = "real_crosscheck"
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
 PARAMS = rr.PARAMS
-#: the configurations (B = 4 multi-draft runs cost twice B = 2's on a CPU, where a forward's
-#: cost grows with its sequences: ``--B`` of ``real_watermarks`` runs them, and this study
-#: reads every multi-draft configuration present in the store's grid only through SPECS)
+#: the configurations (at B = 4 a multi-draft run costs twice B = 2's on a CPU, where a
+#: forward's cost grows with its sequences; ``real_watermarks --B 2,4`` runs them)
 SPECS = (rr.RunSpec("vsps"), rr.RunSpec("pfr"), rr.RunSpec("mpfr", B=2),
          rr.RunSpec("invariant", B=2))
 BINS = np.linspace(0.0, 1.0, 11)
