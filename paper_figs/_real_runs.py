@@ -26,13 +26,14 @@ Settings (:class:`RealSettings`)
 
 Decoding: all prompts of a configuration are decoded together by
 :func:`specbound.llm.generate_batch` (one batched model forward per step for every live
-prompt; prompt ``i`` emits the tokens of ``generate`` with its seed up to float32 rounding of
-the batched forwards), in chunks of :data:`BATCH_SEQUENCES` sequences (prompts x draft paths:
-64 prompts for B = 1, 32 for B = 2, 16 for B = 4), which bounds the memory of the stacked KV
-caches.  A ``temperature:T`` draft is the target's own forward at another temperature, so
-the target shares the draft's forwards (``share_forwards=True``: one forward per drafted token
-gives both laws and the verification forwards only the leaves; :func:`share_forwards`); the
-other drafts verify multi-draft paths as a token tree (``tree=True``).
+prompt; prompt ``i`` emits the tokens of ``generate`` with its seed up to float32 rounding
+of the batched forwards), in groups of similar prompt length of at most
+:data:`BATCH_SEQUENCES` sequences (prompts x draft paths) and :data:`BATCH_POSITIONS` padded
+cache positions (:func:`chunks`), which bounds the memory of the batched KV caches. A
+``temperature:T`` draft is the target's own forward at another temperature, so the target
+shares the draft's forwards (``share_forwards=True``: one forward per drafted token gives
+both laws and the verification forwards only the leaves; :func:`share_forwards`); the other
+drafts verify multi-draft paths as a token tree (``tree=True``).
 
 Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
 one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
@@ -359,18 +360,39 @@ class _EntropyLogs:
         return float("nan") if log is None else log.entropy(n)
 
 
-#: the most sequences (prompts x draft paths) decoded together in one batched run
+#: the most sequences (prompts x draft paths) decoded together in one batched run, and the
+#: most cache positions they may span together (sequences x the longest prompt plus the new
+#: tokens): the batched caches are padded to the longest sequence of the batch, so the
+#: prompts are grouped by length (:func:`chunks`)
 BATCH_SEQUENCES = 64
+BATCH_POSITIONS = 64 * 256
 
 
-class _Shifted:
-    """A ``log=`` target that adds ``offset`` to the prompt ids of a chunk of prompts."""
+def chunks(lengths, B: int, new_tokens: int) -> list[list[int]]:
+    """Groups of prompt indices decoded together: the prompts in order of length (shortest
+    first, ties by index), cut where a group would exceed :data:`BATCH_SEQUENCES` sequences
+    (``B`` per prompt) or :data:`BATCH_POSITIONS` padded cache positions."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out, cur = [], []
+    for i in order:
+        rows = (len(cur) + 1) * B
+        if cur and (rows > BATCH_SEQUENCES or rows * (lengths[i] + new_tokens) > BATCH_POSITIONS):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
 
-    def __init__(self, log, offset: int):
-        self.log, self.offset = log, offset
+
+class _Indexed:
+    """A ``log=`` target that maps a batch's prompt ids to the study's prompt numbers."""
+
+    def __init__(self, log, ids: list[int]):
+        self.log, self.ids = log, ids
 
     def record(self, prompt_id, context_tokens, p, qs) -> None:
-        self.log.record(int(prompt_id) + self.offset, context_tokens, p, qs)
+        self.log.record(self.ids[int(prompt_id)], context_tokens, p, qs)
 
 
 def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
@@ -388,19 +410,19 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
     share = share_forwards(spec)
     options = {"share_forwards": True} if share else {"tree": spec.B > 1}
     seeds = [spec.run_seed(s, i) for i in range(len(texts))]
-    # the sequences of one batched step (prompts x draft paths) are bounded, and so is the
-    # memory of the stacked caches: the prompts go in chunks of BATCH_SEQUENCES // B
-    chunk = max(1, BATCH_SEQUENCES // spec.B)
-    results, batches = [], []
+    # the sequences of one batched step and the padded cache positions are bounded: the
+    # prompts go in groups of similar length (chunks); results are in prompt order
+    lengths = [int(pair.encode_prompt(t).size) for _, _, t in texts]
+    results, batches = [None] * len(texts), [None] * len(texts)
     cpu0 = time.process_time()
-    for a in range(0, len(texts), chunk):
-        batch = llm.generate_batch(pair, [t for _, _, t in texts[a:a + chunk]], spec.decoder,
+    for ids in chunks(lengths, spec.B, s.max_new_tokens):
+        batch = llm.generate_batch(pair, [texts[i][2] for i in ids], spec.decoder,
                                    L=spec.L, B=spec.B, key=s.key, window=None,
-                                   max_new_tokens=s.max_new_tokens, seed=seeds[a:a + chunk],
-                                   stop_at_eos=False, log=_Shifted(rec, a), prefix_cache=cache,
+                                   max_new_tokens=s.max_new_tokens, seed=[seeds[i] for i in ids],
+                                   stop_at_eos=False, log=_Indexed(rec, ids), prefix_cache=cache,
                                    **options)
-        results += batch.rows
-        batches += [batch] * len(batch.rows)
+        for i, r in zip(ids, batch.rows, strict=True):
+            results[i], batches[i] = r, batch
     cpu = time.process_time() - cpu0
     rows = []
     for i, ((name, idx, _), r, batch) in enumerate(zip(texts, results, batches, strict=True)):
