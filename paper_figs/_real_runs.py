@@ -6,34 +6,45 @@ processed with temperature 1 and top-k 50 (the paper's App. D.1 setting) for tar
 drafts alike, on CPU with one torch thread per process.
 
 Settings (:class:`RealSettings`)
-    Prompts: the first ``per_set`` HumanEval and ShareGPT prompts (``sets``) of
-    ``specbound.llm.prompts(name, 64, seed=0)`` whose chat-formatted encoding has at most
-    ``max_prompt_tokens`` tokens (long ShareGPT prompts would make every prefill dominate the
-    run), read from their wheels at run time. Each prompt is decoded for exactly
-    ``max_new_tokens`` tokens (``stop_at_eos=False``: every sequence has the same length, as the
-    detection budgets need), unkeyed seed ``run_seed + prompt index`` (the same for every
-    decoder, L, B and draft), one watermark key, whole-prefix keyed labels (``window=None``: no
-    context repeats, so the clocks of every new context are fresh, which the acceptance theory
-    and the exact i.i.d. detection null both need). Multi-draft decoders verify the draft paths
-    as a token tree (``tree=True``, equal tokens to the batch of paths).
+    Prompts: 64 by default, from three sets: the first ``per_set`` = 24 HumanEval and 24
+    ShareGPT prompts of ``specbound.llm.prompts(name, 64, seed=0)`` whose chat-formatted
+    encoding has at most ``max_prompt_tokens`` = 160 tokens (long ShareGPT prompts would make
+    every prefill dominate the run), and the summarisation set ``sharegpt_summarize``
+    (:func:`summarize_prompts`: ShareGPT prompts that ask to summarise a text they contain;
+    the 16 of at most ``summarize_prompt_tokens`` = 640 tokens, since they carry the text),
+    read from their wheels at run time.  Each prompt is decoded for exactly
+    ``max_new_tokens`` = 64 tokens (``stop_at_eos=False``: every sequence has the same length,
+    as the detection budgets need), unkeyed seed ``run_seed + prompt index`` (the same for
+    every decoder, L, B and draft), one watermark key, whole-prefix keyed labels
+    (``window=None``: no context repeats, so the clocks of every new context are fresh, which
+    the acceptance theory and the exact i.i.d. detection null both need).
     Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
     ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
-    Besides the wheels' sets, ``sharegpt_summarize`` (:func:`summarize_prompts`: ShareGPT
-    prompts that ask to summarise a text they contain); :meth:`RealSettings.prompt_limit`
-    may give a set its own prompt-length limit (``paper_figs.real_wm_rouge`` does).
     :attr:`RunSpec.seed` ``k > 0`` gives a configuration an independent unkeyed stream
     (repeated plain samples); ``ar`` runs also store the entropy of the target's processed
     law at every generated position (:class:`EntropyLog`).
 
+Decoding: all prompts of a configuration are decoded together by
+:func:`specbound.llm.generate_batch` (one batched model forward per step for every live
+prompt; prompt ``i`` emits the tokens of ``generate`` with its seed up to float32 rounding
+of the batched forwards), in groups of similar prompt length of at most
+:data:`BATCH_SEQUENCES` sequences (prompts x draft paths) and :data:`BATCH_POSITIONS` padded
+cache positions (:func:`chunks`), which bounds the memory of the batched KV caches. A
+``temperature:T`` draft is the target's own forward at another temperature, so the target
+shares the draft's forwards (``share_forwards=True``: one forward per drafted token gives
+both laws and the verification forwards only the leaves; :func:`share_forwards`); the other
+drafts verify multi-draft paths as a token tree (``tree=True``).
+
 Runs (:class:`RunSpec`, one stored configuration of the sweep per decoder, L, B and draft;
 one CSV row per prompt) go to ``real_runs.csv`` through :mod:`specbound.sweep`, so an
 interrupted study resumes and the two scripts share the runs they both need (``vsps`` and
-``pfr`` at L = 4, ``mpfr`` and ``invariant`` at B = 2, 4).  Every row holds the full token
-sequence, the emitted tokens per block and, for decoders with a per-context acceptance scheme,
-every decision's ``nu``, outcome and exact predicted acceptance
-(:func:`specbound.llm.decision_acceptance` on the distributions the decoder read,
-recorded by :class:`specbound.llm.ContextRecorder`), plus the forward, total and CPU
-seconds (CPU time of the process: the run's cost on an idle core).  A worker process keeps
+``pfr`` at L = 4, ``mpfr`` and ``invariant`` at B = 2, 4). Every row holds the full token
+sequence, the emitted tokens per block and, for decoders with a per-context acceptance
+scheme, every decision's ``nu``, outcome and exact predicted acceptance
+(:func:`specbound.llm.decision_acceptance` on the distributions the decoder read, recorded
+by :class:`specbound.llm.ContextRecorder`), plus the forward, total and CPU seconds (a row's
+share of its batch: the batch's CPU time of the process over its prompts) and the model
+evaluations the row counted (``n_target_evals``, ``n_draft_evals``). A worker process keeps
 the prompts' prefill forwards in one :class:`specbound.llm.PrefixCache` for all the
 configurations it runs (the tokens are those of uncached runs bit for bit; the timings of a
 run that found its prefill there exclude it), and the configurations start costliest first
@@ -55,7 +66,7 @@ from paper_figs import _wm_common as wc
 from paper_figs._common import Param, out_path
 
 #: bump when a change in the code changes the numbers (invalidates resumed rows)
-VERSION = 1
+VERSION = 2
 RUNS = "real_runs"
 D0 = "temperature:1.5"
 SUBSTITUTE_DRAFTS = ("temperature:0.5", "early_exit:28", "quantized:3")
@@ -69,14 +80,16 @@ class RealSettings:
     draft: str = D0
     temperature: float = 1.0
     top_k: int = 50
-    per_set: int = 3
+    per_set: int = 24
     max_prompt_tokens: int = 160
-    max_new_tokens: int = 20
+    max_new_tokens: int = 64
     key: str = "specbound-real-study"
     run_seed: int = 2026
     prompt_seed: int = 0
-    sets: tuple = ("humaneval", "sharegpt")
+    sets: tuple = ("humaneval", "sharegpt", "sharegpt_summarize")
     quick: bool = False
+    #: the prompt limit of the summarisation set (its prompts carry the text to summarise)
+    summarize_prompt_tokens: int = 640
 
     def signature(self) -> str:
         blob = json.dumps([VERSION, asdict(self)], sort_keys=True)
@@ -89,7 +102,15 @@ class RealSettings:
 
     def prompt_limit(self, name: str) -> int:
         """Largest chat-formatted prompt length (tokens) admitted from prompt set ``name``."""
-        return self.max_prompt_tokens
+        return self.summarize_prompt_tokens if name == SUMMARIZE_SET else self.max_prompt_tokens
+
+    def base(self) -> RealSettings:
+        """These settings as plain :class:`RealSettings` (a subclass's own fields dropped):
+        the settings, and so the store, of the decoding runs themselves."""
+        import dataclasses
+
+        names = {f.name for f in dataclasses.fields(RealSettings)}
+        return RealSettings(**{k: v for k, v in asdict(self).items() if k in names})
 
 
 FULL = RealSettings()
@@ -110,6 +131,10 @@ def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK) -> tuple
               "new tokens per prompt", low=1),
         Param("prompt_tokens", "int", full.max_prompt_tokens, quick.max_prompt_tokens,
               "longest chat-formatted prompt admitted (tokens)", low=1),
+        Param("summary_prompt_tokens", "int", full.summarize_prompt_tokens,
+              quick.summarize_prompt_tokens,
+              "longest summarisation prompt admitted (tokens; its prompts carry the text)",
+              low=1),
     )
 
 
@@ -118,11 +143,13 @@ PARAMS = real_params()
 
 def settings(quick: bool, target: str | None = None, draft: str | None = None, *,
              base: RealSettings | None = None, prompts: int | None = None,
-             tokens: int | None = None, prompt_tokens: int | None = None) -> RealSettings:
+             tokens: int | None = None, prompt_tokens: int | None = None,
+             summary_prompt_tokens: int | None = None) -> RealSettings:
     """The full or quick settings (or ``base``), with another target model or draft D0 and
     other sizes (:func:`real_params`) if given."""
     s = base if base is not None else (QUICK if quick else FULL)
-    sizes = {"per_set": prompts, "max_new_tokens": tokens, "max_prompt_tokens": prompt_tokens}
+    sizes = {"per_set": prompts, "max_new_tokens": tokens, "max_prompt_tokens": prompt_tokens,
+             "summarize_prompt_tokens": summary_prompt_tokens}
     s = replace(s, **{k: v for k, v in sizes.items() if v is not None})
     if target is not None:
         s = replace(s, target=str(target))
@@ -317,30 +344,101 @@ def expected_cost(spec: RunSpec) -> float:
     return 1.8 * kind * (0.6 + 0.1 * spec.L) * (1.0 + 0.05 * (spec.B - 1))
 
 
+class _EntropyLogs:
+    """One :class:`EntropyLog` per prompt of a batched run (``log.record`` gets the prompt's
+    index as ``prompt_id``)."""
+
+    def __init__(self):
+        self.logs: dict[int, EntropyLog] = {}
+
+    def record(self, prompt_id, context_tokens, p, qs) -> None:
+        self.logs.setdefault(int(prompt_id), EntropyLog()).record(prompt_id, context_tokens,
+                                                                 p, qs)
+
+    def entropy(self, prompt_id: int, n: int) -> float:
+        log = self.logs.get(int(prompt_id))
+        return float("nan") if log is None else log.entropy(n)
+
+
+#: the most sequences (prompts x draft paths) decoded together in one batched run, and the
+#: most cache positions they may span together (sequences x the longest prompt plus the new
+#: tokens): the batched caches are padded to the longest sequence of the batch, so the
+#: prompts are grouped by length (:func:`chunks`)
+BATCH_SEQUENCES = 64
+BATCH_POSITIONS = 64 * 256
+
+
+def chunks(lengths, B: int, new_tokens: int) -> list[list[int]]:
+    """Groups of prompt indices decoded together: the prompts in order of length (shortest
+    first, ties by index), cut where a group would exceed :data:`BATCH_SEQUENCES` sequences
+    (``B`` per prompt) or :data:`BATCH_POSITIONS` padded cache positions."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out, cur = [], []
+    for i in order:
+        rows = (len(cur) + 1) * B
+        if cur and (rows > BATCH_SEQUENCES or rows * (lengths[i] + new_tokens) > BATCH_POSITIONS):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+class _Indexed:
+    """A ``log=`` target that maps a batch's prompt ids to the study's prompt numbers."""
+
+    def __init__(self, log, ids: list[int]):
+        self.log, self.ids = log, ids
+
+    def record(self, prompt_id, context_tokens, p, qs) -> None:
+        self.log.record(self.ids[int(prompt_id)], context_tokens, p, qs)
+
+
 def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
+    """Every prompt of ``spec`` decoded together (:func:`specbound.llm.generate_batch`: one
+    batched forward per step for all prompts; prompt ``i`` emits the tokens of
+    ``generate(..., seed=spec.run_seed(s, i))`` up to float32 rounding of the batched
+    forwards); a temperature draft shares the target's forwards (``share_forwards``)."""
     from specbound import llm
     from specbound.sim.decode import DECODER_SCHEME
 
     pair = pair_for(s, spec.draft)
     cache = prefix_cache()
+    texts = prompt_texts(s)
+    rec = _EntropyLogs() if spec.decoder == "ar" else llm.ContextRecorder()
+    share = share_forwards(spec)
+    options = {"share_forwards": True} if share else {"tree": spec.B > 1}
+    seeds = [spec.run_seed(s, i) for i in range(len(texts))]
+    # the sequences of one batched step and the padded cache positions are bounded: the
+    # prompts go in groups of similar length (chunks); results are in prompt order
+    lengths = [int(pair.encode_prompt(t).size) for _, _, t in texts]
+    results, batches = [None] * len(texts), [None] * len(texts)
+    cpu0 = time.process_time()
+    for ids in chunks(lengths, spec.B, s.max_new_tokens):
+        batch = llm.generate_batch(pair, [texts[i][2] for i in ids], spec.decoder,
+                                   L=spec.L, B=spec.B, key=s.key, window=None,
+                                   max_new_tokens=s.max_new_tokens, seed=[seeds[i] for i in ids],
+                                   stop_at_eos=False, log=_Indexed(rec, ids), prefix_cache=cache,
+                                   **options)
+        for i, r in zip(ids, batch.rows, strict=True):
+            results[i], batches[i] = r, batch
+    cpu = time.process_time() - cpu0
     rows = []
-    for i, (name, idx, text) in enumerate(prompt_texts(s)):
-        rec = EntropyLog() if spec.decoder == "ar" else llm.ContextRecorder()
-        cpu0 = time.process_time()
-        r = llm.generate(pair, text, spec.decoder, L=spec.L, B=spec.B, key=s.key,
-                         window=None, max_new_tokens=s.max_new_tokens,
-                         seed=spec.run_seed(s, i), stop_at_eos=False, tree=spec.B > 1, log=rec,
-                         prompt_id=i, prefix_cache=cache)
+    for i, ((name, idx, _), r, batch) in enumerate(zip(texts, results, batches, strict=True)):
         row = {"decoder": spec.decoder, "L": spec.L, "B": spec.B, "draft": spec.draft,
                "prompt": i, "prompt_set": name, "prompt_index": idx,
                "prompt_length": int(r.prompt_length), "n_generated": int(r.generated.size),
                "n_blocks": int(r.emitted_per_block.size), "aatps": float(r.aatps),
                "target_seconds": r.target_seconds, "draft_seconds": r.draft_seconds,
-               "total_seconds": r.total_seconds,
-               "cpu_seconds": time.process_time() - cpu0, "tokens": _join(r.tokens),
-               "emitted": _join(r.emitted_per_block)}
+               "total_seconds": r.total_seconds, "cpu_seconds": cpu / len(texts),
+               "batch_seconds": batch.total_seconds, "batch_rows": len(batch.rows),
+               "shared_forwards": share,
+               "n_target_evals": int(r.n_target_evals),
+               "n_draft_evals": int(r.n_draft_evals),
+               "tokens": _join(r.tokens), "emitted": _join(r.emitted_per_block)}
         if spec.decoder == "ar":  # entropy of the law each generated token was drawn from
-            row["entropy"] = _join(rec.entropy(r.prompt_length + t)
+            row["entropy"] = _join(rec.entropy(i, r.prompt_length + t)
                                    for t in range(r.generated.size))
         if spec.decoder in DECODER_SCHEME:
             dec = llm.decision_acceptance(r, rec, prompt_id=i)
@@ -353,6 +451,13 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
         row.update({f"setting_{k}": v for k, v in s.columns().items()})
         rows.append(row)
     return rows
+
+
+def share_forwards(spec: RunSpec) -> bool:
+    """Whether ``spec``'s draft is the target at another temperature, whose forwards the
+    target shares (``generate_batch(..., share_forwards=True)``: one forward per drafted
+    token gives both laws, the verification forwards only the leaves)."""
+    return str(spec.draft or D0).startswith("temperature:")
 
 
 def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = True,

@@ -2,23 +2,25 @@
 
 Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858), §6 and App. D, at embedded scale: the
 embedded SmolLM2-135M-Instruct target with its ``temperature:1.5`` draft D0 (settings:
-``paper_figs._real_runs``: 3 HumanEval + 3 ShareGPT prompts of at most 160 tokens, exactly 20
-new tokens each, temperature 1 and top-k 50, one key, whole-prefix keyed labels; the synthetic
-versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdown table:
+``paper_figs._real_runs``: 64 prompts (24 HumanEval, 24 ShareGPT, 16 ShareGPT summarisation
+requests) x exactly 64 new tokens, temperature 1 and top-k 50, one key, whole-prefix keyed
+labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each with PNG + CSV
++ markdown table:
 
 ``real_wm_frontier`` (Fig. 1, App. D.3)
-    ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 1..4: AATPS
+    ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 2, 4: AATPS
     (emitted tokens / blocks, cluster-robust standard error over prompts), the theory's
     prediction along the realised blocks (``theory_aatps``, ``theory_z``: exact per-decision
     acceptance, ``specbound.llm.decision_acceptance``) and ANLPPT-U (Chernoff bound of the
     U-score p-value per token, mean and standard error over prompts; pivots recomputed from
     tokens and key, so unkeyed decoders sit at the null level).
 ``real_wm_scaling`` (Table 6, App. D.4)
-    ``mpfr`` against ``invariant`` at B = 2, 4, 6, 8 (L = 4, tree verification): AATPS,
+    ``mpfr`` against ``invariant`` at B = 2 (L = 4; ``--B 2,4,6,8`` for the paper's grid):
+    AATPS,
     prediction, ANLPPT-U.
 ``real_wm_detection`` (Fig. 2a, App. D.5)
-    TPR@1%FPR of ``pfr``, ``mws``, ``mpfr`` (B = 4), ``mse``, ``mse_pseudo`` (L = 4) against the
-    token budget T_eval in {1, 2, 4, 8, 16, 20}: Aaronson's score against its exact
+    TPR@1%FPR of ``pfr``, ``mws``, ``mpfr`` (the largest B), ``mse``, ``mse_pseudo`` (L = 4)
+    against the token budget T_eval in {1, 2, 4, 8, 16, 32, 64}: Aaronson's score against its exact
     Gamma(T, 1) null (detect iff ``S >= gamma.isf(0.01, T)``).  H0 floor (rows ``decoder =
     h0``): the same test on every generated sequence scored under 20 wrong keys (pivots
     i.i.d. U(0, 1) under H0 with whole-prefix labels), with its 99.9% Clopper-Pearson
@@ -26,7 +28,7 @@ versions are the ``wm_*`` scripts).  Four studies, each with PNG + CSV + markdow
 ``real_wm_substitution`` (Fig. 2b, Table 15)
     ``pfr``, ``vsps``, ``mse`` (L = 4) with four drafts (D0
     ``temperature:1.5``, ``temperature:0.5``, ``early_exit:28``, ``quantized:3``), the same
-    target, key, prompts and unkeyed seeds: AATPS, TPR@1%FPR at T_eval in {4, 8, 16} and its
+    target, key, prompts and unkeyed seeds: AATPS, TPR@1%FPR at T_eval in {4, 8, 16, 32} and its
     drift (max − min over drafts), token-level ROUGE-L F1 between the outputs of every pair of
     drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
     (Table 15) and the fraction of prompts whose four outputs are identical.
@@ -77,8 +79,8 @@ from specbound.theory.watermark import anlppt, score_threshold, token_scores
 FIGURE = True
 NAME = "real_watermarks"
 #: the grids of the four studies, full and quick (:func:`sizes`)
-GRIDS = {False: {"L": (1, 2, 3, 4), "B": (2, 4, 6, 8), "T": (1, 2, 4, 8, 16, 20),
-                 "T_subst": (4, 8, 16)},
+GRIDS = {False: {"L": (2, 4), "B": (2,), "T": (1, 2, 4, 8, 16, 32, 64),
+                 "T_subst": (4, 8, 16, 32)},
          True: {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,)}}
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
 #: (``paper_figs._real_runs.PARAMS``) and the studies' grids
@@ -107,8 +109,8 @@ def sizes(s: rr.RealSettings, **grids) -> dict:
     z = dict(GRIDS[s.quick])
     z.update({k: tuple(v) for k, v in grids.items() if v is not None})
     if s.quick:
-        return {**z, "drafts": drafts[:2], "B_det": 2}
-    return {**z, "drafts": drafts, "B_det": 4}
+        return {**z, "drafts": drafts[:2], "B_det": max(z["B"])}
+    return {**z, "drafts": drafts, "B_det": max(z["B"])}
 
 
 def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:
@@ -303,7 +305,9 @@ def plot_frontier(df: pd.DataFrame, png: Path) -> None:
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("AATPS (accepted tokens per step)")
     ax.set_ylabel("ANLPPT-U (Chernoff)")
-    ax.set_title("Single-draft frontier on the real embedded model (L = 1..4)", fontsize=10)
+    Ls = sorted(int(x) for x in df["L"].unique())
+    ax.set_title("Single-draft frontier on the real embedded model "
+                 f"(L = {', '.join(map(str, Ls))})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.savefig(png)
     plt.close(fig)

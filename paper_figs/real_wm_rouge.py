@@ -117,24 +117,24 @@ FLOOR = "floor"
 PAPER = {"vsps": 0.394, "mse": 0.406}
 #: the paper's target entropy on CNN/DailyMail (nats/token): its LPPL, Table 6
 PAPER_ENTROPY = 0.47
+#: the ``prompt_set`` of the rows over every prompt of the study together
+ALL = "all"
 SET_LABELS = {"humaneval": "code (HumanEval)", "sharegpt": "chat (ShareGPT)",
-              rr.SUMMARIZE_SET: "summarise (ShareGPT)"}
+              rr.SUMMARIZE_SET: "summarise (ShareGPT)", ALL: "all prompts"}
 
 
 @dataclass(frozen=True)
 class RougeSettings(rr.RealSettings):
-    """:class:`paper_figs._real_runs.RealSettings` with a longer prompt limit for the
-    summarisation set (its prompts carry the text to summarise)."""
+    """:class:`paper_figs._real_runs.RealSettings` with the number of plain samples per
+    prompt (the floor)."""
 
-    summarize_prompt_tokens: int = 704
     n_floor: int = 4
-
-    def prompt_limit(self, name: str) -> int:
-        return self.summarize_prompt_tokens if name == rr.SUMMARIZE_SET else self.max_prompt_tokens
 
 
 SETS = ("humaneval", "sharegpt", rr.SUMMARIZE_SET)
-FULL = RougeSettings(per_set=2, max_new_tokens=64, sets=SETS)
+#: the main real-model settings (the runs are those of ``real_watermarks``' drafter
+#: substitution, in the shared store)
+FULL = RougeSettings(sets=SETS)
 QUICK = RougeSettings(per_set=1, max_new_tokens=8, sets=(rr.SUMMARIZE_SET,),
                       summarize_prompt_tokens=256, n_floor=2, quick=True)
 
@@ -144,8 +144,8 @@ QUICK = RougeSettings(per_set=1, max_new_tokens=8, sets=(rr.SUMMARIZE_SET,),
 EXTENDED_TEMPERATURES = (0.5,)
 
 
-def settings(quick: bool, target=None, draft=None, summaries=None, floor=None,
-             summary_prompt_tokens=None, tau=None, **sizes) -> RougeSettings:
+def settings(quick: bool, target=None, draft=None, summaries=None, floor=None, tau=None,
+             **sizes) -> RougeSettings:
     """The study's settings; ``summaries``: the extended run's (the summarisation set only,
     ``summaries`` prompts); ``sizes``: ``prompts``, ``tokens``, ``prompt_tokens``
     (``paper_figs._real_runs.real_params``); ``floor``: plain samples per prompt;
@@ -154,8 +154,6 @@ def settings(quick: bool, target=None, draft=None, summaries=None, floor=None,
     s = QUICK if quick else FULL
     if floor is not None:
         s = replace(s, n_floor=int(floor))
-    if summary_prompt_tokens is not None:
-        s = replace(s, summarize_prompt_tokens=int(summary_prompt_tokens))
     sizes = {k: v for k, v in sizes.items() if v is not None}
     if sizes:
         s = rr.settings(quick, base=s, **sizes)
@@ -173,18 +171,25 @@ def settings(quick: bool, target=None, draft=None, summaries=None, floor=None,
     return s
 
 
-#: new tokens of the plain samples (the floor), full and quick: the paper's 128 (App. D.1);
-#: plain sampling costs a fifth of the four drafts' speculative runs
-FLOOR_TOKENS = {False: 128, True: 16}
+#: new tokens of the plain samples (the floor), full and quick: the speculative runs' 64 (the
+#: paper's 128, App. D.1, would double the floor's cost at 64 prompts)
+FLOOR_TOKENS = {False: 64, True: 16}
 
 
-def floor_settings(s: RougeSettings) -> RougeSettings:
+def floor_settings(s: RougeSettings) -> rr.RealSettings:
     """The settings of the plain samples: ``s`` with :data:`FLOOR_TOKENS` new tokens."""
-    return replace(s, max_new_tokens=FLOOR_TOKENS[s.quick])
+    return replace(s.base(), max_new_tokens=FLOOR_TOKENS[s.quick])
+
+
+def store_for(s: rr.RealSettings, own: str) -> str:
+    """The store of runs with settings ``s``: the shared ``real_runs`` store when ``s`` are
+    the main real-model settings (full or quick), so the runs ``real_watermarks`` made are
+    reused; else the store ``own``."""
+    return rr.RUNS if s.base() == rr.settings(s.quick) else own
 
 
 #: target temperatures of the entropy section besides the main study's tau = 1 (full, quick)
-TEMPERATURES = {False: (0.5, 0.3), True: (0.5,)}
+TEMPERATURES = {False: (0.5,), True: (0.5,)}
 #: the prompt sets of the entropy section
 TAU_SETS = (rr.SUMMARIZE_SET,)
 #: new tokens of every run (speculative and plain) at a lowered temperature
@@ -291,14 +296,16 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> p
     scores = {dec: [{T: pair_scores(outs, T) for T in Ts[dec]}
                     for outs in _outputs(runs, group)] for dec, group in sp.items()}
     rows = []
-    for ps in sets:
-        idx = np.flatnonzero(sets_of == ps)
+    groups = [(ps, np.flatnonzero(sets_of == ps)) for ps in sets]
+    if len(sets) > 1:  # every prompt together (the sample of the claims' counted rows)
+        groups.append((ALL, np.arange(sets_of.size)))
+    for ps, idx in groups:
         for dec in (*DECODERS, FLOOR):
             for T in Ts[dec]:
                 rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
                              "n_prompts": idx.size, **_pair_stats(scores[dec], idx, T),
                              "paper_rouge_l": PAPER.get(dec, math.nan)})
-                for i in idx:
+                for i in (idx if ps != ALL else ()):
                     rows.append({"row_type": "prompt", "prompt_set": ps, "decoder": dec,
                                  "T": T, "prompt": int(i),
                                  "rouge_l_minpair": scores[dec][i][T]["minpair"]})
@@ -601,9 +608,6 @@ PARAMS = (
           "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study)", low=1),
     Param("floor", "int", FULL.n_floor, QUICK.n_floor,
           "independent plain samples per prompt (the floor)", low=2),
-    Param("summary_prompt_tokens", "int", FULL.summarize_prompt_tokens,
-          QUICK.summarize_prompt_tokens, "longest summarisation prompt admitted (tokens)",
-          low=1),
     Param("tau", "floats", TEMPERATURES[False], TEMPERATURES[True],
           "lowered target temperatures of the entropy section (with --summaries: "
           f"{', '.join(map(str, EXTENDED_TEMPERATURES))})", low=1e-3),
@@ -629,10 +633,12 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     s = settings(quick, **v)
     sp = specs(s)
     dec = [x for d in DECODERS for x in sp[d]]
-    runs = rr.runs(out_dir, dec, s, executor=executor, progress=progress, desc=NAME,
-                   store=RUNS)
-    plain = rr.runs(out_dir, sp[FLOOR], floor_settings(s), executor=executor,
-                    progress=progress, desc=f"{NAME} (plain samples)", store=FLOOR_RUNS)
+    runs = rr.runs(out_dir, dec, s.base(), executor=executor, progress=progress, desc=NAME,
+                   store=store_for(s, RUNS))
+    fs = floor_settings(s)
+    plain = rr.runs(out_dir, sp[FLOOR], fs, executor=executor,
+                    progress=progress, desc=f"{NAME} (plain samples)",
+                    store=store_for(fs, FLOOR_RUNS))
     base = pd.concat([runs, plain], ignore_index=True)
     df = compute_frame(base, s, sp, sizes(s)["T"])
     if not any(x in TAU_SETS for x in s.sets):
@@ -656,7 +662,9 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     taus = temperatures(quick, resolve_params(PARAMS, quick, params))
     df = compute(out_dir, quick=quick, executor=executor, **params)
     written = wc.write_frame_outputs(out_dir, NAME, df, plot, table)
-    stores = [RUNS, FLOOR_RUNS, *(tau_store(t) for t in taus)]
+    s = settings(quick, **resolve_params(PARAMS, quick, params))
+    stores = dict.fromkeys([store_for(s, RUNS), store_for(floor_settings(s), FLOOR_RUNS),
+                            *(tau_store(t) for t in taus)])
     return written + [out_path(out_dir, f"{x}.csv") for x in stores]
 
 

@@ -16,7 +16,12 @@ below, with random weights (nothing is downloaded; no network), wraps them in a
 3. measures tokens per second and the time outside model forwards (``total_seconds -
    target_seconds - draft_seconds`` of ``GenerationResult``) for ``ar``, ``vsps``, ``pfr``
    and ``mpfr`` with B = 4 (token-tree verification when ``generate`` offers it, else one
-   batched forward over the draft paths), and writes a Markdown table.
+   batched forward over the draft paths), and writes a Markdown table;
+4. tests the first token's exactness on the batched path (``specbound.llm.generate_batch``,
+   ``n`` distinct prompts as rows of batches of 50, a probability-integral-transform KS test:
+   :func:`check_first_token_batched`) and measures the batched path's tokens per second
+   (``ar``, ``vsps``, ``mpfr`` B = 4 over ``--batch-prompts`` prompts) beside transformers'
+   batched sampling (``model.generate(do_sample=True)`` on the same left-padded batch).
 
 Random weights give near-uniform next-token distributions, so the drafts are rarely
 accepted: the throughput rows measure the machinery (forwards, verification, bookkeeping),
@@ -177,6 +182,102 @@ def throughput(pair, generate, prompt, new_tokens: int) -> list[dict]:
     return rows
 
 
+def check_first_token_batched(pair, decoders, n: int, prompt) -> list[dict]:
+    """The first token's exactness on the batched path (``specbound.llm.generate_batch``).
+
+    The ``n`` rows are ``n`` distinct prompts (``prompt`` with one random token appended),
+    decoded in batches of 50 (one key per batch: ``generate_batch`` takes one key, and a keyed
+    decoder's first token is a function of key and context, so the rows' contexts must
+    differ).  Row ``i``'s first token ``x_i`` is drawn from the target's processed law
+    ``p_i`` at its own prompt if the batched path is exact; its randomized probability
+    integral transform ``u_i = F_i(x_i - 1) + V_i p_i(x_i)`` (``V_i`` uniform, independent)
+    is then U(0, 1), independently across rows (whole-prefix keyed labels of distinct
+    contexts are independent), and a Kolmogorov-Smirnov test against U(0, 1) fails below
+    p = ``GOF_ALPHA``."""
+    from scipy import stats
+
+    from specbound.llm import generate_batch
+
+    rng = np.random.default_rng(11)
+    extra = rng.choice(pair.vocab_size, size=n, replace=n > pair.vocab_size)
+    prompts = [np.append(prompt, t).astype(np.int64) for t in extra]
+    laws = [np.exp(pair.target_logprobs(x).numpy()[0, -1].astype(np.float64)) for x in prompts]
+    v = rng.random(n)
+    rows = []
+    for dec in decoders:
+        B = 2 if dec in ("mpfr", "invariant", "specinfer") else 1
+        u = np.empty(n)
+        bad = 0
+        t0 = time.perf_counter()
+        per = 50
+        for a in range(0, n, per):
+            k = min(per, n - a)
+            batch = generate_batch(pair, prompts[a:a + k], dec, L=2, B=B, key=f"gof-batch-{a}",
+                                   seed=list(range(a, a + k)), max_new_tokens=1, chat=False,
+                                   stop_at_eos=False)
+            for i, r in enumerate(batch.rows, start=a):
+                x = int(r.tokens[len(prompts[i])])
+                p = laws[i] / laws[i].sum()
+                bad += int(p[x] == 0)
+                u[i] = p[:x].sum() + v[i] * p[x]
+        pv = float(stats.kstest(np.clip(u, 0.0, 1.0), "uniform").pvalue)
+        rows.append({"decoder": dec, "B": B, "n": n, "ks_p_value": pv,
+                     "zero_prob_hits": bad, "ok": bool(pv >= GOF_ALPHA and bad == 0),
+                     "seconds": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
+def throughput_batched(pair, n_prompts: int, new_tokens: int) -> list[dict]:
+    """Tokens per second of ``generate_batch`` over ``n_prompts`` random prompts of 32-64
+    tokens (``ar``, ``vsps``, ``mpfr`` B = 4), and of transformers' batched sampling
+    (``model.generate(do_sample=True)``, the same left-padded batch, top-k 50, temperature 1,
+    no stop at end-of-sequence) beside ``ar``."""
+    import torch
+
+    from specbound.llm import generate_batch
+
+    rng = np.random.default_rng(5)
+    prompts = [rng.integers(0, pair.vocab_size, size=int(m)).astype(np.int64)
+               for m in rng.integers(32, 65, size=n_prompts)]
+    rows = []
+
+    def sync():
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    for dec, B in (("ar", 1), ("vsps", 1), ("mpfr", 4)):
+        kw = dict(L=4, B=B, key="bench", seed=0, chat=False, stop_at_eos=False)
+        generate_batch(pair, prompts, dec, max_new_tokens=4, **kw)  # warm-up
+        sync()
+        t0 = time.perf_counter()
+        res = generate_batch(pair, prompts, dec, max_new_tokens=new_tokens, **kw)
+        sync()
+        wall = time.perf_counter() - t0
+        rows.append({"method": f"generate_batch {dec}", "B": B, "prompts": n_prompts,
+                     "new_tokens": res.n_generated, "tokens_per_s": res.n_generated / wall,
+                     "seconds": wall})
+    width = max(len(x) for x in prompts)
+    pad = 0
+    ids = torch.tensor([[pad] * (width - len(x)) + list(x) for x in prompts],
+                       device=pair.device)
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in prompts],
+                        device=pair.device)
+    kw = dict(do_sample=True, top_k=50, temperature=1.0, top_p=1.0,
+              max_new_tokens=new_tokens, min_new_tokens=new_tokens, pad_token_id=pad)
+    pair.target.generate(input_ids=ids, attention_mask=mask, **{**kw, "max_new_tokens": 4,
+                                                               "min_new_tokens": 4})
+    sync()
+    t0 = time.perf_counter()
+    out = pair.target.generate(input_ids=ids, attention_mask=mask, **kw)
+    sync()
+    wall = time.perf_counter() - t0
+    n = int((out.shape[1] - width) * n_prompts)
+    rows.append({"method": "transformers generate(do_sample=True)", "B": 1,
+                 "prompts": n_prompts, "new_tokens": n, "tokens_per_s": n / wall,
+                 "seconds": wall})
+    return rows
+
+
 def _md(rows: list[dict]) -> str:
     if not rows:
         return "(none)\n"
@@ -195,6 +296,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tiny", action="store_true", help="small models (CPU rehearsal)")
     ap.add_argument("--gof-n", type=int, default=200, help="runs per decoder (default 200)")
     ap.add_argument("--new-tokens", type=int, default=128, help="tokens per throughput run")
+    ap.add_argument("--batch-prompts", type=int, default=16,
+                    help="prompts of the batched throughput rows (default 16)")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
     args = ap.parse_args(argv)
 
@@ -227,10 +330,17 @@ def main(argv=None) -> int:
     ok &= all(r["ok"] for r in gof)
     report += ["", f"## First token on the device: chi-square GOF vs p (fails below "
                f"p = {GOF_ALPHA:g})", "", _md(gof)]
+    gofb = check_first_token_batched(pair, list(sim.DECODERS), args.gof_n, prompt)
+    ok &= all(r["ok"] for r in gofb)
+    report += ["", f"## First token on the batched path (generate_batch): randomized PIT of "
+               f"distinct prompts, KS test (fails below p = {GOF_ALPHA:g})", "", _md(gofb)]
     long_prompt = np.random.default_rng(3).integers(0, pair.vocab_size, size=64)
     thr = throughput(pair, generate, long_prompt.astype(np.int64), args.new_tokens)
     report += ["", "## Throughput (L = 4; random weights: drafts are rarely accepted)",
                "", _md(thr)]
+    thb = throughput_batched(pair, args.batch_prompts, args.new_tokens)
+    report += ["", f"## Batched across prompts ({args.batch_prompts} random prompts, L = 4)",
+               "", _md(thb)]
     report += ["", f"total {time.perf_counter() - t_start:.0f} s; "
                f"{'ALL CHECKS PASSED' if ok else 'SOME CHECKS FAILED'}", ""]
     text = "\n".join(report)

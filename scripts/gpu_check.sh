@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The real-model checks on a machine with a CUDA GPU; exits non-zero when one fails.
 #   1. scripts/gpu_check.py: random Qwen2.5-7B/0.5B-shaped models on the GPU (keyed uniforms
-#      bit for bit vs CPU, first-token goodness of fit, throughput); cut at 470 s.
+#      bit for bit vs CPU, first-token goodness of fit, throughput; the same exactness test
+#      and tokens/s on the batched path, llm.generate_batch, against transformers' batched
+#      generate); cut at 470 s.
 #   2. the embedded model (SmolLM2-135M, llm.load_pair("embedded", device="cuda")): a short
 #      generate of every decoder of sim.DECODERS, and the first-token chi-square goodness of
 #      fit of every decoder against the target's processed law (fails below p = 1e-6).

@@ -561,9 +561,25 @@ def test_every_claim_has_a_flip_test():
     assert set(FLIPS) == {c.id for c in CLAIMS}
 
 
+def f_rouge_values_real(p, ok):
+    """The real column of Table 15's values: counted on every prompt together (``all``, 64
+    prompts); the summarisation prompts alone are shown (here always far from the paper's,
+    so only the counted cells can move the verdict)."""
+    rows = []
+    for ps, n, shift in (("all", 64, 0.005 if ok else -0.25), ("sharegpt_summarize", 16, -0.3)):
+        for d, v in (("vsps", 0.394), ("mse", 0.406)):
+            rows.append({"row_type": "cell", "prompt_set": ps, "decoder": d, "T": 64,
+                         "n_prompts": n, "rouge_l_minpair": v + shift,
+                         "rouge_l_minpair_se": 0.01})
+    _csv(p, "real_wm_rouge.csv", rows)
+    return E.REAL
+
+
 #: second flip tests: the paper's-own-data column of a claim whose main flip test moves
-#: another column, or a second source of one column (the drift's entropy sweep)
-PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper, "liu_drift": f_drift_entropy}
+#: another column, or a second source of one column (the drift's entropy sweep, the real
+#: model's Table 15 values)
+PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper, "liu_drift": f_drift_entropy,
+               "liu_rouge_values": f_rouge_values_real}
 
 
 @pytest.mark.parametrize("claim_id", sorted(PAPER_FLIPS))

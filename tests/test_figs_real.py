@@ -476,3 +476,25 @@ def test_default_parameters_leave_the_settings_unchanged():
         assert rg.settings(quick, **v) == ref and v.changed == {}
     assert rg.settings(False, **resolve_params(rg.PARAMS, False, {"summaries": 5})) == (
         rg.settings(False, summaries=5))
+
+
+def test_real_runs_chunks_bound_sequences_and_positions():
+    """The batched runs' groups: every prompt once, each group within the sequence and the
+    padded-position bounds (a single prompt beyond them still gets its own group), prompts
+    of similar length together."""
+    from paper_figs import _real_runs as rr
+
+    rng = np.random.default_rng(0)
+    lengths = [int(x) for x in rng.integers(20, 700, size=64)]
+    for B in (1, 2, 4, 8):
+        groups = rr.chunks(lengths, B, 64)
+        flat = [i for g in groups for i in g]
+        assert sorted(flat) == list(range(64))
+        for g in groups:
+            rows = len(g) * B
+            assert len(g) == 1 or (rows <= rr.BATCH_SEQUENCES and rows * (
+                max(lengths[i] for i in g) + 64) <= rr.BATCH_POSITIONS)
+        # groups in increasing length: a group's longest prompt is at most the next's shortest
+        for a, b in zip(groups, groups[1:], strict=False):
+            assert max(lengths[i] for i in a) <= min(lengths[i] for i in b)
+    assert rr.chunks([5000], 4, 64) == [[0]]
