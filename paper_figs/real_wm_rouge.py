@@ -14,15 +14,16 @@ prompt type
     code (HumanEval), chat (ShareGPT) and summarisation (``sharegpt_summarize``: ShareGPT
     prompts asking to summarise a text they contain, selected by the rule of
     :func:`paper_figs._real_runs.summarize_prompts`, read at run time; prompts up to
-    ``summarize_prompt_tokens`` = 704 tokens, against 160 for the other two sets);
+    ``summarize_prompt_tokens`` = 640 tokens, against 160 for the other two sets), and all
+    64 prompts together (``prompt_set = all``);
 generation length
-    every run generates its tokens once (64 for the speculative runs, 128 for the plain
-    samples) and ROUGE-L is scored on the first T of them, T in {8, 16, 32, 64} (and 128 for
-    the plain samples), so only the length differs between the T's;
+    every run generates its 64 tokens once and ROUGE-L is scored on the first T of them, T in
+    {8, 16, 32, 64}, so only the length differs between the T's;
 entropy (the entropy section)
-    the target's sampling temperature lowered, tau in {0.5, 0.3} (:data:`TEMPERATURES`)
-    against the main runs' tau = 1, on the summarisation prompts (:data:`TAU_SETS`), every
-    run 64 tokens, scored at T in {8, 16, 32, 64}; the same prompts, drafts, key and seeds.
+    the target's sampling temperature lowered (``--tau``, e.g. 0.5; none by default,
+    :data:`TEMPERATURES`) against the main runs' tau = 1, on the summarisation prompts
+    (:data:`TAU_SETS`), every run 64 tokens, scored at T in {8, 16, 32, 64}; the same
+    prompts, drafts, key and seeds.
     The pair's shared processing applies tau to the target and to every draft alike
     (``specbound.llm.drafts``): ``early_exit:28`` and ``quantized:3`` are processed at tau,
     the ``temperature:T`` drafts become the target at temperature ``T * tau`` (D0 at 1.5
@@ -75,10 +76,10 @@ summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain sampl
 drafts, two plain samples; its entropy section one level (0.5), 4 tokens, VSpS and the
 floor only (19 CPU-seconds in all, measured).
 
-Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in ``real_wm_rouge_runs.csv``,
-``real_wm_rouge_floor_runs.csv`` and ``real_wm_rouge_tau{050,030}_runs.csv`` (resumable
-through ``specbound.sweep``; stores of their own, since their settings differ from the
-shared ``real_runs.csv`` and from each other).
+Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in the shared ``real_runs.csv`` (the
+speculative runs are ``real_watermarks``' drafter substitution; with other settings than the
+main study's, ``real_wm_rouge_runs.csv`` and ``real_wm_rouge_floor_runs.csv``) and
+``real_wm_rouge_tau{050,...}_runs.csv`` (resumable through ``specbound.sweep``).
 
 Extended run (not part of ``make reproduce``; about 30 minutes on one core):
 ``python -m paper_figs.real_wm_rouge --summaries N --out DIR`` runs only the summarisation
@@ -188,8 +189,10 @@ def store_for(s: rr.RealSettings, own: str) -> str:
     return rr.RUNS if s.base() == rr.settings(s.quick) else own
 
 
-#: target temperatures of the entropy section besides the main study's tau = 1 (full, quick)
-TEMPERATURES = {False: (0.5,), True: (0.5,)}
+#: target temperatures of the entropy section besides the main study's tau = 1 (full, quick):
+#: none in the full study by default (at 64 prompts a level costs about 8 configurations on
+#: the 16 summarisation prompts; ``--tau 0.5`` runs it, ``--summaries N`` the extended run)
+TEMPERATURES = {False: (), True: (0.5,)}
 #: the prompt sets of the entropy section
 TAU_SETS = (rr.SUMMARIZE_SET,)
 #: new tokens of every run (speculative and plain) at a lowered temperature
@@ -641,7 +644,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
                     store=store_for(fs, FLOOR_RUNS))
     base = pd.concat([runs, plain], ignore_index=True)
     df = compute_frame(base, s, sp, sizes(s)["T"])
-    if not any(x in TAU_SETS for x in s.sets):
+    if not taus or not any(x in TAU_SETS for x in s.sets):
         return df
     levels = {1.0: base}
     tsp = tau_specs(s)
