@@ -368,15 +368,17 @@ BATCH_SEQUENCES = 64
 BATCH_POSITIONS = 64 * 256
 
 
-def chunks(lengths, B: int, new_tokens: int) -> list[list[int]]:
+def chunks(lengths, B: int, new_tokens: int, positions: int = BATCH_POSITIONS
+           ) -> list[list[int]]:
     """Groups of prompt indices decoded together: the prompts in order of length (shortest
     first, ties by index), cut where a group would exceed :data:`BATCH_SEQUENCES` sequences
-    (``B`` per prompt) or :data:`BATCH_POSITIONS` padded cache positions."""
+    (``B`` per prompt) or ``positions`` padded cache positions (default
+    :data:`BATCH_POSITIONS`; half of it for a draft with its own KV cache, :func:`_worker`)."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     out, cur = [], []
     for i in order:
         rows = (len(cur) + 1) * B
-        if cur and (rows > BATCH_SEQUENCES or rows * (lengths[i] + new_tokens) > BATCH_POSITIONS):
+        if cur and (rows > BATCH_SEQUENCES or rows * (lengths[i] + new_tokens) > positions):
             out.append(cur)
             cur = []
         cur.append(i)
@@ -415,7 +417,10 @@ def _worker(s: RealSettings, spec: RunSpec) -> list[dict]:
     lengths = [int(pair.encode_prompt(t).size) for _, _, t in texts]
     results, batches = [None] * len(texts), [None] * len(texts)
     cpu0 = time.process_time()
-    for ids in chunks(lengths, spec.B, s.max_new_tokens):
+    # a draft that is not the target's view keeps a KV cache of its own: half the positions
+    # (a worker with such a draft held 13 GB at the full budget and was killed for memory)
+    budget = BATCH_POSITIONS if share else BATCH_POSITIONS // 2
+    for ids in chunks(lengths, spec.B, s.max_new_tokens, budget):
         batch = llm.generate_batch(pair, [texts[i][2] for i in ids], spec.decoder,
                                    L=spec.L, B=spec.B, key=s.key, window=None,
                                    max_new_tokens=s.max_new_tokens, seed=[seeds[i] for i in ids],
