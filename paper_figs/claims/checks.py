@@ -131,7 +131,18 @@ def rule_crosscheck(df):
 def crosscheck_real(data):
     df = data.csv("real_crosscheck.csv", ("decoder", "aatps", "predicted_aatps", "diff",
                                           "diff_se"))
-    return rule_crosscheck(df)
+    o = rule_crosscheck(df)
+    if not {"n_prompts", "n_blocks"} <= set(df.columns):
+        return o
+    per = df[df["decoder"] != "all"]
+    tokens = (f" × {int(df['setting_max_new_tokens'].iloc[0])} new tokens"
+              if "setting_max_new_tokens" in df else "")
+    sample = (f"{int(per['n_prompts'].max())} prompts{tokens} per decoder, "
+              f"{int(per['n_blocks'].min())}–{int(per['n_blocks'].max())} blocks each; "
+              f"smallest detectable AATPS difference (3 se) "
+              f"{fmt(3 * float(per['diff_se'].max()), 2)} per decoder, "
+              f"{fmt(3 * float(df[df['decoder'] == 'all']['diff_se'].max()), 2)} pooled")
+    return outcome(o.parts, o.numbers, o.beyond, sample, o.reading)
 
 
 COIN_GAINS = ("coin-tokens", "coin-mse")
