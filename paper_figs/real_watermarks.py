@@ -8,7 +8,7 @@ labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each wit
 + markdown table:
 
 ``real_wm_frontier`` (Fig. 1, App. D.3)
-    ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 2, 4: AATPS
+    ``vsps``, ``pfr``, ``pfr_nowm``, ``mws``, ``mse``, ``mse_pseudo`` at L = 4 (``--L``): AATPS
     (emitted tokens / blocks, cluster-robust standard error over prompts), the theory's
     prediction along the realised blocks (``theory_aatps``, ``theory_z``: exact per-decision
     acceptance, ``specbound.llm.decision_acceptance``) and ANLPPT-U (Chernoff bound of the
@@ -26,8 +26,9 @@ labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each wit
     i.i.d. U(0, 1) under H0 with whole-prefix labels), with its 99.9% Clopper-Pearson
     interval.
 ``real_wm_substitution`` (Fig. 2b, Table 15)
-    ``pfr``, ``vsps``, ``mse`` (L = 4) with four drafts (D0
-    ``temperature:1.5``, ``temperature:0.5``, ``early_exit:28``, ``quantized:3``), the same
+    ``vsps``, ``mse`` (L = 4) with four drafts (D0 ``temperature:1.5``, ``temperature:0.5``,
+    ``early_exit:28``, ``quantized:3``; ``pfr``, drafter-invariant by construction, with the
+    two temperature drafts: :data:`INVARIANT_DECODERS`), the same
     target, key, prompts and unkeyed seeds: AATPS, TPR@1%FPR at T_eval in {4, 8, 16, 32} and its
     drift (max − min over drafts), token-level ROUGE-L F1 between the outputs of every pair of
     drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
@@ -79,7 +80,7 @@ from specbound.theory.watermark import anlppt, score_threshold, token_scores
 FIGURE = True
 NAME = "real_watermarks"
 #: the grids of the four studies, full and quick (:func:`sizes`)
-GRIDS = {False: {"L": (2, 4), "B": (2,), "T": (1, 2, 4, 8, 16, 32, 64),
+GRIDS = {False: {"L": (4,), "B": (2,), "T": (1, 2, 4, 8, 16, 32, 64),
                  "T_subst": (4, 8, 16, 32)},
          True: {"L": (2,), "B": (2,), "T": (1, 2, 4, 6), "T_subst": (4,)}}
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
@@ -98,6 +99,11 @@ PARAMS = (
 FRONTIER_DECODERS = ("vsps", "pfr", "pfr_nowm", "mws", "mse", "mse_pseudo")
 DETECTION_DECODERS = ("pfr", "mws", "mpfr", "mse", "mse_pseudo")
 SUBST_DECODERS = ("pfr", "vsps", "mse")
+#: decoders whose output does not depend on the draft by construction (drafter invariance,
+#: Liu et al. 2026 Prop. 4.4): their substitution runs are a check of the code, made with the
+#: drafts of ``invariant_drafts`` (:func:`sizes`: the temperature drafts, which share the
+#: target's forwards) rather than all four
+INVARIANT_DECODERS = ("pfr",)
 FPR = 0.01
 N_WRONG_KEYS = 20
 
@@ -109,8 +115,9 @@ def sizes(s: rr.RealSettings, **grids) -> dict:
     z = dict(GRIDS[s.quick])
     z.update({k: tuple(v) for k, v in grids.items() if v is not None})
     if s.quick:
-        return {**z, "drafts": drafts[:2], "B_det": max(z["B"])}
-    return {**z, "drafts": drafts, "B_det": max(z["B"])}
+        drafts = drafts[:2]
+    inv = tuple(d for d in drafts if rr.share_forwards(rr.RunSpec("pfr", draft=d)))
+    return {**z, "drafts": drafts, "B_det": max(z["B"]), "invariant_drafts": inv or drafts}
 
 
 def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:
@@ -124,7 +131,8 @@ def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpe
         "detection": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1, draft=s.draft)
                       for d in DETECTION_DECODERS],
         "substitution": [rr.RunSpec(d, L=Lmax, B=z["B_det"] if d == "mpfr" else 1, draft=dr)
-                         for d in SUBST_DECODERS for dr in z["drafts"]],
+                         for d in SUBST_DECODERS for dr in z["drafts"]
+                         if d not in INVARIANT_DECODERS or dr in z["invariant_drafts"]],
     }
 
 
@@ -224,19 +232,21 @@ def substitution(runs: pd.DataFrame, s, sp, Ts, drafts) -> pd.DataFrame:
                 row[f"tpr_T{T}_se"] = math.sqrt(t * (1 - t) / n)
                 tprs[T].append(t)
             rows.append(row)
-        n_prompts = len(gen[drafts[0]])
+        ds = [d for d in drafts if d in gen]  # the drafts this decoder ran with
+        n_prompts = len(gen[ds[0]])
         per_prompt_min = np.ones(n_prompts)
-        for a, b in itertools.combinations(drafts, 2):
+        for a, b in itertools.combinations(ds, 2):
             r = np.array([rouge_l(gen[a][i], gen[b][i]) for i in range(n_prompts)])
             per_prompt_min = np.minimum(per_prompt_min, r)
             est = mean_se(r)
             rows.append({"row_type": "pair", "decoder": dec, "pair": f"{a} vs {b}",
                          "rouge_l": est.mean, "rouge_l_se": est.stderr})
-        ident = np.mean([all(np.array_equal(gen[d][i], gen[drafts[0]][i]) for d in drafts)
+        ident = np.mean([all(np.array_equal(gen[d][i], gen[ds[0]][i]) for d in ds)
                          for i in range(n_prompts)])
         est = mean_se(per_prompt_min)
         summ = {"row_type": "summary", "decoder": dec, "rouge_l_minpair": est.mean,
-                "rouge_l_minpair_se": est.stderr, "identical_fraction": float(ident)}
+                "rouge_l_minpair_se": est.stderr, "identical_fraction": float(ident),
+                "n_drafts": len(ds)}
         for T in Ts:
             summ[f"tpr_drift_T{T}"] = float(max(tprs[T]) - min(tprs[T]))
         rows.append(summ)
