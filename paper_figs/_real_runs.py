@@ -19,7 +19,7 @@ Settings (:class:`RealSettings`)
     (``window=None``: no context repeats, so the clocks of every new context are fresh, which
     the acceptance theory and the exact i.i.d. detection null both need).
     Drafts: D0 ``temperature:1.5`` (the default draft), and for the drafter substitution
-    ``temperature:0.5``, ``early_exit:28``, ``quantized:3`` (the drafts of the shipped log).
+    ``temperature:0.5``, ``temperature:0.8``, ``temperature:2.5`` (:data:`SUBSTITUTE_DRAFTS`).
     :attr:`RunSpec.seed` ``k > 0`` gives a configuration an independent unkeyed stream
     (repeated plain samples); ``ar`` runs also store the entropy of the target's processed
     law at every generated position (:class:`EntropyLog`).
@@ -69,7 +69,11 @@ from paper_figs._common import Param, out_path
 VERSION = 2
 RUNS = "real_runs"
 D0 = "temperature:1.5"
-SUBSTITUTE_DRAFTS = ("temperature:0.5", "early_exit:28", "quantized:3")
+#: the drafts the drafter substitution puts in place of D0: the target at other temperatures,
+#: each sharing the target's forwards (the shipped log's ``early_exit:28`` and ``quantized:3``
+#: keep a KV cache of their own: at 64 prompts a worker decoding with them held 11.5 GB and
+#: the run did not fit a 23 GB machine)
+SUBSTITUTE_DRAFTS = ("temperature:0.5", "temperature:0.8", "temperature:2.5")
 
 
 @dataclass(frozen=True)

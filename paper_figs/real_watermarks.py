@@ -26,9 +26,9 @@ labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each wit
     i.i.d. U(0, 1) under H0 with whole-prefix labels), with its 99.9% Clopper-Pearson
     interval.
 ``real_wm_substitution`` (Fig. 2b, Table 15)
-    ``vsps``, ``mse`` (L = 4) with four drafts (D0 ``temperature:1.5``, ``temperature:0.5``,
-    ``early_exit:28``, ``quantized:3``; ``pfr``, drafter-invariant by construction, with the
-    two temperature drafts: :data:`INVARIANT_DECODERS`), the same
+    ``vsps``, ``mse`` (L = 4) with four drafts (D0 ``temperature:1.5`` and the three of
+    ``paper_figs._real_runs.SUBSTITUTE_DRAFTS``; ``pfr``, drafter-invariant by construction,
+    with D0 and ``temperature:0.5``: :data:`INVARIANT_DECODERS`), the same
     target, key, prompts and unkeyed seeds: AATPS, TPR@1%FPR at T_eval in {4, 8, 16, 32} and its
     drift (max − min over drafts), token-level ROUGE-L F1 between the outputs of every pair of
     drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
@@ -116,8 +116,7 @@ def sizes(s: rr.RealSettings, **grids) -> dict:
     z.update({k: tuple(v) for k, v in grids.items() if v is not None})
     if s.quick:
         drafts = drafts[:2]
-    inv = tuple(d for d in drafts if rr.share_forwards(rr.RunSpec("pfr", draft=d)))
-    return {**z, "drafts": drafts, "B_det": max(z["B"]), "invariant_drafts": inv or drafts}
+    return {**z, "drafts": drafts, "B_det": max(z["B"]), "invariant_drafts": drafts[:2]}
 
 
 def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:

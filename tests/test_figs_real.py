@@ -196,8 +196,8 @@ def test_real_run_options_are_parsed(tmp_path):
     assert rr.settings(True, **resolve_params(rr.PARAMS, True, {})) == rr.QUICK
     s = rr.settings(False, draft="early_exit:20")
     assert s.draft == "early_exit:20" and s.signature() != rr.FULL.signature()
-    assert rr.substitute_drafts(rr.settings(False, draft="quantized:3")) == (
-        "quantized:3", "temperature:0.5", "early_exit:28")
+    assert rr.substitute_drafts(rr.settings(False, draft="temperature:0.8")) == (
+        "temperature:0.8", "temperature:0.5", "temperature:2.5")
     spec = rr.resolve([rr.RunSpec("pfr")], s)[0]
     assert spec.id == "pfr-L4-B1-early_exit:20"
     with pytest.raises(ValueError, match="draft"):
