@@ -25,9 +25,8 @@ entropy (the entropy section)
     (:data:`TAU_SETS`), every run 64 tokens, scored at T in {8, 16, 32, 64}; the same
     prompts, drafts, key and seeds.
     The pair's shared processing applies tau to the target and to every draft alike
-    (``specbound.llm.drafts``): ``early_exit:28`` and ``quantized:3`` are processed at tau,
-    the ``temperature:T`` drafts become the target at temperature ``T * tau`` (D0 at 1.5
-    tau, D2 at 0.5 tau), so the drafts stay as far from the target in ratio as at tau = 1,
+    (``specbound.llm.drafts``): the ``temperature:T`` drafts become the target at temperature
+    ``T * tau``, so the drafts stay as far from the target in ratio as at tau = 1,
     and only the entropy of the laws changes.  The measured entropy (``tau_entropy``) is
     that of the processed law at tau along that level's own plain samples.
 
@@ -61,20 +60,13 @@ Rows of ``real_wm_rouge.csv`` (``row_type``):
 PFR is not rerun: its drafter invariance (min-pair ROUGE-L 1) does not depend on the prompt
 or the length and is shown by ``real_wm_substitution``.
 
-Scale: 2 prompts per set, 8 speculative runs of 64 tokens + 4 plain runs of 128 tokens per
-prompt (72 runs).  The cost is the model's forwards, 0.07-0.1 s each on one thread (prefill
-of a 650-token prompt 1.6 s, made once per prompt and model in a worker process: the runs
-share it through ``specbound.llm.PrefixCache``); measured 2026-12-02 in ``make reproduce``:
-618 CPU-seconds for the speculative runs (MSE 294, VSpS 324; the ``quantized:3`` and
-``early_exit:28`` drafts, accepted at 1.4-1.6 tokens per step, cost twice the temperature
-drafts) and 218 for the 4 x 128 plain tokens per prompt.  The entropy section adds 8
-speculative runs + 4 plain runs of 64 tokens per summarisation prompt and level: 239
-CPU-seconds at tau = 0.5 and 229 at 0.3 (VSpS 103 / 99, MSE 97 / 90, plain 39 / 40), so
-1,304 CPU-seconds in all, 695 s of wall time on the two cores (a third level, chat prompts
-or 128 plain tokens would not fit the study's budget).  ``--quick``: one
-summarisation prompt of at most 256 tokens, 8 new tokens (16 for the plain samples), two
-drafts, two plain samples; its entropy section one level (0.5), 4 tokens, VSpS and the
-floor only (19 CPU-seconds in all, measured).
+Scale: the 64 prompts of ``paper_figs._real_runs`` (24 HumanEval, 24 ShareGPT, 16
+summarisation requests), VSpS and MSE with the four drafts of ``real_wm_substitution`` (the
+same runs, in the shared store) and four plain samples per prompt, 64 new tokens each; the
+entropy section (``--tau``) 8 speculative runs + 4 plain runs per summarisation prompt and
+level.  ``--quick``: one summarisation prompt of at most 256 tokens, 8 new tokens (16 for the
+plain samples), two drafts, two plain samples; its entropy section one level (0.5), 4 tokens,
+VSpS and the floor only.
 
 Outputs: ``real_wm_rouge.{csv,md,png}``; the runs in the shared ``real_runs.csv`` (the
 speculative runs are ``real_watermarks``' drafter substitution; with other settings than the
