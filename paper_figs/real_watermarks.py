@@ -34,14 +34,13 @@ labels; the synthetic versions are the ``wm_*`` scripts). Four studies, each wit
     drafts for the same prompt, the per-prompt minimum over the six pairs averaged over prompts
     (Table 15) and the fraction of prompts whose four outputs are identical.
 
-Scale: 41 decoding configurations x 6 prompts x 20 tokens (4,920 generated tokens; the six
-runs of ``real_crosscheck`` are reused): 653 CPU-seconds for all 41 together (one torch thread
-per process; each prompt's prefill made once per model in a worker process,
-``specbound.llm.PrefixCache``), i.e. about 5.5 minutes on two idle cores with the 2-process
-pool (measured 2026-12-02 in ``make reproduce``: 56 s for ``real_crosscheck`` + 283 s for this
-script).  Every number is a small-sample estimate with
-its standard error.  ``--quick``: one ShareGPT prompt of at most
-64 tokens, 6 new tokens, L = 2, B = 2, one substitute draft.
+Scale: 15 decoding configurations (the four of ``real_crosscheck`` reused) x 64 prompts x
+64 tokens, every configuration's prompts decoded together by ``specbound.llm.generate_batch``
+with shared target-draft forwards (``paper_figs._real_runs``).  Measured 2026-12-02 on the
+shared 2-core machine (load 2-4): a single-draft configuration costs about 200 CPU-seconds
+(``vsps`` 195, ``pfr`` 206), a B = 2 configuration about 380 (``mpfr`` 367, ``invariant``
+391), prefills included.  ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens,
+L = 2, B = 2, one substitute draft.
 
 Outputs: ``real_wm_frontier.{csv,md,png}``, ``real_wm_scaling.{csv,md,png}``,
 ``real_wm_detection.{csv,md,png}``, ``real_wm_substitution.{csv,md,png}``; the runs in
