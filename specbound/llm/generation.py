@@ -639,6 +639,17 @@ class PairBackend:
                                 np.array(self.committed + list(p), dtype=np.int64), row,
                                 [] if q is None else [q])
 
+    def _keep_path(self, cache, rows, tokens, base: int) -> int:
+        """Keep the cache row whose path shares the most leading tokens with the committed
+        ``tokens`` (the accepted path), cropped to the committed part; its new length."""
+        m = [_common_prefix(row, tokens) for row in rows]
+        i = int(np.argmax(m))
+        if len(rows) > 1:
+            cache.batch_select_indices(torch.tensor([i], dtype=torch.long,
+                                                    device=self.pair.device))
+        _crop_to(cache, base + m[i])
+        return base + m[i]
+
     def commit(self, tokens) -> None:
         """Append a block's tokens; keep the cache rows of the accepted path, cropped."""
         tokens = [int(t) for t in _token_ids(tokens, "tokens", self.pair.vocab_size)]
@@ -646,13 +657,7 @@ class PairBackend:
         self._p_block = {}
         if self.share_forwards:  # one cache: keep the accepted path's row, cropped
             if self.t_cache is not None and self.t_len == base:
-                m = [_common_prefix(row, tokens) for row in self.t_rows]
-                i = int(np.argmax(m))
-                if len(self.t_rows) > 1:
-                    self.t_cache.batch_select_indices(
-                        torch.tensor([i], dtype=torch.long, device=self.pair.device))
-                self.t_len = base + m[i]
-                _crop_to(self.t_cache, self.t_len)
+                self.t_len = self._keep_path(self.t_cache, self.t_rows, tokens, base)
                 self.t_rows = [()]
         elif self.t_tree:  # drop the tree's nodes; the accepted tokens are fed next block
             _crop_to(self.t_cache, base)
@@ -669,13 +674,7 @@ class PairBackend:
             _crop_to(self.t_cache, self.t_len)
             self.t_rows = [()]
         if self.d_cache is not None and self.d_len == base:
-            m = [_common_prefix(row, tokens) for row in self.d_rows]
-            i = int(np.argmax(m))
-            if len(self.d_rows) > 1:
-                self.d_cache.batch_select_indices(
-                    torch.tensor([i], dtype=torch.long, device=self.pair.device))
-            self.d_len = base + m[i]
-            _crop_to(self.d_cache, self.d_len)
+            self.d_len = self._keep_path(self.d_cache, self.d_rows, tokens, base)
             self.d_rows = [()]
         self._q_block = {}
         self.committed.extend(tokens)
