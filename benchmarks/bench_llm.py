@@ -325,18 +325,24 @@ def _single_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
     return {"n_tokens": tot, "seconds": time.perf_counter() - t0}
 
 
+def _batched_rounds(pair, ids, n, rows, rounds):
+    """Warm up the batched path, then :func:`_measure` ``rows`` over ``rounds``; the
+    measurements and the machine load before and after."""
+    _batched_ar(pair, ids[:2], 4, 0)
+    before = _machine_load()
+    print(f"{len(ids)} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
+          f"tokens, {rounds} rounds; {before[1]}")
+    meas = _measure(rows, rounds)
+    return meas, before, _machine_load()
+
+
 def run_batch_hf(pair, n, rounds, n_prompts, out_dir=None, command=""):
     """generate_batch ar against transformers' batched sampling on the same padded batch."""
     ids = _short_prompts(pair, n_prompts)
     t, mask = _left_padded(pair, ids)
     rows = [("transformers batched sample", lambda r: _hf_run(pair, t, mask, n, r)),
             ("specbound generate_batch ar", lambda r: _batched_ar(pair, ids, n, r))]
-    _batched_ar(pair, ids[:2], 4, 0)
-    before = _machine_load()
-    print(f"{len(ids)} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
-          f"tokens, {rounds} rounds; {before[1]}")
-    meas = _measure(rows, rounds)
-    after = _machine_load()
+    meas, before, after = _batched_rounds(pair, ids, n, rows, rounds)
     out = [_summary(meas, rows[0][0]),
            _summary(meas, rows[1][0], rows[0][0])]
     _print_table(out, ["row", "tok_s_median", "tok_s_min", "tok_s_max", "ratio_median",
@@ -361,12 +367,7 @@ def run_threads(pair, n, rounds, n_prompts, out_dir=None, command=""):
 
     rows = [(f"{mode} {th}T", at(th, fn)) for th in (1, 2)
             for mode, fn in (("batched", _batched_ar), ("one at a time", _single_ar))]
-    _batched_ar(pair, ids[:2], 4, 0)
-    before = _machine_load()
-    print(f"{len(ids)} prompts ({min(map(len, ids))}-{max(map(len, ids))} tokens) x {n} new "
-          f"tokens, {rounds} rounds; {before[1]}")
-    meas = _measure(rows, rounds)
-    after = _machine_load()
+    meas, before, after = _batched_rounds(pair, ids, n, rows, rounds)
     out = [_summary(meas, "batched 1T", "one at a time 1T"),
            _summary(meas, "batched 2T", "one at a time 2T"),
            _summary(meas, "one at a time 2T", "one at a time 1T"),
