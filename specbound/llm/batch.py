@@ -534,6 +534,58 @@ class _Scheduler:
         self.max_rows = 0
         self.stores: dict = {}  # the persistent batch cache of each model (_Store)
 
+    def _with_ghosts(self, which, group, live):
+        """The requests of a forward over every slot of the model's batch store when
+        ``group`` is a part of the rows that own it: the other owners are live rows waiting
+        on another kind of forward, whose caches are still the store's views of their
+        slots, and rows that have finished (up to a quarter of the slots).  They ride along
+        as *ghosts* (one dummy token each, its output dropped, its key and value written into
+        the first free column of the ghost's slot, which the ghost's next forward
+        overwrites); without them the store would be rebuilt -- every layer's cache zeroed
+        and copied -- at each step where the rows drift apart or one finishes (rows of a
+        speculative batch end their blocks at different steps near the end of a run).
+        Returns ``(requests, owners, positions of the group's requests)`` or None (no
+        store, or a ghost that cannot ride along: the group is forwarded alone)."""
+        skey = "target" if which == "shared" else which
+        store = self.stores.get(skey)
+        if store is None or len(store.owners) <= len(group):
+            return None
+        by_index = {r.index: r for r in live}
+        in_group = {r.index: j for j, r in enumerate(group)}
+        if any(r.index not in {o for o, _ in store.owners} for r in group):
+            return None
+        reqs, owners, picked, r0, dead = [], [], [0] * len(group), 0, 0
+        for o, nrows in store.owners:
+            if o in in_group:
+                j = in_group[o]
+                reqs.append(group[j].request[1:])
+                picked[j] = len(owners)
+            else:
+                row = by_index.get(o)
+                if row is None:  # a row that left the batch: its slot rides along, unread,
+                    dead += 1    # until a quarter of the slots are such (then a rebuild)
+                    if dead > len(store.owners) // 4:
+                        return None
+                    view = _make_cache([(kb[r0:r0 + nrows, ..., :1, :],
+                                         vb[r0:r0 + nrows, ..., :1, :])
+                                        for kb, vb in store.layers])
+                    ids = torch.zeros((nrows, 1), dtype=torch.long,
+                                      device=store.layers[0][0].device)
+                    reqs.append((ids, view, 1))
+                    owners.append(o)
+                    r0 += nrows
+                    continue
+                if row.request is None:
+                    return None
+                kind, ids, cache = row.request[0], row.request[1], row.request[2]
+                if (("target" if kind == "shared" else kind) != skey or cache is None
+                        or int(ids.shape[0]) != nrows or not store.holds(cache, r0, nrows)):
+                    return None
+                reqs.append((ids[:, -1:], cache, 1))
+            owners.append(o)
+            r0 += nrows
+        return reqs, owners, picked
+
     # called in a row's thread
     def post(self, row, which, ids, cache, k, mask4=None, pos4=None):
         row.request = (which, ids, cache, k, mask4, pos4)
@@ -578,8 +630,15 @@ class _Scheduler:
                 group = groups[which]
                 reqs = [r.request[1:] for r in group]
                 tf = time.perf_counter()
-                outs, n_forwards = _batched_forward(self.pair, which, reqs, self.stores,
-                                                    [r.index for r in group])
+                full = self._with_ghosts(which, group, live)
+                if full is None:
+                    outs, n_forwards = _batched_forward(self.pair, which, reqs, self.stores,
+                                                        [r.index for r in group])
+                else:
+                    all_reqs, all_owners, picked = full
+                    outs, n_forwards = _batched_forward(self.pair, which, all_reqs,
+                                                        self.stores, all_owners)
+                    outs = [outs[j] for j in picked]
                 secs = time.perf_counter() - tf
                 # a shared forward (share_forwards) is the target's forward
                 counted = "target" if which == "shared" else which
