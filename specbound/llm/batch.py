@@ -341,8 +341,7 @@ class _Store:
 
 
 #: free columns a new store keeps after the longest row, per new token of the step (at
-#: least 32; only when every row holds one sequence): rows grow into them for several steps
-#: before the store is rebuilt
+#: least 32): rows grow into them for several steps before the store is rebuilt
 _STORE_SLACK = 12
 
 
@@ -420,9 +419,10 @@ def _batched_forward(pair, which, requests, stores=None, owners=None):
         store = None
     if store is None:
         in_place = [False] * len(requests)
-        # free columns only for one sequence per row: a row with several (draft paths)
-        # changes their number at the next step, which rebuilds the store anyway
-        capacity = T + (max(32, _STORE_SLACK * N) if R == len(requests) else 0)
+        # free columns for the next steps (rows with several draft paths too: a store whose
+        # rows keep their number of sequences grows into them; measured on mpfr B = 2, 24
+        # prompts x 64 tokens: 187 -> 132 rebuilds, 85.8 -> 81.9 CPU seconds)
+        capacity = T + max(32, _STORE_SLACK * N)
         layers = []
         for k0, v0 in per_req[0]:
             layers.append((k0.new_zeros((R, *k0.shape[1:-2], capacity, k0.shape[-1])),
