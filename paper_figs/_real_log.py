@@ -1,7 +1,14 @@
 """Helpers of the figure scripts that read a real distribution log (``real_*``).
 
-A log is the shipped one (``specbound.llm.shipped_log()``) unless ``--log DIR`` names a
-folder written by ``specbound.llm.logs.DistributionLog`` (e.g. ``specbound log --out DIR``).
+Which log: ``--log DIR`` names a folder written by ``specbound.llm.logs.DistributionLog``
+(e.g. ``specbound log --out DIR``); without it a full run uses the *study log* and a quick
+run the shipped one (``specbound.llm.shipped_log()``: 12 prompts x 48 tokens).  The study
+log (:func:`study_log`, folder ``real_log/`` of the output folder, built on first use and
+resumed prompt by prompt) is the shipped log's recipe at the scale of the real decoding
+studies: the same 64 prompts as :mod:`paper_figs._real_runs` (24 HumanEval, 24 ShareGPT, 16
+summarisation prompts), 64 tokens sampled by the target per prompt, the shipped log's four
+drafts at every context, the processing of Liu, Wan, Gao & Gündüz (2026, arXiv:2609.21858,
+App. D.1: temperature 1, top-k 50).
 Logged pairs are handled on their compact support (the union of the two stored supports,
 exact when the tails are 0, see ``LoggedDistributions.pairs``); batches of pairs are padded
 with tokens of probability 0 under both models, which changes no formula.
@@ -11,15 +18,108 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 
 from paper_figs._common import Param
 
-#: the ``--log DIR`` parameter of every script that reads a log (None: the shipped log)
+#: the ``--log DIR`` parameter of every script that reads a log (None: the study log in a
+#: full run, the shipped log in a quick run; :func:`resolve_log`)
 LOG_PARAM = Param("log", "path", None, None,
-                  "folder of a distribution log (None: the shipped log, "
-                  "specbound.llm.shipped_log())")
+                  "folder of a distribution log (None: the study log real_log/ of the "
+                  "output folder in a full run, built on first use; the shipped log, "
+                  "specbound.llm.shipped_log(), in a quick run)")
+#: the study log's folder under the output folder, its drafts (the shipped log's), the seed of
+#: the target's samples
+STUDY_LOG = "real_log"
+STUDY_DRAFTS = ("temperature:0.5", "temperature:1.5", "early_exit:28", "quantized:3")
+STUDY_SEED = 2026
+
+
+def study_log_path(out_dir) -> Path:
+    """The folder of the study log of output folder ``out_dir``."""
+    return Path(out_dir) / STUDY_LOG
+
+
+def study_log(out_dir, progress: bool = True, settings=None) -> Path:
+    """Build the study log in ``out_dir/real_log`` (or resume it: a complete prompt is never
+    redone; a complete log costs only the model load) and return its folder (module
+    docstring).  One prompt at a time on one torch thread: about 8 minutes on one core for
+    the 64 prompts.  ``settings``: the real runs' settings whose prompts, new tokens, model
+    and processing the log takes (default ``paper_figs._real_runs.FULL``)."""
+    import torch
+
+    from paper_figs import _real_runs as rr
+    from specbound import llm
+    from specbound.llm.logs import log_distributions
+
+    path = study_log_path(out_dir)
+    s = rr.FULL if settings is None else settings
+    if path.exists() and _settings_of(path) != s.signature():
+        shutil.rmtree(path)  # made with other settings (a derived file): rebuilt
+    if complete_log(path):
+        return path
+    torch.set_num_threads(1)
+    pair = llm.load_pair(s.target, draft=STUDY_DRAFTS[0], device="cpu",
+                         temperature=s.temperature, top_k=s.top_k)
+    texts = rr.prompt_texts(s, pair)
+    labels = [f"{name} #{i}" for name, i, _ in texts]
+    log_distributions(pair, [t for _, _, t in texts], drafts=list(STUDY_DRAFTS),
+                      max_new_tokens=s.max_new_tokens, seed=STUDY_SEED, path=path,
+                      resume=True, progress=progress, prompt_labels=labels,
+                      extra={"script": "paper_figs._real_log.study_log",
+                             "settings": s.signature()})
+    return path
+
+
+def _settings_of(path):
+    """The real-runs settings signature a study log at ``path`` was made with (None if none)."""
+    try:
+        meta = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (meta.get("meta", {}).get("extra") or {}).get("settings")
+
+
+def complete_log(path) -> bool:
+    """Whether ``path`` holds a log every prompt of which was logged."""
+    from specbound.llm.logs import read_log
+
+    path = Path(path)
+    if not (path / "manifest.json").is_file():
+        return False
+    try:
+        lg = read_log(path)
+    except ValueError:
+        return False
+    return len(set(int(i) for i in lg.prompt_ids)) == len(lg.meta.get("prompts") or {}) > 0
+
+
+def resolve_log(log, out_dir, quick: bool, progress: bool = True):
+    """The log a script reads: ``log`` if given, the shipped log (None) in a quick run, else
+    the study log of ``out_dir`` (built or resumed here)."""
+    if log is not None:
+        return log
+    if quick:
+        return None
+    return str(study_log(out_dir, progress=progress))
+
+
+def index_log(out_dir):
+    """The log of the claims computed at INDEX time on output folder ``out_dir``: its study
+    log where complete (a full run), else the shipped log (None)."""
+    path = study_log_path(out_dir)
+    return str(path) if complete_log(path) else None
+
+
+def log_label(log) -> str:
+    """A short description of an opened log for the INDEX's sample statements."""
+    n = len(set(int(i) for i in log.prompt_ids))
+    which = "shipped real log" if "make_log" in str(log.meta.get("extra", {}).get("script", "")) \
+        else "study real log"
+    return f"{which}: {n} prompts, {len(log)} contexts"
 #: ``--contexts N``: logged contexts used per draft (0: all of them)
 QUICK_CONTEXTS = 12
 

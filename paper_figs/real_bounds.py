@@ -3,11 +3,13 @@
 Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §5 and App. B, on the next-token
 distributions of a real model pair instead of synthetic ones.
 
-For every logged context of every draft of the log (the shipped log of
-``specbound.llm.shipped_log()`` by default: SmolLM2-135M-Instruct at temperature 1, top-k 50,
-its own samples on HumanEval and ShareGPT prompts, drafts ``temperature:0.5``,
-``temperature:1.5``, ``early_exit:28``, ``quantized:3``; any other log with ``--log DIR``)
-and B = 1..8 the script computes, from closed forms:
+For every chosen logged context of every draft of the log (a full run: the study log of
+``paper_figs._real_log``, 64 prompts x 64 tokens, of which ``--contexts`` = 640 evenly spaced
+contexts; a quick run: the shipped log of ``specbound.llm.shipped_log()``; both
+SmolLM2-135M-Instruct at temperature 1, top-k 50, its own samples on HumanEval, ShareGPT (and
+summarisation) prompts, drafts ``temperature:0.5``, ``temperature:1.5``, ``early_exit:28``,
+``quantized:3``; any other log with ``--log DIR``) and B = 1..8 the script computes, from
+closed forms:
 
 - exact acceptance of standard SD (``sd``, B = 1: 1 − TV) and of the exponential race
   (``exp_race``, B = 1: Σ_i p_i / (1 + α_i)), of MPFR with token clocks (``mpfr``: Liu et al.
@@ -52,6 +54,7 @@ from paper_figs._real_log import (
     contexts_param,
     in_draft_order,
     open_log,
+    resolve_log,
     store_signature,
     subsample,
 )
@@ -73,11 +76,14 @@ B_QUICK = (1, 2, 4)
 MC_FULL = (8, 20_000)  # contexts per draft, Monte Carlo trials per context and scheme
 MC_QUICK = (2, 4_000)
 QUICK_CONTEXTS = 12
+#: contexts per draft of a full run, evenly spaced over the study log's 64 prompts (about ten
+#: per prompt: the closed forms of B = 1..8 on all 4,096 would take about 13 minutes)
+FULL_CONTEXTS = 640
 MC_SEED = 2026
 PARAMS = (
     LOG_PARAM,
     Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
-    contexts_param(0, QUICK_CONTEXTS),
+    contexts_param(FULL_CONTEXTS, QUICK_CONTEXTS),
     Param("mc_contexts", "int", MC_FULL[0], MC_QUICK[0],
           "contexts per draft checked by Monte Carlo", low=0),
     Param("trials", "int", MC_FULL[1], MC_QUICK[1],
@@ -136,7 +142,7 @@ def worker(arg) -> list[dict]:
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
             ) -> pd.DataFrame:
     v = resolve_params(PARAMS, quick, params)
-    log = v.log
+    log = resolve_log(v.log, out_dir, quick, progress)
     lg = open_log(log)
     Bs = v.B
     n_mc, mc_n = v.mc_contexts, v.trials

@@ -4,9 +4,11 @@ Zhou et al. (2026), arXiv:2607.26627, on the next-token distributions of a real 
 instead of synthetic ones (the synthetic versions are ``efficiency_frontier`` and
 ``lemma1_study``).
 
-Log: the shipped one (``specbound.llm.shipped_log()``: SmolLM2-135M-Instruct at temperature
-1, top-k 50, its own samples on HumanEval and ShareGPT prompts; drafts ``temperature:0.5``,
-``temperature:1.5``, ``early_exit:28``, ``quantized:3``) or any log given by ``--log DIR``.
+Log: in a full run the study log of ``paper_figs._real_log`` (64 prompts x 64 tokens), in a
+quick run the shipped one (``specbound.llm.shipped_log()``, 12 prompts x 48 tokens), both
+SmolLM2-135M-Instruct at temperature 1, top-k 50, its own samples on HumanEval and ShareGPT
+(and summarisation) prompts, drafts ``temperature:0.5``, ``temperature:1.5``,
+``early_exit:28``, ``quantized:3``; or any log given by ``--log DIR``.
 Every logged pair is exact on the union of the two top-50 supports (tails 0).
 
 Frontier: for each draft, every rule of ``specbound.theory.lossy`` with the parameter sweeps
@@ -55,6 +57,7 @@ from paper_figs._real_log import (
     in_draft_order,
     open_log,
     padded_pairs,
+    resolve_log,
     store_signature,
     subsample,
 )
@@ -118,7 +121,7 @@ def lemma1_worker(arg) -> list[dict]:
 def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params
             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     v = resolve_params(PARAMS, quick, params)
-    log = v.log
+    log = resolve_log(v.log, out_dir, quick, progress)
     lg = open_log(log)
     positions = subsample(len(lg), v.contexts).tolist()
     sig = store_signature(NAME, VERSION, lg, quick, v.changed)

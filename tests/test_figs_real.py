@@ -498,3 +498,88 @@ def test_real_runs_chunks_bound_sequences_and_positions():
         for a, b in zip(groups, groups[1:], strict=False):
             assert max(lengths[i] for i in a) <= min(lengths[i] for i in b)
     assert rr.chunks([5000], 4, 64) == [[0]]
+
+
+# ----------------------------------------------------------------------------- the study log
+
+
+def _fake_study_log(out_dir, settings):
+    """A copy of the shipped log placed as ``out_dir``'s study log, stamped with ``settings``
+    (a complete log: every prompt logged)."""
+    import shutil
+
+    from specbound.llm.logs import shipped_log_path
+
+    path = _real_log.study_log_path(out_dir)
+    shutil.copytree(shipped_log_path(), path)
+    (path / "SHA256SUMS").unlink()  # a log written by log_distributions has none
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["meta"]["extra"]["settings"] = settings
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    for sub in manifest["subdirs"]:  # every sub-log repeats the settings
+        meta = json.loads((path / sub / "meta.json").read_text())
+        meta["meta"]["extra"]["settings"] = settings
+        (path / sub / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
+def test_which_log_a_script_reads(tmp_path, user_log, monkeypatch):
+    """--log wins; a quick run reads the shipped log; a full run its study log, which a
+    complete log with the studies' settings is reused as is (no model is loaded)."""
+    from paper_figs import _real_runs as rr
+    from specbound import llm
+
+    assert _real_log.resolve_log(str(user_log), tmp_path, quick=False) == str(user_log)
+    assert _real_log.resolve_log(None, tmp_path, quick=True) is None
+    assert _real_log.index_log(tmp_path) is None  # no study log: the shipped log
+    path = _fake_study_log(tmp_path, rr.FULL.signature())
+    assert _real_log.complete_log(path)
+
+    def no_model(*a, **k):
+        raise AssertionError("a complete study log was rebuilt")
+
+    monkeypatch.setattr(llm, "load_pair", no_model)
+    assert _real_log.resolve_log(None, tmp_path, quick=False) == str(path)
+    assert _real_log.index_log(tmp_path) == str(path)
+    assert "12 prompts" in _real_log.log_label(read_log(path))
+
+
+def test_a_study_log_of_other_settings_or_incomplete_is_not_used(tmp_path, monkeypatch):
+    from specbound import llm
+
+    path = _fake_study_log(tmp_path, "other-settings")
+    calls = []
+
+    def stop(*a, **k):
+        calls.append(1)
+        raise RuntimeError("would load the model")
+
+    monkeypatch.setattr(llm, "load_pair", stop)
+    with pytest.raises(RuntimeError, match="would load"):
+        _real_log.study_log(tmp_path, progress=False)
+    assert calls == [1] and not path.exists()  # removed, to be rebuilt
+    # a log missing a prompt is not complete, and INDEX time falls back to the shipped log
+    part = tmp_path / "part"
+    with DistributionLog(part, vocab_size=V, drafts=["d"], target_model="toy",
+                         processing={"temperature": 1.0, "top_k": None, "top_p": None},
+                         prompts=["a", "b"]) as log:
+        p = np.full(V, 1 / V)
+        log.record(0, [1], p, [p])
+    assert not _real_log.complete_log(part)
+    assert not _real_log.complete_log(tmp_path / "nothing")
+
+
+@pytest.mark.slow
+def test_study_log_is_built_resumed_and_read(tmp_path):
+    """A study log at a small scale (one prompt of each set, 4 tokens) on the embedded model:
+    built, complete, and reused as is (no model load, nothing rewritten)."""
+    from paper_figs import _real_runs as rr
+
+    s = rr.settings(False, prompts=1, tokens=4)
+    path = _real_log.study_log(tmp_path, progress=False, settings=s)
+    lg = read_log(path)
+    assert _real_log.complete_log(path) and len(set(lg.prompt_ids)) == 3
+    assert list(lg.drafts) == list(_real_log.STUDY_DRAFTS) and len(lg) <= 3 * 4
+    stamp = (path / "manifest.json").stat().st_mtime_ns
+    assert _real_log.study_log(tmp_path, progress=False, settings=s) == path
+    assert (path / "manifest.json").stat().st_mtime_ns == stamp

@@ -3,8 +3,10 @@ arXiv:2607.26627: the ceiling-vs-interpolation ablation (§4.1, Table 1) and the
 CoS, lenience and the judge (§4.1, Fig. 4, App. D).
 
 The paper measures task accuracy of 7B-72B model pairs on MBPP+ and three other suites; this
-is the closest honest analogue on the logged distributions of the embedded model (the shipped
-real log: 4 drafts × 569 contexts, 12 prompts).  Per logged context, the closed-form induced
+is the closest honest analogue on the logged distributions of the embedded model (the study
+log of a full run: 4 drafts × 64 prompts × 64 sampled tokens, ``paper_figs._real_log``; the
+shipped log, 12 prompts and 569 contexts, where a run has none).  Per logged context, the
+closed-form induced
 law of each rule against the target ``p`` it relaxes, measured by the squared Hellinger
 distance ``H²(r, p) = 1 − Σ √(r p)`` (0 for lossless verification; lower is better).  KL(r ‖ p)
 is not used: CoS emits tokens outside the target's support (the early-exit and quantized drafts
@@ -44,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_figs._real_log import index_log
 from paper_figs.claims.engine import (
     NOT_DISTINGUISHABLE,
     NOT_TESTABLE,
@@ -123,7 +126,7 @@ def _load(data) -> pd.DataFrame:
     if not path.is_file():
         if not (Path(data.out_dir) / "real_lossy.csv").is_file():
             raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
-        produce(data.out_dir)
+        produce(data.out_dir, index_log(data.out_dir))
     return data.csv(FILE, COLUMNS)
 
 
@@ -164,7 +167,7 @@ def _below(label, paired, what):
 def _sample(df):
     n_ctx = int(df.groupby(["draft", "rule", "param"]).size().iloc[0])
     return (f"{df['prompt_id'].nunique()} prompts, {n_ctx} logged contexts per draft × "
-            f"{df['draft'].nunique()} drafts (shipped real log); H² averaged per prompt")
+            f"{df['draft'].nunique()} drafts (real distribution log); H² averaged per prompt")
 
 
 def rule_table1(df):

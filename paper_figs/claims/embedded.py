@@ -4,7 +4,8 @@ the draft, Eq. 13) performs below *matched* truncation sampling (the target trun
 same min-p rule, Eq. 4), because its induced law is distorted away from the truncated target.
 
 The paper measures task accuracy of 7B models; this is the closest honest analogue on the
-logged distributions of the embedded model (the shipped real log: 4 drafts × 569 contexts):
+logged distributions of the embedded model (the study log of a full run, 4 drafts × 64 prompts
+× 64 tokens, else the shipped log, 4 drafts × 569 contexts; ``paper_figs._real_log``):
 per context, the closed-form induced law of truncation-based verification
 (``theory.lossy.induced_distribution(..., "truncation", allowed=min-p set)``) against the
 truncated target ``p_Θ``, with two measures: KL(induced ‖ p_Θ) and a quality measure the
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paper_figs._real_log import index_log
 from paper_figs.claims.engine import MissingData, few, fmt, ordering, outcome
 
 FILE = "claims_truncation_embedded.csv"
@@ -80,7 +82,7 @@ def below_real(data):
     if not path.is_file():
         if not (Path(data.out_dir) / "real_lossy.csv").is_file():
             raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
-        produce(data.out_dir)
+        produce(data.out_dir, index_log(data.out_dir))
     df = data.csv(FILE, ("draft", "p_base", "prompt_id", "logp_verification",
                          "logp_truncation_sampling", "kl_to_truncated"))
     df = df.assign(d=df["logp_truncation_sampling"] - df["logp_verification"])
@@ -94,4 +96,4 @@ def below_real(data):
     from dataclasses import replace
 
     return replace(o, sample=f"{df['prompt_id'].nunique()} prompts, {n_ctx} logged contexts "
-                             "per draft (shipped real log)")
+                             "per draft (real distribution log)")
