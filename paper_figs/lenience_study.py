@@ -9,7 +9,7 @@ docs/mathematics.md §3) accepts a draft with probability min(1, p/(ℓ q)) and 
 target over n = 100 tokens (random order, seed 3) and noisy drafts (Gaussian logit noise,
 ``specbound.sim.distributions.noisy_draft``) at 25 TVs in [0.02, 0.8], 6 noise directions
 each (2 with ``--quick``); lines are the mean over directions, the band their range
-(``theory.lenience_delta``).  Markers: Monte Carlo estimates of Δ_ℓ from 200,000 tokens
+(``theory.lenience_delta``).  Markers: Monte Carlo estimates of Δ_ℓ from 2,000,000 tokens
 emitted by ``sim.sample_induced`` (20,000 with ``--quick``) at 5 TVs, one direction, via
 Δ̂ = Σ_{q<p} (f − q) / Σ_{q<p} (p − q) with f the emitted frequencies (crosses: the closed
 form for the same draft).
@@ -51,7 +51,7 @@ TV_GRID = np.linspace(0.02, 0.8, 25)
 MC_TV_IDX = (3, 9, 15, 21, 24)
 ELL_B = 0.4
 PARAMS = (
-    Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1),
+    Param("draws", "int", 2_000_000, 20_000, "Monte Carlo draws per checked point", low=1),
     Param("directions", "int", 6, 2, "random noise directions per TV", low=1),
     Param("ell", "floats", ELLS, ELLS, "lenience values ℓ", low=0),
 )
