@@ -4,8 +4,8 @@ The notebooks run in quick mode (environment variable ``SPECBOUND_QUICK=1``: sma
 each notebook well under 3 minutes); the committed copies were executed the same way
 (``SPECBOUND_QUICK=1 jupyter execute --inplace notebooks/NAME.ipynb``: nbclient's command,
 in the ``dev`` extra), and their outputs carry no warning and no path of the machine.  A
-notebook that needs the ``llm`` extra (the real embedded model) is skipped where the extra or
-the model wheel is missing.
+notebook that needs the ``llm`` extra (the real embedded model) runs in the slow tier
+(``make test-slow``) and is skipped where the extra or the model wheel is missing.
 """
 
 import importlib.util
@@ -47,7 +47,15 @@ def execute(path: Path, timeout: int = 600):
     return nb
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def _run_params():
+    """The notebooks, those on the real model in the slow tier (43 s of the fast tier's
+    5 minutes on a quiet machine; the README's real-model tour stays in the fast tier)."""
+    for path in NOTEBOOKS:
+        slow = _needs_llm(nbformat.read(path, as_version=4))
+        yield pytest.param(path, id=path.name, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("path", list(_run_params()))
 def test_notebook_runs(path):
     nb = nbformat.read(path, as_version=4)
     if _needs_llm(nb) and not _llm_available():
