@@ -191,3 +191,13 @@ def padded_pairs(log, draft: str, positions=None) -> tuple[np.ndarray, np.ndarra
         P[i, : lp.p.size] = lp.p
         Q[i, : lp.q.size] = lp.q
     return P, Q, pairs
+
+
+def index_file_stale(out_dir, name: str) -> bool:
+    """Whether the INDEX-time CSV ``name`` of ``out_dir`` must be (re)computed: it is missing,
+    or older than ``real_lossy.csv`` (which a run writes after its log is in place, so a CSV
+    from an earlier log, e.g. the shipped one before the study log was built, is redone)."""
+    path, lossy = Path(out_dir) / name, Path(out_dir) / "real_lossy.csv"
+    if not path.is_file():
+        return True
+    return lossy.is_file() and path.stat().st_mtime_ns < lossy.stat().st_mtime_ns

@@ -583,3 +583,18 @@ def test_study_log_is_built_resumed_and_read(tmp_path):
     stamp = (path / "manifest.json").stat().st_mtime_ns
     assert _real_log.study_log(tmp_path, progress=False, settings=s) == path
     assert (path / "manifest.json").stat().st_mtime_ns == stamp
+
+
+def test_index_time_csvs_are_redone_after_a_newer_real_lossy(tmp_path):
+    import os
+
+    name = "claims_collaborative_embedded.csv"
+    assert _real_log.index_file_stale(tmp_path, name)  # missing
+    (tmp_path / name).write_text("x\n")
+    assert not _real_log.index_file_stale(tmp_path, name)  # no real_lossy: kept (fabricated)
+    (tmp_path / "real_lossy.csv").write_text("y\n")
+    t = (tmp_path / name).stat().st_mtime_ns
+    os.utime(tmp_path / "real_lossy.csv", ns=(t + 10**9, t + 10**9))
+    assert _real_log.index_file_stale(tmp_path, name)  # real_lossy redone since: redo
+    os.utime(tmp_path / name, ns=(t + 2 * 10**9, t + 2 * 10**9))
+    assert not _real_log.index_file_stale(tmp_path, name)
