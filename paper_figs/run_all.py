@@ -24,7 +24,9 @@ repository root for them.  The executor is passed as ``executor=`` to a script's
 more cores opens one 2-process pool (``process:2``) for all the studies, so that its two
 workers load the embedded model, its drafts and the compiled kernels once for the whole run
 instead of once per study (each study alone makes its own pool of the same size); a quick
-run stays serial.
+run stays serial.  A full run that includes a script reading a real log also builds the
+study log (``paper_figs._real_log.study_log``) in one background process from the start and
+the first such script waits for it (:func:`start_study_log`).
 
 Verdict: each study's wall time is recorded in ``timings.csv`` (columns ``study, seconds,
 quick, finished_utc, params``: ``params`` is the JSON of the non-default parameters, empty
@@ -119,20 +121,61 @@ def default_executor_spec(executor, quick: bool) -> str | None:
     return "process:2"
 
 
+def _build_study_log(out_dir: str) -> None:
+    """The background process of :func:`start_study_log` (a module-level function, so that a
+    spawned process can import it)."""
+    from paper_figs._real_log import study_log
+
+    study_log(out_dir, progress=False)
+
+
+def _reads_a_log(mod) -> bool:
+    from paper_figs._real_log import LOG_PARAM
+
+    return any(p is LOG_PARAM for p in getattr(mod, "PARAMS", ()))
+
+
+def start_study_log(out_dir, quick: bool, mods):
+    """In a full run whose scripts read a real log, start building the study log
+    (:func:`paper_figs._real_log.study_log`, about 7 minutes on one core) in a background
+    process at once, so that it uses the CPU time the run leaves idle (a full run kept its
+    2 cores 77% busy); the first script that reads the log waits for it (:func:`main`).
+    Returns the process, or None when nothing is to be built."""
+    import multiprocessing
+
+    from paper_figs._real_log import study_log_path
+
+    if quick or not any(_reads_a_log(m) for m in mods):
+        return None
+    print(f"[reproduce] building the study log {study_log_path(out_dir)} in the background",
+          flush=True)
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_build_study_log, args=(str(out_dir),), daemon=True, name="study-log")
+    proc.start()
+    return proc
+
+
 def main(argv=None, modules=None) -> int:
     """Run every figure script (``modules``: the scripts to run, default all of them)."""
     args = parse_args(__doc__.splitlines()[0], argv)
     if args.out is None:
         args.out = default_out_dir(args.quick)
     mods = figure_modules() if modules is None else list(modules)
+    builder = None
     try:
         with sweep_executor(default_executor_spec(args.executor, args.quick)) as ex, \
                 smoke_mark(args.quick):
             if args.executor:
                 print(f"[reproduce] executor: {args.executor}", flush=True)
+            builder = start_study_log(args.out, args.quick, mods)
             for mod in mods:
                 t0 = time.perf_counter()
                 print(f"[reproduce] {mod.__name__} ...", flush=True)
+                if builder is not None and _reads_a_log(mod):
+                    builder.join()  # the script resumes the log if the builder failed
+                    print(f"[reproduce]   waited {time.perf_counter() - t0:.1f} s for the "
+                          f"study log (exit code {builder.exitcode})", flush=True)
+                    builder = None
                 kwargs = {"executor": ex} if args.executor and _accepts_executor(mod.main) else {}
                 written = mod.main(args.out, quick=args.quick, **kwargs)
                 for path in written or []:
@@ -144,6 +187,10 @@ def main(argv=None, modules=None) -> int:
         print("[reproduce] interrupted: finished configurations are kept; run the same "
               "command again to resume", file=sys.stderr, flush=True)
         return 130
+    finally:
+        if builder is not None and builder.is_alive():  # interrupted before it was needed:
+            builder.terminate()  # its finished prompts are kept (the log resumes)
+            builder.join()
     print_index(args.out)
     return 0
 

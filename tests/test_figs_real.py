@@ -598,3 +598,33 @@ def test_index_time_csvs_are_redone_after_a_newer_real_lossy(tmp_path):
     assert _real_log.index_file_stale(tmp_path, name)  # real_lossy redone since: redo
     os.utime(tmp_path / name, ns=(t + 2 * 10**9, t + 2 * 10**9))
     assert not _real_log.index_file_stale(tmp_path, name)
+
+
+def test_a_full_run_builds_the_study_log_in_the_background(tmp_path, capsys):
+    """run_all starts the study log's builder at once in a full run whose scripts read a log,
+    and the first such script runs after the builder has finished (here the log is already
+    complete, so the spawned builder only checks it); a quick run, and a run without such a
+    script, start nothing."""
+    import types
+
+    from paper_figs import _real_runs as rr
+    from paper_figs import run_all
+
+    _fake_study_log(tmp_path, rr.FULL.signature())
+    seen = []
+
+    def main(out_dir, quick=False):
+        seen.append(("log", quick))
+        return []
+
+    reader = types.ModuleType("paper_figs.real_fake")
+    reader.main, reader.PARAMS = main, (_real_log.LOG_PARAM,)
+    plain = types.ModuleType("paper_figs.plain_fake")
+    plain.main, plain.PARAMS = (lambda out_dir, quick=False: seen.append(("plain", quick))), ()
+    assert run_all.main(["--out", str(tmp_path)], modules=[plain, reader]) == 0
+    out = capsys.readouterr().out
+    assert "building the study log" in out and "(exit code 0)" in out
+    assert out.index("(exit code 0)") > out.index("paper_figs.real_fake ...")
+    assert seen == [("plain", False), ("log", False)]
+    assert run_all.start_study_log(tmp_path, True, [reader]) is None
+    assert run_all.start_study_log(tmp_path, False, [plain]) is None
