@@ -70,10 +70,10 @@ from specbound.theory import (
 
 FIGURE = True
 NAME = "real_bounds"
-VERSION = 1
+VERSION = 2
 B_FULL = tuple(range(1, 9))
 B_QUICK = (1, 2, 4)
-MC_FULL = (8, 20_000)  # contexts per draft, Monte Carlo trials per context and scheme
+MC_FULL = (8, 100_000)  # contexts per draft, Monte Carlo trials per context and scheme
 MC_QUICK = (2, 4_000)
 QUICK_CONTEXTS = 12
 #: contexts per draft of a full run, evenly spaced over the study log's 64 prompts (about ten

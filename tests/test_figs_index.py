@@ -20,6 +20,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -401,3 +402,30 @@ def test_readme_states_the_registry_tally():
     extra = E.Claim("x", E.ZHOU, "l", E.PAPER, "s", "r", "f", untestable="why")
     assert E.registry_tally([*CLAIMS, extra]) != line
     assert re.search(r"Zhou et al\. 2026: \d+ paper claims", line)
+
+
+def test_family_crit_keeps_the_family_tail_and_a_bound_at_equality_passes():
+    """A bound checked on m rows: the family-wise critical value keeps the probability that
+    some row of a true bound (at equality) looks violated at ALPHA; 256 Monte Carlo rows of
+    PML = exact MPFR whose smallest z is -3.37 (what a full run printed) pass, and one
+    violation of 0.02 at n = 100,000 still fails (the full run's draws per check)."""
+    from scipy import stats
+
+    from paper_figs.claims import liu
+
+    assert E.family_crit(1) == E.Z
+    for m in (2, 6, 256, 10**4):
+        c = E.family_crit(m)
+        assert 1 - (1 - stats.norm.sf(c)) ** m == pytest.approx(E.ALPHA, rel=1e-9)
+        assert c > E.family_crit(max(1, m // 2))
+    with pytest.raises(ValueError, match="m must"):
+        E.family_crit(0)
+    n, pml = 100_000, np.full(256, 0.6)
+    se = np.sqrt(pml * (1 - pml) / n)
+    mc = pml + np.linspace(-3.37, 2.5, 256) * se
+    rows = list(zip(pml, pml - 0.01, mc, np.full(256, n), strict=True))
+    assert liu.rule_pml_bound(rows).verdict == E.REPRODUCED
+    mc_bad = mc.copy()
+    mc_bad[7] = 0.6 - 0.02
+    rows = list(zip(pml, pml - 0.01, mc_bad, np.full(256, n), strict=True))
+    assert liu.rule_pml_bound(rows).verdict == E.NOT_REPRODUCED

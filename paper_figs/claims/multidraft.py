@@ -52,6 +52,7 @@ from paper_figs.claims.engine import (
     combine,
     equivalence,
     exact,
+    family_crit,
     fmt,
     outcome,
 )
@@ -130,8 +131,9 @@ def rule_nonidentical(df):
     """Acceptance at least the bound in every case (counted); the block events equal to
     it within MARGIN (TOST, shown, not counted: the proof's step, beyond the statement)."""
     se = _se(df["mc_accept"], df["n"])
+    c = family_crit(len(df))
     per = [at_least(f"case {int(r['case'])}", float(r["mc_accept"] - r["bound"]), float(s),
-                    MARGIN) for (_, r), s in zip(df.iterrows(), se, strict=True)]
+                    MARGIN, c=c) for (_, r), s in zip(df.iterrows(), se, strict=True)]
     worst = min(per, key=lambda x: x.z if x.z is not None else math.inf)
     parts = [Part("Monte Carlo Pr[Y ∈ {X⁽¹⁾..X⁽ᴮ⁾}] ≥ Σ_i p_i Σ_b 1/(B + α_i⁽ᵇ⁾) (Eq. 16)",
                   combine(x.verdict for x in per),
@@ -253,7 +255,8 @@ def rule_active_set(df, gls=None):
     if df.empty:
         raise MissingData(f"no (context, J) cell with {AS_MIN_STEPS} steps")
     se = _se(df["mc_accept"], df["steps"])
-    per = [at_least("", float(r["mc_accept"] - r["bound"]), float(s), MARGIN)
+    c = family_crit(len(df))
+    per = [at_least("", float(r["mc_accept"] - r["bound"]), float(s), MARGIN, c=c)
            for (_, r), s in zip(df.iterrows(), se, strict=True)]
     worst = min(per, key=lambda x: x.z if x.z is not None else math.inf)
     Js = sorted({int(j) for j in df["J"]})
