@@ -46,9 +46,10 @@ def study_log_path(out_dir) -> Path:
 def study_log(out_dir, progress: bool = True, settings=None) -> Path:
     """Build the study log in ``out_dir/real_log`` (or resume it: a complete prompt is never
     redone; a complete log costs only the model load) and return its folder (module
-    docstring).  One prompt at a time on one torch thread: about 8 minutes on one core for
-    the 64 prompts.  ``settings``: the real runs' settings whose prompts, new tokens, model
-    and processing the log takes (default ``paper_figs._real_runs.FULL``)."""
+    docstring).  One prompt at a time on one torch thread: 412 s on one core for the 64
+    prompts (measured 2026-12-02, quiet machine).  ``settings``: the real runs' settings
+    whose prompts, new tokens, model and processing the log takes (default
+    ``paper_figs._real_runs.FULL``)."""
     import torch
 
     from paper_figs import _real_runs as rr
@@ -114,12 +115,6 @@ def index_log(out_dir):
     return str(path) if complete_log(path) else None
 
 
-def log_label(log) -> str:
-    """A short description of an opened log for the INDEX's sample statements."""
-    n = len(set(int(i) for i in log.prompt_ids))
-    which = "shipped real log" if "make_log" in str(log.meta.get("extra", {}).get("script", "")) \
-        else "study real log"
-    return f"{which}: {n} prompts, {len(log)} contexts"
 #: ``--contexts N``: logged contexts used per draft (0: all of them)
 QUICK_CONTEXTS = 12
 
@@ -201,3 +196,13 @@ def index_file_stale(out_dir, name: str) -> bool:
     if not path.is_file():
         return True
     return lossy.is_file() and path.stat().st_mtime_ns < lossy.stat().st_mtime_ns
+
+
+def refresh_index_csv(out_dir, name: str, produce) -> bool:
+    """(Re)compute the INDEX-time CSV ``name`` of ``out_dir`` with ``produce(out_dir, log)``
+    on the run's log (:func:`index_log`) where it is stale (:func:`index_file_stale`) and
+    ``real_lossy`` has run; whether the CSV is there afterwards."""
+    path = Path(out_dir) / name
+    if index_file_stale(out_dir, name) and (Path(out_dir) / "real_lossy.csv").is_file():
+        produce(out_dir, index_log(out_dir))
+    return path.is_file()

@@ -541,7 +541,7 @@ def test_which_log_a_script_reads(tmp_path, user_log, monkeypatch):
     monkeypatch.setattr(llm, "load_pair", no_model)
     assert _real_log.resolve_log(None, tmp_path, quick=False) == str(path)
     assert _real_log.index_log(tmp_path) == str(path)
-    assert "12 prompts" in _real_log.log_label(read_log(path))
+    assert len(set(read_log(path).prompt_ids)) == 12
 
 
 def test_a_study_log_of_other_settings_or_incomplete_is_not_used(tmp_path, monkeypatch):
@@ -628,3 +628,16 @@ def test_a_full_run_builds_the_study_log_in_the_background(tmp_path, capsys):
     assert seen == [("plain", False), ("log", False)]
     assert run_all.start_study_log(tmp_path, True, [reader]) is None
     assert run_all.start_study_log(tmp_path, False, [plain]) is None
+
+
+def test_refresh_index_csv_produces_only_where_real_lossy_has_run(tmp_path):
+    name, calls = "claims_truncation_embedded.csv", []
+
+    def produce(out_dir, log):
+        calls.append(log)
+        (tmp_path / name).write_text("x\n")
+
+    assert not _real_log.refresh_index_csv(tmp_path, name, produce) and calls == []
+    (tmp_path / "real_lossy.csv").write_text("y\n")
+    assert _real_log.refresh_index_csv(tmp_path, name, produce) and calls == [None]
+    assert _real_log.refresh_index_csv(tmp_path, name, produce) and calls == [None]  # fresh

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._real_log import index_file_stale, index_log
+from paper_figs._real_log import refresh_index_csv
 from paper_figs.claims.engine import (
     NOT_DISTINGUISHABLE,
     NOT_TESTABLE,
@@ -122,10 +122,8 @@ def produce(out_dir, log=None) -> Path:
 
 
 def _load(data) -> pd.DataFrame:
-    if index_file_stale(data.out_dir, FILE):
-        if not (Path(data.out_dir) / "real_lossy.csv").is_file():
-            raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
-        produce(data.out_dir, index_log(data.out_dir))
+    if not refresh_index_csv(data.out_dir, FILE, produce):
+        raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
     return data.csv(FILE, COLUMNS)
 
 

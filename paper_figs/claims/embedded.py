@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._real_log import index_file_stale, index_log
+from paper_figs._real_log import refresh_index_csv
 from paper_figs.claims.engine import MissingData, few, fmt, ordering, outcome
 
 FILE = "claims_truncation_embedded.csv"
@@ -78,10 +78,8 @@ def rule_below(groups):
 
 
 def below_real(data):
-    if index_file_stale(data.out_dir, FILE):
-        if not (Path(data.out_dir) / "real_lossy.csv").is_file():
-            raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
-        produce(data.out_dir, index_log(data.out_dir))
+    if not refresh_index_csv(data.out_dir, FILE, produce):
+        raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
     df = data.csv(FILE, ("draft", "p_base", "prompt_id", "logp_verification",
                          "logp_truncation_sampling", "kl_to_truncated"))
     df = df.assign(d=df["logp_truncation_sampling"] - df["logp_verification"])

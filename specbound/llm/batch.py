@@ -345,6 +345,12 @@ class _Store:
 _STORE_SLACK = 12
 
 
+def _model_of(which: str) -> str:
+    """The model whose forward and batch store a request of kind ``which`` uses: a shared
+    forward (``share_forwards``) is the target's."""
+    return "target" if which == "shared" else which
+
+
 def _batched_forward(pair, which, requests, stores=None, owners=None):
     """One forward of ``which`` over several rows' requests; per-request NextTokenLogprobs.
 
@@ -406,7 +412,7 @@ def _batched_forward(pair, which, requests, stores=None, owners=None):
     # the batch cache: the store of the previous step when the same rows come back in the
     # same order with room for this step's tokens, else a new one
     key = [(o, r) for o, r in zip(owners, rows, strict=True)]
-    skey = "target" if which == "shared" else which  # a shared forward is the target's
+    skey = _model_of(which)
     store = stores.get(skey) if stores is not None else None
     in_place = [False] * len(requests)
     if store is not None and store.owners == key and T <= store.capacity and len(
@@ -546,43 +552,37 @@ class _Scheduler:
         speculative batch end their blocks at different steps near the end of a run).
         Returns ``(requests, owners, positions of the group's requests)`` or None (no
         store, or a ghost that cannot ride along: the group is forwarded alone)."""
-        skey = "target" if which == "shared" else which
+        skey = _model_of(which)
         store = self.stores.get(skey)
         if store is None or len(store.owners) <= len(group):
             return None
-        by_index = {r.index: r for r in live}
+        owners = [o for o, _ in store.owners]
         in_group = {r.index: j for j, r in enumerate(group)}
-        if any(r.index not in {o for o, _ in store.owners} for r in group):
+        if not in_group.keys() <= set(owners):
             return None
-        reqs, owners, picked, r0, dead = [], [], [0] * len(group), 0, 0
+        by_index = {r.index: r for r in live}
+        reqs, picked, r0, dead = [], [0] * len(group), 0, 0
         for o, nrows in store.owners:
+            row = by_index.get(o)
             if o in in_group:
-                j = in_group[o]
-                reqs.append(group[j].request[1:])
-                picked[j] = len(owners)
-            else:
-                row = by_index.get(o)
-                if row is None:  # a row that left the batch: its slot rides along, unread,
-                    dead += 1    # until a quarter of the slots are such (then a rebuild)
-                    if dead > len(store.owners) // 4:
-                        return None
-                    view = _make_cache([(kb[r0:r0 + nrows, ..., :1, :],
-                                         vb[r0:r0 + nrows, ..., :1, :])
-                                        for kb, vb in store.layers])
-                    ids = torch.zeros((nrows, 1), dtype=torch.long,
-                                      device=store.layers[0][0].device)
-                    reqs.append((ids, view, 1))
-                    owners.append(o)
-                    r0 += nrows
-                    continue
-                if row.request is None:
+                picked[in_group[o]] = len(reqs)
+                reqs.append(group[in_group[o]].request[1:])
+            elif row is None:  # a row that left the batch: its slot rides along, unread,
+                dead += 1      # until a quarter of the slots are such (then a rebuild)
+                if dead > len(owners) // 4:
                     return None
-                kind, ids, cache = row.request[0], row.request[1], row.request[2]
-                if (("target" if kind == "shared" else kind) != skey or cache is None
-                        or int(ids.shape[0]) != nrows or not store.holds(cache, r0, nrows)):
+                view = _make_cache([(kb[r0:r0 + nrows, ..., :1, :], vb[r0:r0 + nrows, ..., :1, :])
+                                    for kb, vb in store.layers])
+                reqs.append((torch.zeros((nrows, 1), dtype=torch.long,
+                                         device=store.layers[0][0].device), view, 1))
+            elif row.request is None:
+                return None
+            else:
+                kind, ids, cache = row.request[:3]
+                if (_model_of(kind) != skey or cache is None or int(ids.shape[0]) != nrows
+                        or not store.holds(cache, r0, nrows)):
                     return None
                 reqs.append((ids[:, -1:], cache, 1))
-            owners.append(o)
             r0 += nrows
         return reqs, owners, picked
 
@@ -640,8 +640,7 @@ class _Scheduler:
                                                         self.stores, all_owners)
                     outs = [outs[j] for j in picked]
                 secs = time.perf_counter() - tf
-                # a shared forward (share_forwards) is the target's forward
-                counted = "target" if which == "shared" else which
+                counted = _model_of(which)
                 self.seconds[counted] += secs
                 self.forwards[counted] += n_forwards
                 self.max_rows = max(self.max_rows, sum(int(q[0].shape[0]) for q in reqs))
