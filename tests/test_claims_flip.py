@@ -544,11 +544,14 @@ def test_flip(tmp_path, claim_id):
     """The claim holds on one fabricated folder and fails on the other: the verdict moves."""
     good, row_good = _verdict(tmp_path, claim_id, True)
     bad, row_bad = _verdict(tmp_path, claim_id, False)
-    assert good.verdict in GOOD, (claim_id, good)
+    # a sentence that holds by algebra reads "proved", never "reproduced", where it holds
+    want = {E.PROVED} if BY_ID[claim_id].proved and good is not row_good.columns[
+        E.PAPER_DATA] else GOOD
+    assert good.verdict in want, (claim_id, good)
     assert bad.verdict in BAD, (claim_id, bad)
     if good is row_good.columns[E.PAPER_DATA]:
         return
-    assert row_good.verdict in GOOD and row_bad.verdict in BAD  # the claim's verdict too
+    assert row_good.verdict in want and row_bad.verdict in BAD  # the claim's verdict too
 
 
 def test_every_claim_has_a_flip_test():
@@ -594,6 +597,38 @@ def test_flip_paper_column(tmp_path, claim_id):
         (row,) = E.evaluate(folder, [BY_ID[claim_id]], numbers=numbers)
         verdicts.append(row.columns[column].verdict)
     assert verdicts[0] in GOOD and verdicts[1] in BAD, verdicts
+
+
+#: the rows decided by algebra or definition (an identity of the formulas, a bound that holds
+#: by construction, decoders that emit the same tokens by construction)
+PROVED_ROWS = {"liu_pml_ge_lml", "zhou_lemma1", "zhou_ceiling_cap", "zhou_thm1", "zhou_prop1",
+               "liu_tpr_match", "chk_identical_tokens", "chk_ceiling_equals_lenience"}
+
+
+def test_rows_decided_by_algebra_are_never_counted_as_reproduced(tmp_path):
+    """The claims that hold by algebra say why, and where their implementation checks out
+    they read "proved; implementation checked", counted apart from "reproduced" in the
+    summary; a column of another claim that reproduces still reads "reproduced"."""
+    assert {c.id for c in CLAIMS if c.proved} == PROVED_ROWS
+    for cid in sorted(PROVED_ROWS) + ["liu_mpfr_ge_gls"]:
+        folder = tmp_path / cid
+        folder.mkdir()
+        got = FLIPS[cid](folder, True)
+        column = got[0] if isinstance(got, tuple) else got
+        (row,) = E.evaluate(folder, [BY_ID[cid]], numbers=_numbers({}))
+        want = E.PROVED if cid in PROVED_ROWS else E.REPRODUCED
+        assert row.columns[column].verdict == row.verdict == want, cid
+        counts = E.summary([row], row.claim.kind)
+        assert counts[want] == 1 and sum(counts.values()) == 1
+        text = E.render([row], folder)
+        assert f"**{want}**" in text
+        if cid in PROVED_ROWS:
+            assert "- holds by algebra: " in text
+    assert E.combine_columns([E.PROVED, E.REPRODUCED]) == E.REPRODUCED
+    assert E.combine_columns([E.PROVED, E.NOT_DISTINGUISHABLE]) == E.PROVED
+    assert E.combine_columns([E.PROVED, E.REFUTED]) == E.REFUTED
+    with pytest.raises(ValueError, match="either untestable or proved"):
+        E.Claim("x", E.ZHOU, "l", E.PAPER, "s", "r", "f", untestable="why", proved="why")
 
 
 def test_untestable_claims_show_the_papers_numbers(tmp_path):

@@ -191,7 +191,7 @@ def test_index_opens_with_the_banner_and_one_line_per_paper(tmp_path):
     assert "non-default study parameters" not in path.read_text()
     # the exact claims on the real quick study
     rows = {r.claim.id: r for r in E.evaluate(tmp_path)}
-    assert rows["liu_pml_ge_lml"].columns[E.SYNTHETIC].verdict == E.REPRODUCED
+    assert rows["liu_pml_ge_lml"].columns[E.SYNTHETIC].verdict == E.PROVED
     assert rows["liu_eq4"].columns[E.SYNTHETIC].verdict == E.REFUTED
     assert "the reverse" in rows["liu_eq4"].columns[E.SYNTHETIC].reading
     # a full run: no banner; non-default parameters marked on the rows of that study
@@ -281,7 +281,7 @@ def test_no_paper_claim_compares_a_producer_with_itself(tmp_path, monkeypatch):
     bounds_vs_drafts.main(base, quick=True)
     assert {cid: verdict(base, cid) for cid in ("liu_pml_ge_lml", "liu_mpfr_ge_gls",
                                                  "liu_eq4")} == \
-        {"liu_pml_ge_lml": E.REPRODUCED, "liu_mpfr_ge_gls": E.REPRODUCED,
+        {"liu_pml_ge_lml": E.PROVED, "liu_mpfr_ge_gls": E.REPRODUCED,
          "liu_eq4": E.REFUTED}
     real_exact, real_pml = acceptance.exact_acceptance, acceptance.pml_bound
     cases = {

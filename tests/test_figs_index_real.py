@@ -53,17 +53,22 @@ def test_real_pairs_are_clustered_by_prompt_with_a_t_reference(tmp_path):
 
 
 def test_real_identical_outputs_are_not_evidence(tmp_path):
-    """PFR and MWS emit the same tokens: TPR equality between them is not evidence, so the
-    claim is not run on the real model; a differing TPR would be judged."""
+    """PFR and MWS emit the same tokens: TPR equality between them is not evidence for the
+    sentence (it holds by construction), so the real column reads "proved; implementation
+    checked", never "reproduced"; a differing TPR is judged and fails."""
     rows = [{"decoder": d, "B": 1, "score": "aaronson", "method": "exact", "T_eval": T,
              "tpr": 0.8, "n_sequences": 600, "fpr": 0.01}
             for d in ("pfr", "mpfr", "mws") for T in (4, 8)]
     pd.DataFrame(rows).to_csv(tmp_path / "real_wm_detection.csv", index=False)
     (row,) = E.evaluate(tmp_path, [BY_ID["liu_tpr_match"]])
-    assert row.columns[E.REAL].verdict == E.NOT_RUN
-    assert "identity of the code" in row.columns[E.REAL].numbers
+    assert row.columns[E.REAL].verdict == row.verdict == E.PROVED
+    assert "identical outputs" in row.columns[E.REAL].numbers
     (chk,) = E.evaluate(tmp_path, [BY_ID["chk_identical_tokens"]])
-    assert chk.columns[E.REAL].verdict == E.REPRODUCED
+    assert chk.columns[E.REAL].verdict == E.PROVED
+    rows[0]["tpr"] = 0.6  # PFR's TPR off by 0.2 at T = 4: the implementation is broken
+    pd.DataFrame(rows).to_csv(tmp_path / "real_wm_detection.csv", index=False)
+    (row,) = E.evaluate(tmp_path, [BY_ID["liu_tpr_match"]])
+    assert row.columns[E.REAL].verdict == E.NOT_REPRODUCED
 
 
 def test_real_null_counts_distinct_sequences_once(tmp_path):

@@ -33,6 +33,12 @@ A sentence no experiment at embedded scale can test honestly (a learned judge, E
 draft heads, task suites of 7B models) names why in :attr:`Claim.untestable`; its verdict is
 :data:`NOT_TESTABLE`, counted on its own, with the paper's own numbers judged beside it.
 
+A sentence that holds by algebra or by definition (an identity of the formulas, a bound that
+holds by construction, decoders that emit the same tokens by construction) says why in
+:attr:`Claim.proved`; where its implementation checks out its columns read :data:`PROVED`
+("proved; implementation checked"), counted apart from *reproduced*: no data could have
+contradicted the sentence, only our code of it.
+
 A sentence with several parts has one verdict, :func:`combine` of its parts (refuted, then
 not reproduced, then not distinguishable; reproduced only when every counted part is).
 A part that is an identity of the code (two decoders emitting the same tokens) is shown
@@ -69,7 +75,12 @@ NOT_RUN = "not run"
 #: a sentence no experiment at embedded scale can test honestly (a benchmark of 7B models, a
 #: learned judge): the row shows the paper's own numbers and says why; counted on its own
 NOT_TESTABLE = "not testable at embedded scale"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISTINGUISHABLE, REFUTED, NOT_RUN, NOT_TESTABLE)
+#: a sentence that holds by algebra or by definition (an identity of the formulas, a bound
+#: that holds by construction): the data check the implementation, never the sentence, so
+#: such a row is never counted as *reproduced*; a failing implementation still refutes it
+PROVED = "proved; implementation checked"
+VERDICTS = (REPRODUCED, PROVED, NOT_REPRODUCED, NOT_DISTINGUISHABLE, REFUTED, NOT_RUN,
+            NOT_TESTABLE)
 
 PAPER = "paper"
 CHECK = "check"
@@ -141,7 +152,7 @@ def combine_columns(verdicts: Iterable[str]) -> str:
     vs = [v for v in verdicts if v != NOT_RUN]
     if not vs:
         return NOT_RUN
-    for v in (REFUTED, NOT_REPRODUCED, REPRODUCED):
+    for v in (REFUTED, NOT_REPRODUCED, REPRODUCED, PROVED):
         if v in vs:
             return v
     return NOT_DISTINGUISHABLE
@@ -397,11 +408,17 @@ class Claim:
     #: why no experiment of ours can test the sentence (empty: testable); such a claim has
     #: no synthetic or real-model evidence and the verdict :data:`NOT_TESTABLE`
     untestable: str = ""
+    #: why the sentence holds by algebra or definition (empty: it has empirical content);
+    #: such a claim's synthetic and real-model columns check the implementation, and a
+    #: column that would read *reproduced* reads :data:`PROVED` (see :func:`evaluate`)
+    proved: str = ""
 
     def __post_init__(self):
         if self.untestable and (self.synthetic is not None or self.real is not None):
             raise ValueError(f"{self.id}: an untestable claim has no synthetic or real "
                              "evidence")
+        if self.untestable and self.proved:
+            raise ValueError(f"{self.id}: a claim is either untestable or proved, not both")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.paper not in PAPERS:
@@ -415,7 +432,7 @@ class Claim:
                                                           self.paper_data), strict=True)
                              if f is not None],
                 "studies": list(self.studies), "scale": self.scale or None,
-                "untestable": self.untestable or None}
+                "untestable": self.untestable or None, "proved": self.proved or None}
 
 
 @dataclass(frozen=True)
@@ -438,6 +455,14 @@ def _run(fn, arg) -> Outcome:
         return Outcome(NOT_RUN, f"incomplete output ({type(exc).__name__}: {exc})")
 
 
+def _as_proved(o: Outcome) -> Outcome:
+    """A column of a claim that holds by algebra: *reproduced* there means the
+    implementation agrees with the proof, so it reads :data:`PROVED`."""
+    from dataclasses import replace
+
+    return replace(o, verdict=PROVED) if o.verdict == REPRODUCED else o
+
+
 def evaluate(out_dir, claims: Iterable[Claim] | None = None, numbers=None) -> list[Row]:
     """Every claim's evidence columns on the CSVs of ``out_dir`` (missing: not run) and on
     the paper's transcribed numbers (``numbers``, default the shipped transcription)."""
@@ -449,6 +474,8 @@ def evaluate(out_dir, claims: Iterable[Claim] | None = None, numbers=None) -> li
     for cl in registry.CLAIMS if claims is None else claims:
         cols = {SYNTHETIC: _run(cl.synthetic, data), REAL: _run(cl.real, data),
                 PAPER_DATA: _run(cl.paper_data, nums)}
+        if cl.proved:
+            cols = {c: _as_proved(o) if c != PAPER_DATA else o for c, o in cols.items()}
         verdict = NOT_TESTABLE if cl.untestable else \
             combine_columns(cols[c].verdict for c in (SYNTHETIC, REAL))
         out.append(Row(cl, cols, verdict))
@@ -543,7 +570,10 @@ def render(rows: list[Row], out_dir) -> str:
         "same rule and shown beside it.",
         "",
         "Verdicts: *reproduced* (the data could have said otherwise and support the "
-        "sentence); *not reproduced* (a significant difference against it); *not "
+        "sentence); *proved; implementation checked* (the sentence holds by algebra or by "
+        "definition, so no data could contradict it: the data check our implementation of "
+        "it, and the row is counted apart from *reproduced*); *not reproduced* (a "
+        "significant difference against it); *not "
         "distinguishable at this sample size*; *refuted* (an exact counterexample); *not run* "
         "(the output or the rows it needs are missing); *not testable at embedded scale* (no "
         "honest experiment of ours exists: the row shows the paper's own numbers and why).",
@@ -584,6 +614,8 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
                   f"- flip test: `{cl.flip_test}`"]
         if cl.untestable:
             lines.append(f"- not testable at embedded scale: {_cell(cl.untestable)}")
+        if cl.proved:
+            lines.append(f"- holds by algebra: {_cell(cl.proved)}")
         params = _params_of(cl, tinfo)
         if params:
             lines.append(f"- **non-default study parameters**: {'; '.join(params)}")
