@@ -41,12 +41,13 @@ cannot give, and against a divergence from ``p`` the best "judge" is the one tha
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs._real_log import refresh_index_csv
+from paper_figs.claims.data import refresh_from_log, write_csv
 from paper_figs.claims.engine import (
     NOT_DISTINGUISHABLE,
     NOT_TESTABLE,
@@ -117,13 +118,12 @@ def produce(out_dir, log=None) -> Path:
             add("t1_interpolation", g, nan, table1_interpolation(P, Q, g))
             add("t1_ceiling", g, nan, table1_ceiling(P, Q, g))
     path = Path(out_dir) / FILE
-    pd.concat(frames, ignore_index=True).to_csv(path, index=False)
+    write_csv(path, pd.concat(frames, ignore_index=True))
     return path
 
 
 def _load(data) -> pd.DataFrame:
-    if not refresh_index_csv(data.out_dir, FILE, produce):
-        raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
+    refresh_from_log(data.out_dir, FILE, sys.modules[__name__], produce)
     return data.csv(FILE, COLUMNS)
 
 

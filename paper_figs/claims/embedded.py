@@ -19,13 +19,14 @@ the rule clusters the contexts by prompt (Student-t reference on the prompts −
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs._real_log import refresh_index_csv
-from paper_figs.claims.engine import MissingData, few, fmt, ordering, outcome
+from paper_figs.claims.data import refresh_from_log, write_csv
+from paper_figs.claims.engine import few, fmt, ordering, outcome
 
 FILE = "claims_truncation_embedded.csv"
 P_BASES = (0.1, 0.3)
@@ -58,7 +59,7 @@ def produce(out_dir, log=None) -> Path:
                       "logp_truncation_sampling": float(b), "kl_to_truncated": float(k)}
                      for lp, a, b, k in zip(pairs, q_ind, q_tr, kl, strict=True)]
     path = Path(out_dir) / FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     return path
 
 
@@ -78,8 +79,7 @@ def rule_below(groups):
 
 
 def below_real(data):
-    if not refresh_index_csv(data.out_dir, FILE, produce):
-        raise MissingData(f"{FILE} is missing (computed where real_lossy has run)")
+    refresh_from_log(data.out_dir, FILE, sys.modules[__name__], produce)
     df = data.csv(FILE, ("draft", "p_base", "prompt_id", "logp_verification",
                          "logp_truncation_sampling", "kl_to_truncated"))
     df = df.assign(d=df["logp_truncation_sampling"] - df["logp_verification"])

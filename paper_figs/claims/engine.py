@@ -53,12 +53,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from paper_figs.claims import data as _data
+from paper_figs.claims.data import BadInput, Data, MissingData  # noqa: F401  (re-exported)
+
+#: the rows of a table with given column values (re-exported from the data layer)
+rows = _data.rows
 
 #: the level of every rule: three standard errors (one-sided tail 0.135%)
 Z = 3.0
@@ -98,10 +104,6 @@ COLUMNS = (SYNTHETIC, REAL, PAPER_DATA)
 
 TIMINGS = "timings.csv"
 INDEX = "INDEX.md"
-
-
-class MissingData(Exception):
-    """An output file, or rows/columns an evidence column needs, are absent: not run."""
 
 
 # ------------------------------------------------------------------------------ results
@@ -339,50 +341,6 @@ def universal(label: str, holds_per_row, text: str = "") -> Part:
                 text or f"{bad} of {h.size} rows fail")
 
 
-# ---------------------------------------------------------------------------------- data
-
-
-@dataclass
-class Data:
-    """The CSVs of one output folder (each read once)."""
-
-    out_dir: Path
-    _cache: dict = field(default_factory=dict)
-
-    def csv(self, name: str, columns: Iterable[str] = ()) -> pd.DataFrame:
-        if name not in self._cache:
-            path = Path(self.out_dir) / name
-            if not path.is_file():
-                raise MissingData(f"{name} is missing")
-            try:
-                self._cache[name] = pd.read_csv(path)
-            except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-                raise MissingData(f"{name} is unreadable ({exc})") from exc
-        df = self._cache[name]
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise MissingData(f"{name} lacks the columns {missing}")
-        return df
-
-    def maybe(self, name: str, columns: Iterable[str] = ()) -> pd.DataFrame | None:
-        try:
-            return self.csv(name, columns)
-        except MissingData:
-            return None
-
-
-def rows(df: pd.DataFrame, what: str, **eq) -> pd.DataFrame:
-    """The rows of ``df`` with the given column values; none is :class:`MissingData`."""
-    sel = df
-    for col, val in eq.items():
-        if col not in sel:
-            raise MissingData(f"no column {col} for {what}")
-        sel = sel[sel[col] == val]
-    if sel.empty:
-        raise MissingData(f"no rows for {what}")
-    return sel
-
-
 # ------------------------------------------------------------------------------- claims
 
 
@@ -448,11 +406,14 @@ def _run(fn, arg) -> Outcome:
     try:
         return fn(arg)
     except MissingData as exc:
+        # absent, or present and failing its schema (BadInput names the file and the fault)
         return Outcome(NOT_RUN, str(exc))
-    except (KeyError, IndexError, ValueError, TypeError) as exc:
-        # a row or column a partial output lacks, or a column of the wrong type: the INDEX
-        # of any folder is written, and the reason is shown in the row
-        return Outcome(NOT_RUN, f"incomplete output ({type(exc).__name__}: {exc})")
+    except (KeyError, IndexError) as exc:
+        # a row or column a partial output lacks: the INDEX of any folder is written, and
+        # the reason is shown in the row with the files the claim read (a TypeError or
+        # ValueError is a fault of the claim's code and propagates)
+        files = ", ".join(getattr(arg, "reads", ())) or "the output"
+        return Outcome(NOT_RUN, f"{files}: incomplete output ({type(exc).__name__}: {exc})")
 
 
 def _as_proved(o: Outcome) -> Outcome:
@@ -683,7 +644,9 @@ def write_index(out_dir) -> tuple[Path, dict]:
     rows = evaluate(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / INDEX
-    path.write_text(render(rows, out_dir))
+    from specbound._io import atomic_write
+
+    atomic_write(path, render(rows, out_dir).encode())
     return path, summary(rows)
 
 

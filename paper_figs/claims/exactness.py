@@ -8,7 +8,8 @@ Tested against an independent sample, not by an identity: :func:`produce` draws
 counts in ``claims_exactness.csv`` of the output folder; the rule is a chi-square goodness
 of fit of the counts against ``p``, converted to a one-sided z (z ≤ 3 per cell).  The file is
 computed at INDEX time, only in a folder where the theory study ``bounds_vs_drafts`` has
-run (about 2 s once the kernels are compiled); an existing file is read as it is.  With 9
+run (about 2 s once the kernels are compiled); it is computed again when the code that
+makes it changes (its signature, :func:`paper_figs.claims.data.refresh`).  With 9
 cells at a one-sided 0.135% each, an exact sampler would show "not reproduced" with
 probability about 1.2%; the seed is fixed, so the verdict is reproducible, and a bias of
 0.5% of probability mass on one token is seen (200,000 draws per cell).
@@ -17,12 +18,14 @@ probability about 1.2%; the seed is fixed, so the verdict is reproducible, and a
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs.claims.engine import NOT_REPRODUCED, REPRODUCED, MissingData, Part, fmt, outcome
+from paper_figs.claims.data import code_signature, refresh, write_csv
+from paper_figs.claims.engine import NOT_REPRODUCED, REPRODUCED, Part, fmt, outcome
 
 FILE = "claims_exactness.csv"
 N_DRAWS = 200_000
@@ -52,7 +55,7 @@ def produce(out_dir) -> Path:
             rows += [{"pair": label, "scheme": scheme, "B": B, "token": t, "p": p[t],
                       "count": int(counts[t]), "n": N_DRAWS} for t in range(VOCAB)]
     path = Path(out_dir) / FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     return path
 
 
@@ -78,12 +81,14 @@ def rule_exact_law(cells):
     return outcome(parts)
 
 
+def _refresh(data, name, produce_):
+    """Compute ``name`` where missing or computed by other code (:func:`refresh`)."""
+    refresh(data.out_dir, name, code_signature(sys.modules[__name__], name),
+            lambda: produce_(data.out_dir), "bounds_vs_drafts.csv")
+
+
 def exactness_synth(data):
-    path = Path(data.out_dir) / FILE
-    if not path.is_file():
-        if not (Path(data.out_dir) / "bounds_vs_drafts.csv").is_file():
-            raise MissingData(f"{FILE} is missing (computed where bounds_vs_drafts has run)")
-        produce(data.out_dir)
+    _refresh(data, FILE, produce)
     df = data.csv(FILE, ("pair", "scheme", "B", "token", "p", "count"))
     cells = [(f"{s} B={int(B)}, {pair}", g.sort_values("token")["p"],
               g.sort_values("token")["count"])
@@ -126,7 +131,7 @@ def produce_score(out_dir) -> Path:
                          "mc_se": float(A.std(ddof=1) / math.sqrt(SCORE_DRAWS)),
                          "bound": float(aaronson_entropy_bound(P)), "n": SCORE_DRAWS})
     path = Path(out_dir) / SCORE_FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     return path
 
 
@@ -152,11 +157,6 @@ def rule_score_bound(df):
 
 
 def score_bound_synth(data):
-    path = Path(data.out_dir) / SCORE_FILE
-    if not path.is_file():
-        if not (Path(data.out_dir) / "bounds_vs_drafts.csv").is_file():
-            raise MissingData(f"{SCORE_FILE} is missing (computed where bounds_vs_drafts has "
-                              "run)")
-        produce_score(data.out_dir)
+    _refresh(data, SCORE_FILE, produce_score)
     return rule_score_bound(data.csv(SCORE_FILE, ("entropy", "closed_form", "mc_mean",
                                                   "mc_se", "bound", "n")))

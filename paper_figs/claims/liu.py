@@ -24,6 +24,7 @@ from paper_figs.claims.engine import (
     NOT_REPRODUCED,
     PAPER,
     REPRODUCED,
+    BadInput,
     Claim,
     MissingData,
     Part,
@@ -262,6 +263,8 @@ def dominates_synth(data):
             A = P.study_pairs(data, FRONTIER, "pfr", b, "aatps", "L", variant="hh_window3_skip")
             W = P.study_pairs(data, FRONTIER, "pfr", b, "anlppt_u", "L",
                               variant="hh_window3_skip")
+        except BadInput:
+            raise
         except MissingData:
             continue
         if A and W:
@@ -675,20 +678,27 @@ def drift_synth(data):
     MSE-PSEUDO drifts, counted only where the entropy sweep is missing."""
     from dataclasses import replace
 
-    default = None
+    default = default_exc = None
     try:
         default = rule_drift([("pfr", _drifts(data, SUBST, "pfr")),
                               ("mse", _drifts(data, SUBST, "mse")),
                               ("mse_pseudo", _drifts(data, SUBST, "mse_pseudo",
                                                      "keyed_residual_coin"))],
                              prefix="default model: ")
-    except MissingData:
-        pass
+    except BadInput:
+        raise
+    except MissingData as exc:
+        default_exc = exc
     try:
         matched = rule_drift([(d, _entropy_drifts(data, d)) for d in ("mse", "mse_pseudo")],
                              prefix=f"{DRIFT_ENTROPY:g} nats: ")
+    except BadInput:
+        raise
     except MissingData:
         if default is None:
+            # the default model's table is there but lacks rows: say so, not "no sweep"
+            if default_exc is not None and data.maybe(SUBST) is not None:
+                raise default_exc from None
             raise
         return default
     parts = list(matched.parts)

@@ -4,7 +4,8 @@ draft-indexed active-set version).  Each bound, computed by ``specbound.theory``
 against an independent NumPy Monte Carlo of the coupling the paper describes, written here
 from the paper's text and sharing no code with the bound's formula or the package's
 samplers.  Both files are computed at INDEX time, only in a folder where the theory study
-``bounds_vs_drafts`` has run (a few seconds); an existing file is read as it is.
+``bounds_vs_drafts`` has run (a few seconds); each is computed again when the code that
+makes it changes (its signature, :func:`paper_figs.claims.data.refresh`).
 
 Prop. B.5 (:func:`produce_nonidentical`, ``claims_nonidentical.csv``)
     The proof's augmented coupling: on ``Ṽ = V × [B]`` one exponential clock ``G(i, b) ~
@@ -39,11 +40,13 @@ most 0.135% per cell (about 1% over the cells).
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from paper_figs.claims.data import code_signature, refresh, write_csv
 from paper_figs.claims.engine import (
     EXACT_ATOL,
     MissingData,
@@ -76,11 +79,10 @@ GLS_PAIRS = 200
 _CHUNK = 50_000
 
 
-def _require(data, name):
-    path = Path(data.out_dir) / name
-    if not path.is_file() and not (Path(data.out_dir) / "bounds_vs_drafts.csv").is_file():
-        raise MissingData(f"{name} is missing (computed where bounds_vs_drafts has run)")
-    return path
+def _refresh(data, name, produce_):
+    """Compute ``name`` where missing or computed by other code (:func:`refresh`)."""
+    refresh(data.out_dir, name, code_signature(sys.modules[__name__], name),
+            lambda: produce_(data.out_dir), "bounds_vs_drafts.csv")
 
 
 # ------------------------------------------------------------------------------ Prop. B.5
@@ -118,7 +120,7 @@ def produce_nonidentical(out_dir) -> Path:
                      "bound": float(lml_nonidentical_bound(p, qs)), "mc_accept": acc,
                      "mc_blocks": blk, "n": NI_DRAWS})
     path = Path(out_dir) / NI_FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     return path
 
 
@@ -154,9 +156,7 @@ def rule_nonidentical(df):
 
 
 def nonidentical_synth(data):
-    path = _require(data, NI_FILE)
-    if not path.is_file():
-        produce_nonidentical(data.out_dir)
+    _refresh(data, NI_FILE, produce_nonidentical)
     return rule_nonidentical(data.csv(NI_FILE, ("case", "B", "bound", "mc_accept", "n")))
 
 
@@ -218,7 +218,7 @@ def produce_active_set(out_dir) -> Path:
                          "bound": float(active_set_bound(P[c], Q[c], j)),
                          "pml": float(pml_bound(P[c], Q[c], j))})
     path = Path(out_dir) / AS_FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     produce_gls_reading(out_dir)
     return path
 
@@ -242,7 +242,7 @@ def produce_gls_reading(out_dir) -> Path:
                          "gls": float(exact_acceptance(p, q, "gls", j)),
                          "bound": float(active_set_bound(p, q, j))})
     path = Path(out_dir) / GLS_FILE
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_csv(path, pd.DataFrame(rows))
     return path
 
 
@@ -288,8 +288,6 @@ def rule_active_set(df, gls=None):
 
 
 def active_set_synth(data):
-    path = _require(data, AS_FILE)
-    if not path.is_file():
-        produce_active_set(data.out_dir)
+    _refresh(data, AS_FILE, produce_active_set)
     return rule_active_set(data.csv(AS_FILE, ("context", "J", "steps", "mc_accept", "bound")),
                            data.maybe(GLS_FILE, ("gls", "bound")))
