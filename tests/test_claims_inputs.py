@@ -226,3 +226,24 @@ def test_index_time_csvs_are_redone_when_their_inputs_change(tmp_path):
     from paper_figs.claims import exactness
 
     assert D.code_signature(exactness, "a") != D.code_signature(exactness, "b")
+
+
+def test_a_claim_stated_for_several_drafts_leaves_out_B1(tmp_path):
+    """A custom run with ``--B 1,3,6``: the B = 1 row (single-draft decoding) never counts
+    toward a sentence stated for B ≥ 2, and the row says what was left out."""
+    from tests.test_claims_flip import _cmp
+
+    def folder(name, b1_diff):
+        f = tmp_path / name
+        f.mkdir()
+        rows = [_cmp("mpfr-invariant", "anlppt_u", 0.5, 0.01, a=0.1, B=B, L=4) for B in (3, 6)]
+        rows.append(_cmp("mpfr-invariant", "anlppt_u", b1_diff, 0.01, a=0.1, B=1, L=4))
+        pd.DataFrame(rows).to_csv(f / "wm_multidraft_scaling_comparisons.csv", index=False)
+        (row,) = E.evaluate(f, [BY_ID["liu_mpfr_anlppt"]], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC]
+
+    for name, d in (("b1_fails", -0.5), ("b1_holds", 0.5)):
+        o = folder(name, d)
+        assert o.verdict == E.REPRODUCED, o
+        assert "left out B = 1" in o.sample
+        assert all("B=1" != p.label for p in o.parts)

@@ -320,15 +320,35 @@ def rule_mpfr_vs_invariant(pairs, what: str):
     return _with(eq, reading=reading)
 
 
+def multi_draft(pairs):
+    """The pairs of a multi-draft sentence (stated for B ≥ 2) and what was left out: a
+    custom run's B = 1 rows (``--B 1,3,6``) are single-draft decoding, outside the
+    sentence's domain, and never count toward it."""
+    kept = [p for p in pairs if p.key is not None and float(p.key) >= 2]
+    out = sorted({p.key for p in pairs} - {p.key for p in kept}, key=str)
+    if not kept:
+        raise MissingData("no setting with B ≥ 2 (the sentence's domain)"
+                          + (f"; left out B = {', '.join(map(str, out))}" if out else ""))
+    note = f"left out B = {', '.join(map(str, out))} (outside the sentence's B ≥ 2)" if out \
+        else ""
+    return kept, note
+
+
+def _noted(o, note):
+    return _with(o, sample="; ".join(x for x in (o.sample, note) if x)) if note else o
+
+
 def mpfr_inv_synth(data):
-    return rule_mpfr_vs_invariant(P.study_pairs(data, SCALING, "mpfr", "invariant", "aatps",
-                                                "B"), "B")
+    pairs, note = multi_draft(P.study_pairs(data, SCALING, "mpfr", "invariant", "aatps", "B"))
+    return _noted(rule_mpfr_vs_invariant(pairs, "B"), note)
 
 
 def mpfr_inv_real(data):
-    o = rule_mpfr_vs_invariant(P.real_pairs(data, R_SCALING, "mpfr", "invariant", "B"), "B")
-    return _with(o, sample=o.sample + _paper_effect("liu.t6.B{k}.{d}.aatps", "mpfr",
-                                                    "invariant", BS, "B", "Table 6"))
+    pairs, note = multi_draft(P.real_pairs(data, R_SCALING, "mpfr", "invariant", "B"))
+    o = rule_mpfr_vs_invariant(pairs, "B")
+    return _noted(_with(o, sample=o.sample + _paper_effect("liu.t6.B{k}.{d}.aatps", "mpfr",
+                                                           "invariant", BS, "B", "Table 6")),
+                  note)
 
 
 def _paper_effect(pattern, a, b, keys, what, table) -> str:
@@ -370,13 +390,15 @@ def rule_anlppt_above(pairs, what: str, metric: str = "ANLPPT-U"):
 
 
 def anlppt_synth(data):
-    return rule_anlppt_above(P.study_pairs(data, SCALING, "mpfr", "invariant", "anlppt_u",
-                                           "B"), "B")
+    pairs, note = multi_draft(P.study_pairs(data, SCALING, "mpfr", "invariant", "anlppt_u",
+                                            "B"))
+    return _noted(rule_anlppt_above(pairs, "B"), note)
 
 
 def anlppt_real(data):
-    return rule_anlppt_above(P.real_metric_pairs(data, R_SCALING, "mpfr", "invariant",
-                                                 "anlppt_u", "B"), "B")
+    pairs, note = multi_draft(P.real_metric_pairs(data, R_SCALING, "mpfr", "invariant",
+                                                  "anlppt_u", "B"))
+    return _noted(rule_anlppt_above(pairs, "B"), note)
 
 
 def anlppt_paper(numbers):
@@ -416,6 +438,9 @@ def anlppt_stable_ours(csv):
     def ev(data):
         df = rows(data.csv(csv, ("decoder", "B", "anlppt_u", "anlppt_u_se")), "MPFR",
                   decoder="mpfr")
+        df = df[df["B"] >= 2]  # the sentence is about multi-draft decoding (B ≥ 2)
+        if df.empty:
+            raise MissingData(f"{csv}: no MPFR row with B ≥ 2 (the sentence's domain)")
         if df["anlppt_u"].nunique() == 1:
             raise MissingData("MPFR's output is the same for every B here (identity of the "
                               "code, check chk_identical_tokens): the data cannot test this")
@@ -437,8 +462,8 @@ def rule_lppl_range(pairs, what: str, absolute: bool):
 
 
 def lppl_mpfr_synth(data):
-    return rule_lppl_range(P.study_pairs(data, SCALING, "mpfr", "invariant", "lppl", "B"), "B",
-                           False)
+    pairs, note = multi_draft(P.study_pairs(data, SCALING, "mpfr", "invariant", "lppl", "B"))
+    return _noted(rule_lppl_range(pairs, "B", False), note)
 
 
 def lppl_mpfr_paper(numbers):
