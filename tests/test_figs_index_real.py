@@ -92,3 +92,24 @@ def test_real_sample_is_stated(tmp_path):
     _runs(tmp_path, [0.0, 0.01])
     text = E.render(E.evaluate(tmp_path), tmp_path)
     assert "real_wm_frontier: 2 prompts × 20 new tokens per configuration (embedded)" in text
+
+
+def test_no_verdict_from_one_prompt(tmp_path):
+    """One prompt per configuration (a smoke run): no rule decides, whatever the numbers --
+    a difference of 0 ± 0 or of 25% over one prompt reads "not distinguishable — sample too
+    small (n = 1)"; three prompts with that difference decide."""
+    for diffs in ([0.0], [0.5]):
+        _runs(tmp_path, diffs)
+        (row,) = E.evaluate(tmp_path, [BY_ID["liu_pfr_vs_vsps"]])
+        o = row.columns[E.REAL]
+        assert o.verdict == E.NOT_DISTINGUISHABLE, o
+        assert "sample too small (n = 1" in o.numbers
+    _runs(tmp_path, [0.5, 0.49, 0.51])
+    (row,) = E.evaluate(tmp_path, [BY_ID["liu_pfr_vs_vsps"]])
+    assert row.columns[E.REAL].verdict == E.NOT_REPRODUCED
+    # the rule kinds: below the minimum nothing is decided, at it the usual rule applies
+    for part in (E.ordering("", 1.0, 0.0, df=0), E.equivalence("", 0.0, 0.0, 0.1, df=0),
+                 E.at_least("", -1.0, 0.0, 0.02, df=math.nan), E.in_range("", 0.5, 0.0, 0, 1, 0),
+                 E.sweep("", [math.inf], df=0), E.ordering("", 1.0, 0.1, df=4, min_units=6)):
+        assert part.verdict == E.NOT_DISTINGUISHABLE and "sample too small" in part.text
+    assert E.ordering("", 1.0, 0.0, df=1).verdict == E.REPRODUCED

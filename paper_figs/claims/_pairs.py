@@ -100,8 +100,9 @@ def real_pairs(data, csv: str, a: str, b: str, by: str) -> list[Pair]:
         n = len(d)
         se = float(np.std(d, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         same = bool(np.all(d == 0)) and n > 1
+        # one prompt: df 0, so every rule reads "sample too small (n = 1)"
         out.append(Pair(k, float(side[0][j].mean()), float(side[1][j].mean()), float(d.mean()),
-                        0.0 if same else se, n - 1 if n > 1 else None, n, same))
+                        0.0 if same else se, n - 1, n, same))
     if not out:
         raise MissingData(f"{REAL_RUNS}: no prompts shared by {a} and {b}")
     return out

@@ -195,6 +195,27 @@ def crit(df: float | None = None) -> float:
     return float(stats.t.isf(ALPHA, df))
 
 
+#: the smallest sample any rule decides on, in units of its standard error (prompts, seeds,
+#: sequences, grid points): a standard error over one unit is no standard error, and a
+#: difference of 0 ± 0 over one prompt is no evidence; a rule may state a larger minimum
+MIN_UNITS = 2
+SAMPLE_TOO_SMALL = "sample too small"
+
+
+def _too_small(label: str, df, min_units: int, text: str) -> Part | None:
+    """The part of a rule whose sample (``df + 1`` units) is below ``min_units``:
+    *not distinguishable — sample too small (n = ...)*; None where the sample suffices or
+    no unit count applies (``df`` None: the normal reference over many units)."""
+    if df is None:
+        return None
+    df = float(df)
+    if not math.isnan(df) and df + 1 >= min_units:
+        return None
+    n = "n < 2" if math.isnan(df) else f"n = {int(df + 1)}"
+    return Part(label, NOT_DISTINGUISHABLE, f"{SAMPLE_TOO_SMALL} ({n}; the rule needs at "
+                f"least {min_units})" + (f" — {text}" if text else ""), None)
+
+
 def _w(c: float, se: float) -> float:
     """Half-width ``c · se`` of the interval (0 for an exact value, whatever ``c``)."""
     return 0.0 if se == 0 else c * se
@@ -227,8 +248,10 @@ def _se_text(se: float, df: float | None) -> str:
 
 
 def ordering(label: str, diff: float, se: float, df: float | None = None,
-             text: str = "") -> Part:
-    """"a > b" from ``diff = a − b`` and its standard error."""
+             text: str = "", min_units: int = MIN_UNITS) -> Part:
+    """"a > b" from ``diff = a − b`` and its standard error (none below ``min_units``)."""
+    if (small := _too_small(label, df, min_units, text)) is not None:
+        return small
     c = crit(df)
     z = _z(diff, se)
     if math.isnan(z):
@@ -259,10 +282,12 @@ def family_crit(m: int) -> float:
 
 
 def at_least(label: str, diff: float, se: float, margin: float, df: float | None = None,
-             text: str = "", c: float | None = None) -> Part:
+             text: str = "", c: float | None = None, min_units: int = MIN_UNITS) -> Part:
     """"a ≥ b" (a bound that may hold with equality) from ``diff = a − b``: a significant
     violation is not reproduced; a 3σ lower limit above ``−margin`` is reproduced.  ``c``:
     another critical value (:func:`family_crit` where many rows are judged together)."""
+    if (small := _too_small(label, df, min_units, text)) is not None:
+        return small
     c = crit(df) if c is None else float(c)
     z = _z(diff, se)
     if math.isnan(z):
@@ -278,10 +303,12 @@ def at_least(label: str, diff: float, se: float, margin: float, df: float | None
 
 
 def equivalence(label: str, diff: float, se: float, margin: float, df: float | None = None,
-                text: str = "") -> Part:
+                text: str = "", min_units: int = MIN_UNITS) -> Part:
     """"a ≈ b" within ``margin``: two one-sided tests at the 3σ level (TOST)."""
     if margin <= 0:
         raise ValueError(f"margin must be positive, got {margin}")
+    if (small := _too_small(label, df, min_units, text)) is not None:
+        return small
     c = crit(df)
     z = _z(diff, se)
     if math.isnan(z):
@@ -297,11 +324,13 @@ def equivalence(label: str, diff: float, se: float, margin: float, df: float | N
 
 
 def in_range(label: str, value: float, se: float, lo: float, hi: float,
-             df: float | None = None, text: str = "") -> Part:
+             df: float | None = None, text: str = "", min_units: int = MIN_UNITS) -> Part:
     """"the value lies in [lo, hi]": the 3σ interval inside the range reproduces, outside
     it does not, straddling an end is not distinguishable."""
     if lo > hi:
         raise ValueError(f"lo must be <= hi, got [{lo}, {hi}]")
+    if (small := _too_small(label, df, min_units, text)) is not None:
+        return small
     c = crit(df)
     if not np.isfinite(se):
         v, z = NOT_DISTINGUISHABLE, math.nan
@@ -524,7 +553,10 @@ def render(rows: list[Row], out_dir) -> str:
         "family-wise (Šidák) value for the same tail over all of them); *equivalence* "
         "(comparable, matches): TOST, |Δ| + c·se < margin; *range*: the c·se interval inside "
         "the stated range; *exact* / "
-        f"*universal*: every row within {EXACT_ATOL:g} (two independent computations). Parts of "
+        f"*universal*: every row within {EXACT_ATOL:g} (two independent computations). No rule "
+        f"decides on fewer than {MIN_UNITS} units (prompts, seeds, sequences) where its "
+        "standard error is taken over units: such a part reads *not distinguishable — "
+        f"{SAMPLE_TOO_SMALL} (n = …)*. Parts of "
         "one sentence combine into one verdict; identities of the code are shown and never "
         "counted. A claim's verdict combines the synthetic and real-model columns (evidence "
         "against it in either wins); the paper's own published numbers are judged by the "
@@ -674,10 +706,13 @@ def registry_json() -> str:
                       ensure_ascii=False)
 
 
-def sweep(label: str, zs, df: float | None = None, text: str = "") -> Part:
+def sweep(label: str, zs, df: float | None = None, text: str = "",
+          min_units: int = MIN_UNITS) -> Part:
     """"a ≥ b at every point of a sweep and a > b somewhere" (e.g. TPR against the token
     budget, where every decoder saturates at 1): not reproduced if any z < −c, reproduced
     if some z > c, else not distinguishable; the z shown is the deciding one."""
+    if (small := _too_small(label, df, min_units, text)) is not None:
+        return small
     c = crit(df)
     z = [float(x) for x in zs if x is not None and not math.isnan(float(x))]
     if not z:
