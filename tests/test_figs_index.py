@@ -422,9 +422,24 @@ def test_family_crit_keeps_the_family_tail_and_a_bound_at_equality_passes():
         E.family_crit(0)
     n, pml = 100_000, np.full(256, 0.6)
     se = np.sqrt(pml * (1 - pml) / n)
-    mc = pml + np.linspace(-3.37, 2.5, 256) * se
+    # a calibrated family (normal quantiles) whose smallest z is -3.37
+    z = stats.norm.ppf((np.arange(256) + 0.5) / 256)
+    z[0] = -3.37
+    mc = pml + z * se
     rows = list(zip(pml, pml - 0.01, mc, np.full(256, n), strict=True))
     assert liu.rule_pml_bound(rows).verdict == E.REPRODUCED
+    # the three registered checks each catch their fault: a shift of every row by -0.5σ
+    # (which the Šidák minimum alone passes), the linear family of mean z -0.44 (Stouffer
+    # about -7), an estimate equal to its reference (Σz² = 0), an over-dispersed one
+    for bad, check in ((z - 0.5, "Stouffer"), (np.linspace(-3.37, 2.5, 256), "Stouffer"),
+                       (np.zeros(256), "calibration"), (1.6 * z.clip(-2.5, 2.5),
+                                                        "calibration")):
+        o = liu.rule_pml_bound(list(zip(pml, pml - 0.01, pml + bad * se, np.full(256, n),
+                                        strict=True)))
+        assert o.verdict == E.NOT_REPRODUCED, check
+        assert [p.verdict for p in o.parts if check in p.label] == [E.NOT_REPRODUCED], check
+        sidak = [p for p in o.parts if "Šidák" in p.label][0]
+        assert sidak.verdict == E.REPRODUCED  # the minimum rule alone would have passed
     mc_bad = mc.copy()
     mc_bad[7] = 0.6 - 0.02
     rows = list(zip(pml, pml - 0.01, mc_bad, np.full(256, n), strict=True))

@@ -39,7 +39,6 @@ most 0.135% per cell (about 1% over the cells).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -51,11 +50,10 @@ from paper_figs.claims.engine import (
     EXACT_ATOL,
     MissingData,
     Part,
-    at_least,
+    bound_family,
     combine,
     equivalence,
     exact,
-    family_crit,
     fmt,
     outcome,
 )
@@ -133,17 +131,12 @@ def rule_nonidentical(df):
     """Acceptance at least the bound in every case (counted); the block events equal to
     it within MARGIN (TOST, shown, not counted: the proof's step, beyond the statement)."""
     se = _se(df["mc_accept"], df["n"])
-    c = family_crit(len(df))
-    per = [at_least(f"case {int(r['case'])}", float(r["mc_accept"] - r["bound"]), float(s),
-                    MARGIN, c=c) for (_, r), s in zip(df.iterrows(), se, strict=True)]
-    worst = min(per, key=lambda x: x.z if x.z is not None else math.inf)
-    parts = [Part("Monte Carlo Pr[Y ∈ {X⁽¹⁾..X⁽ᴮ⁾}] ≥ Σ_i p_i Σ_b 1/(B + α_i⁽ᵇ⁾) (Eq. 16)",
-                  combine(x.verdict for x in per),
-                  f"{len(per)} cases (B {int(df['B'].min())}–{int(df['B'].max())}); smallest "
-                  f"z = {fmt(worst.z, 3)}; acceptance − bound from "
-                  f"{fmt(float((df['mc_accept'] - df['bound']).min()), 3)} to "
-                  f"{fmt(float((df['mc_accept'] - df['bound']).max()), 3)}; "
-                  f"n = {int(df['n'].min())} draws each", worst.z)]
+    parts = bound_family("Monte Carlo Pr[Y ∈ {X⁽¹⁾..X⁽ᴮ⁾}] ≥ Σ_i p_i Σ_b 1/(B + α_i⁽ᵇ⁾) "
+                         "(Eq. 16)", df["mc_accept"] - df["bound"], se, MARGIN,
+                         text=f"B {int(df['B'].min())}–{int(df['B'].max())}; acceptance − "
+                              f"bound from {fmt(float((df['mc_accept'] - df['bound']).min()), 3)}"
+                              f" to {fmt(float((df['mc_accept'] - df['bound']).max()), 3)}; "
+                              f"n = {int(df['n'].min())} draws each")
     if "mc_blocks" in df:
         seb = _se(df["mc_blocks"], df["n"])
         eq = [equivalence("", float(r["mc_blocks"] - r["bound"]), float(s), MARGIN)
@@ -255,15 +248,10 @@ def rule_active_set(df, gls=None):
     if df.empty:
         raise MissingData(f"no (context, J) cell with {AS_MIN_STEPS} steps")
     se = _se(df["mc_accept"], df["steps"])
-    c = family_crit(len(df))
-    per = [at_least("", float(r["mc_accept"] - r["bound"]), float(s), MARGIN, c=c)
-           for (_, r), s in zip(df.iterrows(), se, strict=True)]
-    worst = min(per, key=lambda x: x.z if x.z is not None else math.inf)
     Js = sorted({int(j) for j in df["J"]})
-    parts = [Part("Monte Carlo P(A_t | c_t, J_t) ≥ 1 − Σ_i p_i (p_i/(p_i + q_i))^J_t",
-                  combine(x.verdict for x in per),
-                  f"{len(per)} (context, J) cells, J ∈ {Js}; smallest z = {fmt(worst.z, 3)}; "
-                  f"{int(df['steps'].sum())} steps", worst.z)]
+    parts = bound_family("Monte Carlo P(A_t | c_t, J_t) ≥ 1 − Σ_i p_i (p_i/(p_i + q_i))^J_t",
+                         df["mc_accept"] - df["bound"], se, MARGIN,
+                         text=f"(context, J) cells, J ∈ {Js}; {int(df['steps'].sum())} steps")
     if "pml" in df:
         eq = [equivalence("", float(r["mc_accept"] - r["pml"]), float(s), MARGIN)
               for (_, r), s in zip(df.iterrows(), se, strict=True)]
