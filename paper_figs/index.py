@@ -3,18 +3,21 @@
 ``python -m paper_figs.index [--out DIR]`` evaluates every claim of the claims tables in
 :mod:`paper_figs.claims` -- Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, and Zhou et al.
 (2026), arXiv:2607.26627 -- on the CSVs of ``DIR`` (default ``paper_figs/out``) and writes
-``DIR/INDEX.md``; any output folder (quick, partial, full or empty) gives an INDEX, with
-"not run" where data are missing.  ``python -m paper_figs.index --list --json`` prints the
-claims registry (``id``, ``paper``, ``location``, ``kind``, ``statement``, ``rule``,
-``flip_test``); ``--tally`` prints the registry's counts in one line (paper claims per paper,
-package checks), the line the README quotes.  The rules, verdicts and rendering live in
-:mod:`paper_figs.claims.engine` (one module, so running this file as ``__main__`` shares its
-classes with every importer).
+``DIR/INDEX.md``; any output folder with study output (quick, partial or full) gives an
+INDEX, with "not run" where data are missing; a folder that does not exist or holds no CSV
+is an error (exit 2).  ``python -m paper_figs.index --list --json`` (or ``--json``) prints
+the claims registry (``id``, ``paper``, ``location``, ``kind``, ``statement``, ``rule``,
+``flip_test``); reading commands never write.  ``--tally`` prints the registry's counts in
+one line (paper claims per paper, package checks), the line the README quotes.  The rules,
+verdicts and rendering live in :mod:`paper_figs.claims.engine`, the data access and the
+input schemas in :mod:`paper_figs.claims.data` (imported, so running this file as
+``__main__`` shares their classes with every importer).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -35,26 +38,42 @@ from paper_figs.claims.engine import (  # noqa: F401  (the public names of the I
 )
 
 
+def _print(text: str) -> int:
+    """Print ``text``; a reader that stops early (``--list | head``) is not an error."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at devnull so that flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the CSVs")
     ap.add_argument("--list", action="store_true", help="print the claims registry")
-    ap.add_argument("--json", action="store_true", help="with --list: as JSON")
+    ap.add_argument("--json", action="store_true",
+                    help="print the claims registry as JSON (implies --list)")
     ap.add_argument("--tally", action="store_true",
                     help="print the registry's claims per paper and kind in one line")
     args = ap.parse_args(argv)
+    # reading commands (--tally, --list, --json) never write
     if args.tally:
-        print(registry_tally())
-        return 0
-    if args.list:
+        return _print(registry_tally())
+    if args.list or args.json:
         if args.json:
-            print(registry_json())
-        else:
-            from paper_figs.claims.registry import CLAIMS
+            return _print(registry_json())
+        from paper_figs.claims.registry import CLAIMS
 
-            for c in CLAIMS:
-                print(f"{c.id}\t{c.kind}\t{c.location}\t{c.statement}")
-        return 0
+        return _print("\n".join(f"{c.id}\t{c.kind}\t{c.location}\t{c.statement}"
+                                for c in CLAIMS))
+    if not args.out.is_dir():
+        ap.error(f"--out: no such folder: {args.out} (run the studies first, e.g. make "
+                 "reproduce)")
+    if not any(args.out.glob("*.csv")):
+        ap.error(f"--out: no study output (CSV) in {args.out}; nothing to judge")
     path, counts = write_index(args.out)
     print(f"[index] wrote {path}")
     print(f"[index] paper claims: {summary_line(counts)}")
