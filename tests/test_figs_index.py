@@ -490,3 +490,11 @@ def test_index_opens_with_one_summary_table(tmp_path):
     assert cells[6] == E.SYNTHETIC and "GLS above MPFR on 1 of 2" in cells[7]
     (row,) = [ln for ln in table if ln.startswith("| [zhou_judge_mix]")]
     assert E.PAPER_DATA in row and E.NOT_TESTABLE in row
+
+
+def test_an_equivalence_the_sample_cannot_pass_says_so():
+    """Table 5's "matches lossless" at ±0.1 points on 378 problems (a standard error of
+    about 3 points): the rule could never pass, and the part says so."""
+    p = E.equivalence("", 0.0, 3.1, 0.1)
+    assert p.verdict == E.NOT_DISTINGUISHABLE and "cannot show equivalence" in p.text
+    assert "cannot show" not in E.equivalence("", 0.0, 0.01, 0.1).text

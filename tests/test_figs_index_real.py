@@ -113,3 +113,33 @@ def test_no_verdict_from_one_prompt(tmp_path):
                  E.sweep("", [math.inf], df=0), E.ordering("", 1.0, 0.1, df=4, min_units=6)):
         assert part.verdict == E.NOT_DISTINGUISHABLE and "sample too small" in part.text
     assert E.ordering("", 1.0, 0.0, df=1).verdict == E.REPRODUCED
+
+
+def test_dominance_counts_no_identity_and_shows_the_deficit(tmp_path):
+    """MWS emits PFR's tokens on the real model: that pair is an identity (shown, not
+    counted; it used to read "not reproduced"); a deficit against MSE decides with its own
+    z, not the z of the strict ordering."""
+    fr, runs = [], []
+    aatps = {"pfr": 2.0, "mws": 2.0, "mse": 2.5}
+    for dec in aatps:
+        fr.append({"decoder": dec, "L": 2, "B": 1, "draft": "t", "aatps": aatps[dec],
+                   "aatps_se": 0.01, "anlppt_u": 0.5 if dec != "mse" else 0.0,
+                   "anlppt_u_se": 0.01, "n_prompts": 8})
+        for i in range(8):
+            runs.append({"decoder": dec, "L": 2, "B": 1, "draft": "t", "prompt_set": "s",
+                         "prompt_index": i, "aatps": aatps[dec] + 0.01 * (i % 3) * (dec == "mse")})
+    pd.DataFrame(fr).to_csv(tmp_path / "real_wm_frontier.csv", index=False)
+    pd.DataFrame(runs).to_csv(tmp_path / "real_runs.csv", index=False)
+    o = liu.dominates_real(E.Data(tmp_path))
+    mws, mse = o.parts
+    assert not mws.counted and "identical" in mws.text
+    assert mse.counted and mse.verdict == E.NOT_REPRODUCED and mse.z < -3
+    assert "AATPS below the baseline's" in mse.text
+
+
+def test_anlppt_stable_allows_equality():
+    """"ΔANLPPT ≤ 0.001": a range of exactly 0.001 holds (it read "not distinguishable"
+    under the strict ordering); 0.003 with the same error does not."""
+    assert liu.rule_anlppt_stable([("t", [0.050, 0.051], 0.00005)]).verdict == E.REPRODUCED
+    assert liu.rule_anlppt_stable([("t", [0.050, 0.053], 0.00005)]).verdict == \
+        E.NOT_REPRODUCED

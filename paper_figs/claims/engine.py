@@ -360,8 +360,12 @@ def equivalence(label: str, diff: float, se: float, margin: float, df: float | N
         v = NOT_REPRODUCED
     else:
         v = NOT_DISTINGUISHABLE
-    return Part(label, v, text or f"Δ = {fmt(diff, 3)} {_se_text(se, df)} (margin "
-                f"± {fmt(margin, 2)})", z)
+    text = text or f"Δ = {fmt(diff, 3)} {_se_text(se, df)} (margin ± {fmt(margin, 2)})"
+    if v == NOT_DISTINGUISHABLE and _w(c, se) >= margin:
+        # a rule this sample can never pass: say so rather than let it look undecided
+        text += (f" — this sample cannot show equivalence within ± {fmt(margin, 2)} (the "
+                 f"narrowest it could show: ± {fmt(_w(c, se), 2)})")
+    return Part(label, v, text, z)
 
 
 def in_range(label: str, value: float, se: float, lo: float, hi: float,

@@ -237,9 +237,14 @@ def rule_dominates(groups):
                       ordering("ANLPPT-U", pw.diff, pw.se, pw.df)),
                      key=lambda x: (x.verdict == REPRODUCED, x.z if x.z is not None else -1e9))
         v = combine([s.verdict for s in sub] + [strict.verdict])
+        # the z shown is the deciding one: a deficit that fails "at least", else the ordering
+        failed = [s for s in sub if s.verdict == v and v != REPRODUCED]
+        why = (f"; {failed[0].label} below the baseline's: {failed[0].verdict}" if failed
+               else "")
         parts.append(Part(label, v, f"ΔAATPS {fmt(pa.diff, 3)} ± {fmt(pa.se, 2)}, ΔANLPPT-U "
                           f"{fmt(pw.diff, 3)} ± {fmt(pw.se, 2)}; strictly better in "
-                          f"{strict.label}: {strict.verdict}", strict.z))
+                          f"{strict.label}: {strict.verdict}{why}",
+                          failed[0].z if failed else strict.z))
     return outcome(parts)
 
 
@@ -268,11 +273,19 @@ def dominates_synth(data):
 
 
 def dominates_real(data):
+    """On the real model MWS emits PFR's tokens (same key): where the AATPS are identical
+    per prompt and the ANLPPT-U equal, the pair is an identity (shown, not counted)."""
+    from dataclasses import replace
+
     groups = []
     for b, name in BASELINES:
         A = {p.key: p for p in P.real_pairs(data, R_FRONTIER, "pfr", b, "L")}
         W = {p.key: p for p in P.real_metric_pairs(data, R_FRONTIER, "pfr", b, "anlppt_u", "L")}
-        groups += [(f"vs {name}, L={k}", A[k], W[k]) for k in sorted(set(A) & set(W))]
+        for k in sorted(set(A) & set(W)):
+            w = W[k]
+            if A[k].identical and w.diff == 0:
+                w = replace(w, se=0.0, identical=True)
+            groups.append((f"vs {name}, L={k}", A[k], w))
     return rule_dominates(groups)
 
 
@@ -407,15 +420,21 @@ def anlppt_li_pl_paper(numbers):
                     for x in parts])
 
 
+#: "ΔANLPPT ≤ 0.001": an excess of half the stated bound over it must be visible
+STABLE_BOUND, STABLE_MARGIN = 0.001, 0.0005
+
+
 def rule_anlppt_stable(values_by_table):
-    """"ΔANLPPT ≤ 0.001 across B": the range over B below 0.001 (ordering of 0.001 − range;
-    the seed spread or the rounding of the printed digits as the error)."""
+    """"ΔANLPPT ≤ 0.001 across B": the range over B at most 0.001, equality allowed (at
+    least of 0.001 − range: a significant excess is not reproduced, an excess of
+    STABLE_MARGIN must be visible; the seed spread or the rounding of the printed digits as
+    the error)."""
     parts = []
     for label, vals, se in values_by_table:
         rng = float(max(vals) - min(vals))
-        parts.append(ordering(label, 0.001 - rng, math.sqrt(2) * se, None,
-                              f"max − min over B = {fmt(rng, 3)} ± {fmt(math.sqrt(2) * se, 2)} "
-                              "(≤ 0.001)"))
+        parts.append(at_least(label, STABLE_BOUND - rng, math.sqrt(2) * se, STABLE_MARGIN,
+                              None, f"max − min over B = {fmt(rng, 3)} ± "
+                              f"{fmt(math.sqrt(2) * se, 2)} (≤ {STABLE_BOUND:g})"))
     return outcome(parts)
 
 
@@ -1022,7 +1041,8 @@ CLAIMS = [
            ("wm_multidraft_scaling",)),
     _claim("liu_anlppt_stable", "§6, App. D.4",
            "the watermark signal is stable across B (ΔANLPPT ≤ 0.001)",
-           "ordering: 0.001 − (max − min of MPFR's ANLPPT-U over B) > 0; our MPFR emits the "
+           "at least: 0.001 − (max − min of MPFR's ANLPPT-U over B) ≥ 0 (equality allowed, "
+           "an excess of 0.0005 visible); our MPFR emits the "
            "same tokens for every B (check chk_identical_tokens), so our data cannot test it",
            anlppt_stable_ours(SCALING), anlppt_stable_ours(R_SCALING), anlppt_stable_paper,
            ("wm_multidraft_scaling", "real_watermarks")),
