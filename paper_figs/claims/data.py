@@ -54,6 +54,9 @@ class Schema:
     keys: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
     grid: tuple[tuple[str, ...], ...] = ()
+    #: the grid axes (indices into ``grid``) whose values every group shares (None: all; a
+    #: truncation's thresholds differ from another's)
+    across: tuple[int, ...] | None = None
     #: (column, total): within each group of ``by`` the column sums to ``total`` (a number,
     #: or the name of a column constant in the group), relative tolerance 1e-6
     totals: tuple[tuple[str, object], ...] = ()
@@ -127,7 +130,8 @@ SCHEMAS: dict[str, Schema] = {
         text=_LOSSY_TEXT, numeric=("family_param", "tv", "param", "gain", "loss", "net",
                                    "direct", "frac_positive"),
         keys=("family", "family_param", "pair", "draft", "truncation", "param"),
-        by=("truncation",), grid=(("family", "family_param", "pair", "draft"), ("param",))),
+        by=("truncation",), grid=(("family", "family_param", "pair", "draft"), ("param",)),
+        across=(0,)),
     "real_lossy_lemma1.csv": Schema(text=_LOSSY_TEXT, numeric=("param", "net",
                                                                "frac_positive")),
     "fidelity_lossy.csv": Schema(text=_LOSSY_TEXT, numeric=("param", "mean"),
@@ -252,10 +256,14 @@ def check(name: str, df: pd.DataFrame, raw: bytes, schema: Schema | None = None)
             where = f" at {dict(zip(by, key, strict=True))}" if by else ""
             want = math.prod(len(sub.drop_duplicates(ax)) for ax in axes)
             cells = [set(map(tuple, sub[ax].astype(str).to_numpy())) for ax in axes]
-            if len(sub) != want or (first is not None and cells != first):
+            shared = range(len(axes)) if s.across is None else s.across
+            if len(sub) != want or (first is not None
+                                    and any(cells[i] != first[i] for i in shared)):
+                full = [first[i] if first is not None and i in shared else cells[i]
+                        for i in range(len(axes))]
                 bad(f"incomplete grid{where}: {len(sub)} rows where the "
                     f"{' × '.join('/'.join(ax) for ax in axes)} grid of the file implies "
-                    f"{math.prod(len(c) for c in (first or cells))}")
+                    f"{math.prod(len(c) for c in full)}")
             first = cells if first is None else first
     if s.totals and set(s.by) <= set(df.columns):
         by = list(s.by)

@@ -1,0 +1,78 @@
+"""Producer tests of the claims (``paper_figs.claims``): the study code itself, run on its
+quick grid with one fault injected at its source (a wrong closed form, a biased quantity, a
+shifted bound), must turn the claim's verdict; run intact it gives the verdict a correct
+implementation gives.  A flip test (``tests/test_claims_flip.py``) perturbs fabricated data
+and cannot catch a study that returns its own reference; these can.  Each runs a study
+twice (marked slow).  Nothing here is statistical beyond the studies' fixed seeds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from paper_figs.claims import engine as E
+from paper_figs.claims.registry import BY_ID
+from tests.test_claims_flip import _numbers
+
+
+def _faults():
+    from paper_figs import (
+        lemma1_study,
+        lenience_study,
+        lossy_gallery,
+        prop1_study,
+        theorem1_study,
+    )
+
+    law, leni = lossy_gallery.induced_distribution, lenience_study.induced_distribution
+    ted, tbe = lemma1_study.truncation_efficiency_delta, prop1_study.tree_block_efficiency
+    kls, ldelta = theorem1_study.kl_truncation_sd, lenience_study.lenience_delta
+
+    def wrong_law(p, q, rule, **kw):  # a closed form off by 20% of mass towards uniform
+        x = np.asarray(law(p, q, rule, **kw), dtype=float)
+        return 0.8 * x + 0.2 / x.size if rule == "lenience" else x
+
+    def no_cap(p, q, rule, **kw):  # "lenience" that keeps the draft above p/ℓ
+        return np.asarray(q, dtype=float) if rule == "lenience" else leni(p, q, rule, **kw)
+
+    return {
+        # claim: (study module, attribute, fault, verdict when intact)
+        "zhou_induced_forms": (lossy_gallery, "induced_distribution", wrong_law, E.REPRODUCED),
+        "zhou_ceiling_cap": (lenience_study, "induced_distribution", no_cap, E.PROVED),
+        # the quick grid's Monte Carlo points are too few to show equivalence within ±0.02
+        "zhou_lenience_eq10": (lenience_study, "lenience_delta",
+                               lambda p, q, ell, **k: ldelta(p, q, ell, **k) + 0.1,
+                               E.NOT_DISTINGUISHABLE),
+        "zhou_lemma1": (lemma1_study, "truncation_efficiency_delta",
+                        lambda P, Q, A: (lambda g, lo: (g, 1.1 * np.asarray(lo)))(*ted(P, Q, A)),
+                        E.PROVED),
+        "zhou_prop1": (prop1_study, "tree_block_efficiency",
+                       lambda P, C, rule, **k: tbe(P, C, rule, **k) * (0.5 if rule ==
+                                                                     "truncation" else 1.0),
+                       E.PROVED),
+        "zhou_thm1": (theorem1_study, "kl_truncation_sd",
+                      lambda p, q, A: kls(p, q, A) + 0.1, E.PROVED),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["zhou_induced_forms", "zhou_ceiling_cap",
+                                      "zhou_lenience_eq10", "zhou_lemma1", "zhou_prop1",
+                                      "zhou_thm1"])
+def test_a_fault_in_the_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
+    module, attr, fake, intact = _faults()[claim_id]
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC]
+
+    module.main(tmp_path / "intact", quick=True)
+    got = verdict(tmp_path / "intact")
+    assert got.verdict == intact, (claim_id, got)
+    with monkeypatch.context() as m:
+        m.setattr(module, attr, fake)
+        module.main(tmp_path / "fault", quick=True)
+    bad = verdict(tmp_path / "fault")
+    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
