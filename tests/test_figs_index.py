@@ -498,3 +498,14 @@ def test_an_equivalence_the_sample_cannot_pass_says_so():
     p = E.equivalence("", 0.0, 3.1, 0.1)
     assert p.verdict == E.NOT_DISTINGUISHABLE and "cannot show equivalence" in p.text
     assert "cannot show" not in E.equivalence("", 0.0, 0.01, 0.1).text
+
+
+def test_index_lists_what_no_row_covers(tmp_path):
+    """The sentences and tables without a row are listed with the reason, per paper."""
+    from paper_figs.claims.registry import NOT_COVERED
+
+    text = E.render(E.evaluate(tmp_path), tmp_path)
+    part = text.split("## Not covered by a row", 1)[1].split("## Studies", 1)[0]
+    assert len(NOT_COVERED) >= 8 and {p for p, *_ in NOT_COVERED} == set(E.PAPERS)
+    for p, loc, what, why in NOT_COVERED:
+        assert why and f"| {E.SHORT[p]} | {loc} | {what} |" in part

@@ -627,6 +627,7 @@ def render(rows: list[Row], out_dir) -> str:
                           tinfo)
     lines += _section("Package checks (not counted as paper claims)",
                       [r for r in rows if r.claim.kind == CHECK], tinfo)
+    lines += _not_covered()
     lines += _studies(rows, tinfo)
     return "\n".join(lines) + "\n"
 
@@ -728,6 +729,17 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
                 lines.append(f"  - beyond the paper: {_cell(o.beyond)}")
         lines.append("")
     return lines
+
+
+def _not_covered() -> list[str]:
+    """The sentences and tables of the papers without a row, and why."""
+    from paper_figs.claims.registry import NOT_COVERED
+
+    lines = ["## Not covered by a row", "", "| paper | location | what | why not |",
+             "|---|---|---|---|"]
+    lines += [f"| {SHORT[p]} | {_cell(loc)} | {_cell(what)} | {_cell(why)} |"
+              for p, loc, what, why in NOT_COVERED]
+    return lines + [""]
 
 
 def _studies(rows: list[Row], tinfo: dict) -> list[str]:
