@@ -24,19 +24,25 @@ def small(monkeypatch):
 
 
 def _verdicts(folder):
-    (folder / "bounds_vs_drafts.csv").write_text("B\n1\n")
+    """Prop. B.5's verdict and that of Thm B.4's proof reading (the Monte Carlo parts)."""
+    (folder / "bounds_vs_drafts.csv").write_text("pair,B\nx,1\n")
     data = E.Data(folder)
-    return M.nonidentical_synth(data).verdict, M.active_set_synth(data).verdict
+    o = M.active_set_synth(data)
+    proof = E.combine(p.verdict for p in o.parts if "proof's reading" in p.label)
+    return M.nonidentical_synth(data).verdict, proof
 
 
 def test_monte_carlo_agrees_with_the_bounds(tmp_path, small):
     assert _verdicts(tmp_path) == (E.REPRODUCED, E.REPRODUCED)
-    # Thm B.4's other reading (a GLS step over the active drafts) fails on some pairs; it is
-    # named beside the verdict, never counted
+    # Thm B.4 as stated (a GLS step over the active drafts) fails on some pairs: that is the
+    # verdict; the proof's reading, which holds, is named beside it and not counted
     o = M.active_set_synth(E.Data(tmp_path))
-    assert "a GLS step: refuted" in o.reading
-    # the Šidák minimum and the one-sided Stouffer count; PML(J) and the GLS reading do not
-    assert [p.counted for p in o.parts] == [True, True, False, False]
+    assert o.verdict == E.REFUTED
+    assert "as stated (a GLS step over the active drafts): fails" in o.reading
+    assert "the proof's reading (Thm 5.1's coupling over the active drafts): reproduced" in \
+        o.reading
+    # the GLS part counts; the Šidák minimum, the Stouffer and PML(J) are shown
+    assert [p.counted for p in o.parts] == [True, False, False, False]
 
 
 def test_perturbing_the_bound_side_moves_the_verdict(tmp_path, small, monkeypatch):
@@ -74,3 +80,17 @@ def test_monte_carlo_of_identical_drafts_matches_the_identical_case():
     _, blk = M.nonidentical_mc(p, np.stack([q, q, q]), 100_000, rng)
     want = float(lml_bound(p, q, 3))
     assert abs(blk - want) < 4 * np.sqrt(want * (1 - want) / 100_000)
+
+
+def test_thm_b4_as_stated_decides_and_the_proof_reading_is_shown():
+    """With the GLS reading present, it decides (exact: one pair below the bound refutes);
+    the Monte Carlo of the proof's reading is shown beside it either way."""
+    import pandas as pd
+
+    df = pd.DataFrame({"context": [0, 1], "J": [2, 2], "steps": [10**6] * 2,
+                       "mc_accept": [0.7004, 0.5996], "bound": [0.6, 0.5]})
+    ok = pd.DataFrame({"pair": [0, 1], "J": [2, 3], "gls": [0.61, 0.7], "bound": [0.6, 0.7]})
+    assert M.rule_active_set(df, ok).verdict == E.REPRODUCED
+    o = M.rule_active_set(df, ok.assign(gls=[0.61, 0.69]))
+    assert o.verdict == E.REFUTED and "fails" in o.reading
+    assert M.rule_active_set(df).verdict == E.REPRODUCED  # no GLS file: the proof's reading
