@@ -509,3 +509,19 @@ def test_index_lists_what_no_row_covers(tmp_path):
     assert len(NOT_COVERED) >= 8 and {p for p, *_ in NOT_COVERED} == set(E.PAPERS)
     for p, loc, what, why in NOT_COVERED:
         assert why and f"| {E.SHORT[p]} | {loc} | {what} |" in part
+
+
+def test_cells_without_spread_carry_the_papers_repeat_spread():
+    """Table 10 repeats Table 6's cells (the shipped transcription: up to 0.005 apart): a
+    cell without a printed spread carries at least the spread of those repeats, not only
+    its rounding; a table with a spread keeps its own."""
+    rows = []
+    for t, v, sd in (("t6", "2.000", "0.010"), ("t10", "2.004", "")):
+        rows.append({"key": f"liu.{t}.B2.mpfr.aatps", "value": v, "sd": sd,
+                     "n": "3" if sd else "", "table": t, "cell": "c"})
+    nums = PN.PaperNumbers(pd.DataFrame(rows))
+    assert nums.repeat_spread["aatps"] == pytest.approx(0.004 / math.sqrt(2))
+    assert nums["liu.t10.B2.mpfr.aatps"].se == pytest.approx(0.004 / math.sqrt(2))
+    assert nums["liu.t6.B2.mpfr.aatps"].se == pytest.approx(0.010 / math.sqrt(3))
+    shipped = PN.load()
+    assert shipped["liu.t12.B2.mpfr.aatps"].se > 0.0005  # more than the rounding alone

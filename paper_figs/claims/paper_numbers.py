@@ -7,8 +7,13 @@ std over 3 seeds), and the ``table`` and ``cell`` it came from.  The claims tabl
 same rule to these numbers as to the studies' outputs: the standard error of a cell is
 ``sd / √n`` (a printed spread of 0 means below half a unit of the last digit, so half a
 unit is used), with a Student-t reference on ``n − 1`` degrees of freedom when ``n`` is
-below :data:`FEW`; a cell without spread carries only its rounding, half a unit of the last
-printed digit, on the normal reference.
+below :data:`FEW`; a cell without spread carries its rounding, half a unit of the last
+printed digit, on the normal reference -- and, where the paper prints the same setting
+twice (Liu et al.'s Table 10 repeats Table 6's cells, Table 11 Table 7's, up to 0.005 apart),
+at least the spread those repeats show (:data:`REPEATS`): the root mean square of the
+repeats' differences over √2, per metric, for every multi-draft cell without a spread
+(:data:`NO_SPREAD`).  Rounding alone gave z up to 112 for differences the paper's own
+repeats exceed.
 """
 
 from __future__ import annotations
@@ -43,6 +48,27 @@ def _half_unit(text: str) -> float:
     return 0.5 * 10.0 ** (-decimals)
 
 
+#: tables of Liu et al. (2026) that print the same cells: (table, its repeat)
+REPEATS = (("t6", "t10"), ("t7", "t11"))
+#: Liu et al.'s multi-draft tables without a printed spread: their cells carry at least the
+#: spread of the paper's repeated cells
+NO_SPREAD = ("t1", "t10", "t11", "t12", "t13")
+
+
+def _repeat_spread(rows: dict) -> dict[str, float]:
+    """Per metric, the standard deviation of one printed cell that the paper's repeated
+    cells imply: sqrt(mean(difference²) / 2) over :data:`REPEATS`."""
+    diffs: dict[str, list[float]] = {}
+    for a, b in REPEATS:
+        pre_a, pre_b = f"liu.{a}.", f"liu.{b}."
+        for k in rows:
+            if k.startswith(pre_a) and pre_b + k[len(pre_a):] in rows:
+                metric = k.rsplit(".", 1)[-1]
+                d = float(rows[k]["value"]) - float(rows[pre_b + k[len(pre_a):]]["value"])
+                diffs.setdefault(metric, []).append(d)
+    return {m: math.sqrt(sum(x * x for x in v) / len(v) / 2) for m, v in diffs.items()}
+
+
 class PaperNumbers:
     """The transcription as a lookup: ``numbers[key]`` is a :class:`Cell`; an absent key is
     :class:`~paper_figs.claims.engine.MissingData` (the column shows "not run")."""
@@ -52,6 +78,7 @@ class PaperNumbers:
         if not need <= set(frame.columns):
             raise ValueError(f"frame lacks the columns {sorted(need - set(frame.columns))}")
         self._rows = {str(r["key"]): r for _, r in frame.astype(str).iterrows()}
+        self.repeat_spread = _repeat_spread(self._rows)
 
     def __contains__(self, key: str) -> bool:
         return key in self._rows
@@ -65,6 +92,9 @@ class PaperNumbers:
         sd_text = r["sd"].strip()
         if sd_text in ("", "nan"):
             se, df = half, None
+            parts = key.split(".")
+            if parts[0] == "liu" and parts[1] in NO_SPREAD:
+                se = max(se, self.repeat_spread.get(parts[-1], 0.0))
         else:
             n = float(r["n"])
             se = max(float(sd_text), _half_unit(sd_text)) / math.sqrt(n)
