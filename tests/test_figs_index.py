@@ -446,26 +446,23 @@ def test_family_crit_keeps_the_family_tail_and_a_bound_at_equality_passes():
     assert liu.rule_pml_bound(rows).verdict == E.NOT_REPRODUCED
 
 
-def test_reading_commands_never_write_and_a_folder_without_output_is_an_error(tmp_path):
+def test_reading_commands_never_write_and_a_folder_without_output_is_an_error(tmp_path,
+                                                                              capsys):
     """``--json`` alone is a reading command (it used to rewrite INDEX.md); ``--out`` on a
     missing folder or one without study output exits 2 with one line and creates nothing;
     ``--list | head`` ends quietly."""
-    def run(*args, **kw):
-        return subprocess.run([sys.executable, "-m", "paper_figs.index", *args], cwd=REPO,
-                              env=_env(), capture_output=True, text=True, timeout=300, **kw)
-
     out = tmp_path / "out"
     out.mkdir()
     pd.DataFrame({"pml": [0.5], "lml": [0.4], "pml_weak": [0.4],
-                  "lml_relaxed": [0.3]}).to_csv(out / "bounds_vs_drafts.csv", index=False)
-    proc = run("--json", "--out", str(out))
-    assert proc.returncode == 0 and json.loads(proc.stdout)[0]["id"] == CLAIMS[0].id
+                  "lml_relaxed": [0.3]}).to_csv(out / "prop1_study.csv", index=False)
+    assert ix.main(["--json", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["id"] == CLAIMS[0].id
     assert not (out / ix.INDEX).exists()
+    (tmp_path / "empty").mkdir()
     for folder in (tmp_path / "missing", tmp_path / "empty"):
-        if folder.name == "empty":
-            folder.mkdir()
-        proc = run("--out", str(folder))
-        assert proc.returncode == 2 and "--out" in proc.stderr.splitlines()[-1]
+        with pytest.raises(SystemExit) as exc:
+            ix.main(["--out", str(folder)])
+        assert exc.value.code == 2 and "--out" in capsys.readouterr().err.splitlines()[-1]
         assert not (folder / ix.INDEX).exists()
     assert not (tmp_path / "missing").exists()
     proc = subprocess.run(f"{sys.executable} -m paper_figs.index --list | head -1", shell=True,
@@ -478,16 +475,16 @@ def test_index_opens_with_one_summary_table(tmp_path):
     decided it and one line of reason, before the rules and the detail."""
     from tests.test_claims_flip import FLIPS
 
-    FLIPS["liu_mpfr_ge_gls"](tmp_path, False)  # refuted by the synthetic column
+    FLIPS["zhou_prop1"](tmp_path, False)  # refuted by the synthetic column
     text = E.render(E.evaluate(tmp_path), tmp_path)
     head, rest = text.split("## Summary", 1)
     assert "**Rules**" not in head and "**Rules**" in rest
     table = [ln for ln in rest.split("\n\n", 2)[1].splitlines() if ln.startswith("| [")]
     assert len(table) == len(CLAIMS)
-    (row,) = [ln for ln in table if ln.startswith("| [liu_mpfr_ge_gls]")]
+    (row,) = [ln for ln in table if ln.startswith("| [zhou_prop1]")]
     cells = [c.strip() for c in row.strip("|").split(" | ")]
     assert cells[2] == E.REFUTED and cells[5] == f"**{E.REFUTED}**"
-    assert cells[6] == E.SYNTHETIC and "GLS above MPFR on 1 of 2" in cells[7]
+    assert cells[6] == E.SYNTHETIC and "BE(truncation verification)" in cells[7]
     (row,) = [ln for ln in table if ln.startswith("| [zhou_judge_mix]")]
     assert E.PAPER_DATA in row and E.NOT_TESTABLE in row
 
