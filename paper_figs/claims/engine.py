@@ -651,6 +651,9 @@ def reason(row: Row, width: int = 110) -> str:
         row.columns[SYNTHETIC])
     if row.claim.untestable:
         text = f"no experiment at embedded scale; the paper's own numbers: {o.verdict}"
+    elif row.claim.synthetic is None and row.claim.real is None:
+        text = ("no column of ours; the paper's own numbers, shown: "
+                f"{row.columns[PAPER_DATA].verdict}")
     else:
         parts = [p for p in o.parts if p.counted and p.verdict == o.verdict]
         text = f"{parts[0].label}: {parts[0].text}" if parts else o.numbers
