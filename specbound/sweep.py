@@ -962,8 +962,9 @@ def open_executor(spec: str | None) -> Iterator[Executor | None]:
             closers = [cluster.close, client.close]
         else:
             try:
-                client = Client(f"tcp://{host_port[0]}:{host_port[1]}",
-                                timeout=SCHEDULER_TIMEOUT_SECONDS)
+                host, port = host_port
+                host = f"[{host}]" if ":" in host else host  # an IPv6 address
+                client = Client(f"tcp://{host}:{port}", timeout=SCHEDULER_TIMEOUT_SECONDS)
             except (OSError, TimeoutError) as exc:
                 raise ValueError(f"spec: cannot reach the Dask scheduler at {s!r} within "
                                  f"{SCHEDULER_TIMEOUT_SECONDS:g} s ({exc})") from None
