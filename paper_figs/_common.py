@@ -11,6 +11,12 @@ table gives both the flags of ``python -m paper_figs.NAME`` (listed with their d
 differ from the defaults), unless ``--out`` is given.  Each run records its wall time, its
 mode and its non-default values (JSON, column ``params``) in that folder's ``timings.csv``
 (:func:`paper_figs.run_all.record_timing`), as ``paper_figs.run_all`` does.
+
+Every flag is checked as the command line is parsed, by the table itself: finite numbers
+only, the range ``[low, high]`` of a :class:`Param`, each value of a grid once (``unique``),
+the relations between flags (``check``: list lengths, subsets), the study's arrays against
+the available memory (``memory``) and the syntax and reachability of ``--executor``.  An
+error is one line ``python -m paper_figs.NAME: error: --FLAG: ...`` with exit status 2.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -64,6 +71,17 @@ class Param:
     help: str
     low: float | None = None
     choices: tuple | None = None
+    #: the largest value admitted (every element of a list; e.g. 1 for a probability or a TV)
+    high: float | None = None
+    #: a list holds each value once (a grid); False for lists paired element by element with
+    #: another one (their pairs are checked by ``check``)
+    unique: bool = True
+    #: ``check(values)``: a message when this parameter does not fit the others (a list
+    #: length, a subset), else None -- checked once every parameter is converted
+    check: Any = None
+    #: ``memory(values)``: an estimate (bytes) of the arrays the study allocates, checked
+    #: against the available memory before the study starts
+    memory: Any = None
 
     @property
     def flag(self) -> str:
@@ -87,9 +105,27 @@ class Param:
             if not items:
                 raise ValueError(f"{self.name}: must be a non-empty list, got {value!r}")
             out = tuple(self._one(typ, v) for v in items)
+            if self.unique:
+                seen = set()
+                for x in out:
+                    if x in seen:
+                        raise ValueError(f"{self.name}: {self.show(x)} is given twice (each "
+                                         "value of a grid once)")
+                    seen.add(x)
         else:
             out = self._one(typ, value)
         return out
+
+    def parse(self, text: str):
+        """:meth:`convert` as an argparse ``type``: the flag's text checked as the command
+        line is parsed."""
+        try:
+            return self.convert(text)
+        except ValueError as exc:
+            msg = str(exc)
+            prefix = f"{self.name}: "
+            raise argparse.ArgumentTypeError(msg[len(prefix):] if msg.startswith(prefix)
+                                             else msg) from None
 
     def _one(self, typ, v):
         try:
@@ -98,10 +134,14 @@ class Param:
             if typ is not str and isinstance(v, bool):
                 raise ValueError
             x = typ(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{self.name}: expected {typ.__name__}, got {v!r}") from None
+        if typ is float and not math.isfinite(x):
+            raise ValueError(f"{self.name}: must be a finite number, got {v!r}")
         if self.low is not None and x < self.low:
             raise ValueError(f"{self.name}: must be >= {self.low}, got {v!r}")
+        if self.high is not None and x > self.high:
+            raise ValueError(f"{self.name}: must be <= {self.high}, got {v!r}")
         if self.choices is not None and x not in self.choices:
             raise ValueError(f"{self.name}: must be one of {list(self.choices)}, got {v!r}")
         return x
@@ -155,7 +195,28 @@ def resolve_params(table, quick: bool, given: dict | None = None) -> Values:
         out[p.name] = v
         if v != default:
             out.changed[p.name] = _jsonable(v)
+    for p in table:
+        msg = p.check(out) if p.check is not None else None
+        if msg:
+            raise ValueError(f"{p.name}: {msg}")
+    check_memory(table, out)
     return out
+
+
+def check_memory(table, values: Values) -> None:
+    """Refuse, naming the flag and the estimate, a run whose arrays (each parameter's
+    ``memory`` estimate) exceed the memory available (``MemAvailable``)."""
+    est = {p.name: int(p.memory(values)) for p in table if p.memory is not None}
+    if not est:
+        return
+    from specbound.cli import available_memory
+
+    free = available_memory()
+    name = max(est, key=est.get)
+    if free is not None and est[name] > free:
+        raise ValueError(f"{name}: the study's arrays would need about "
+                         f"{est[name] / 2**30:.1f} GiB of memory, more than the "
+                         f"{free / 2**30:.1f} GiB available")
 
 
 def params_json(changed: dict) -> str:
@@ -173,7 +234,8 @@ def build_parser(description: str, table=(), prog: str | None = None
                  ) -> argparse.ArgumentParser:
     """The parser of a figure script: ``--quick``, ``--out``, ``--executor`` and one flag per
     parameter of ``table`` (its help shows the full and quick defaults)."""
-    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap = _StudyParser(prog=prog, description=description)
+    ap.param_names = {p.name: p.flag for p in table}
     ap.add_argument("--quick", action="store_true",
                     help="small smoke-test version (default output folder paper_figs/out-quick/)")
     ap.add_argument("--out", type=Path, default=None, metavar="DIR",
@@ -182,6 +244,7 @@ def build_parser(description: str, table=(), prog: str | None = None
                          "parameters)")
     ap.add_argument(
         "--executor", default=os.environ.get(EXECUTOR_ENV) or None, metavar="SPEC",
+        type=_executor_spec,
         help="where the sweeps run: 'serial', 'process[:N]', 'dask://host:port' (a Dask "
              "scheduler; extra 'dist') or 'dask-local[:N]'; default: $SPECBOUND_EXECUTOR, "
              "else each study's own (a 2-process pool in full mode)")
@@ -194,9 +257,57 @@ def build_parser(description: str, table=(), prog: str | None = None
                 dflt = f"default: {p.show(p.full)}"
             else:
                 dflt = f"default: {p.show(p.full)}; with --quick: {p.show(p.quick)}"
-            group.add_argument(p.flag, dest=p.name, metavar=meta, default=None,
+            group.add_argument(p.flag, dest=p.name, metavar=meta, default=None, type=p.parse,
                                help=f"{p.help} ({dflt})".replace("%", "%%"))
     return ap
+
+
+class _StudyParser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``PROG: error: --FLAG: ...`` on standard error and
+    exit status 2 (a parameter's name at the start of a message becomes its flag)."""
+
+    param_names: dict = {}
+
+    def error(self, message):
+
+        msg = " ".join(str(message).split())
+        if msg.startswith("argument "):
+            msg = msg[len("argument "):]
+        head, sep, rest = msg.partition(": ")
+        if sep and head in self.param_names:
+            msg = f"{self.param_names[head]}: {rest}"
+        elif sep and "/" in head:  # "--out/-o" style: keep the long flag
+            msg = f"{head.split('/')[0]}: {rest}"
+        self.exit(2, f"{self.prog}: error: {msg}\n")
+
+
+#: seconds ``--executor dask://host:port`` waits for the scheduler to accept a connection
+SCHEDULER_CONNECT_SECONDS = 3.0
+
+
+def _executor_spec(text: str) -> str:
+    """``--executor``: the syntax of :func:`specbound.sweep.open_executor` and, for a Dask
+    scheduler, that it accepts a TCP connection within :data:`SCHEDULER_CONNECT_SECONDS`."""
+    from specbound.sweep import check_executor_spec
+
+    try:
+        host_port = check_executor_spec(text)
+    except ValueError as exc:
+        msg = str(exc)
+        raise argparse.ArgumentTypeError(msg[len("spec: "):] if msg.startswith("spec: ")
+                                         else msg) from None
+    if host_port is not None:
+        import socket
+
+        host, port = host_port
+        try:
+            socket.create_connection((host, port), timeout=SCHEDULER_CONNECT_SECONDS).close()
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise argparse.ArgumentTypeError(
+                f"cannot reach the Dask scheduler at {host}:{port} within "
+                f"{SCHEDULER_CONNECT_SECONDS:g} s ({why})") from None
+    return text
 
 
 def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:

@@ -30,7 +30,9 @@ from paper_figs._common import Param
 LOG_PARAM = Param("log", "path", None, None,
                   "folder of a distribution log (None: the study log real_log/ of the "
                   "output folder in a full run, built on first use; the shipped log, "
-                  "specbound.llm.shipped_log(), in a quick run)")
+                  "specbound.llm.shipped_log(), in a quick run)",
+                  check=lambda v: None if v.log is None or Path(v.log).is_dir() else
+                  f"{str(v.log)[:200]!r} is not a folder")
 #: the study log's folder under the output folder, its drafts (the shipped log's), the seed of
 #: the target's samples
 STUDY_LOG = "real_log"

@@ -122,14 +122,45 @@ QUICK = RealSettings(per_set=1, max_prompt_tokens=64, max_new_tokens=6, sets=("s
                      quick=True)
 
 
+def _source_message(target) -> str | None:
+    """Why ``--target`` names no model (the command line's rule), or None."""
+    import argparse
+
+    from specbound.cli import _source
+
+    if target is None:
+        return None
+    try:
+        _source(target)
+    except argparse.ArgumentTypeError as exc:
+        return str(exc)
+    return None
+
+
+def _draft_message(draft) -> str | None:
+    """Why ``--draft`` is not a draft spec (``specbound.llm.parse_draft``), or None."""
+    if draft is None:
+        return None
+    from specbound.llm.drafts import parse_draft
+
+    try:
+        parse_draft(draft)
+    except ValueError as exc:
+        msg = str(exc)
+        return msg[len("draft: "):] if msg.startswith("draft: ") else msg
+    return None
+
+
 def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK) -> tuple[Param, ...]:
     """The parameters of a real-model study whose settings are ``full`` and ``quick``:
     ``target``, ``draft`` (the model pair), ``prompts`` (per prompt set), ``tokens`` (new
     tokens per prompt), ``prompt_tokens`` (longest prompt admitted); see :func:`settings`."""
     return (
         Param("target", "str", None, None,
-              "target model (specbound.llm.load_pair; None: the embedded model)"),
-        Param("draft", "str", None, None, f"draft D0 (None: {D0})"),
+              "target model (specbound.llm.load_pair; None: the embedded model)",
+              check=lambda v: _source_message(v.target)),
+        Param("draft", "str", None, None, f"draft D0 (None: {D0})",
+              check=lambda v: _draft_message(v.draft)),
         Param("prompts", "int", full.per_set, quick.per_set, "prompts per prompt set", low=1),
         Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
               "new tokens per prompt", low=1),

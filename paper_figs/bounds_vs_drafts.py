@@ -63,10 +63,12 @@ NOISE_SEED = 2026
 PAIRS = (("near", 0.1), ("medium", 0.3), ("far", 0.6))
 B_VALUES = tuple(range(1, 17))
 PARAMS = (
-    Param("vocab", "int", N_FULL, N_QUICK, "tokens n of the Zipf target", low=2),
+    Param("vocab", "int", N_FULL, N_QUICK, "tokens n of the Zipf target", low=2,
+          # measured: the peak of compute() is about 28 float64 arrays of n entries
+          memory=lambda v: 32 * v.vocab * 8),
     Param("B", "ints", B_VALUES, B_VALUES, "numbers of drafts", low=1),
     Param("tv", "floats", tuple(t for _, t in PAIRS), tuple(t for _, t in PAIRS),
-          "nominal TV(p, q) of the pairs (one panel each)", low=1e-6),
+          "nominal TV(p, q) of the pairs (one panel each)", low=1e-6, high=1),
     Param("zipf", "float", ZIPF_EXPONENT, ZIPF_EXPONENT, "Zipf exponent of the target", low=0),
 )
 COLUMNS = [

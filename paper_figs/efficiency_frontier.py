@@ -63,7 +63,8 @@ ELLS = (1.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.1, 0.05)
 PARAMS = (
     Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
     Param("targets", "int", 200, 30, "targets per family", low=1),
-    Param("ell", "floats", ELLS, ELLS, "ℓ grid of the lenience and ceiling rules", low=0),
+    Param("ell", "floats", ELLS, ELLS, "ℓ grid of the lenience and ceiling rules", low=0, high=1,
+          check=lambda v: "every ℓ must be > 0" if min(v.ell) <= 0 else None),
 )
 
 

@@ -104,17 +104,23 @@ PARAMS = (
     Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1),
     Param("tokens", "int", FULL.new_tokens, QUICK.new_tokens, "new tokens per prompt", low=1),
     Param("entropy", "floats", FULL.entropies, QUICK.entropies,
-          "target entropies (nats) of the calibrated LMs", low=0),
+          "target entropies (nats) of the calibrated LMs", low=0,
+          check=lambda v: None if max(v.entropy) < math.log(v.vocab) else
+          f"every entropy must be below log(--vocab) = {math.log(v.vocab):.4g} nats"),
     Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1),
     Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1),
     Param("contexts", "int", FULL.n_contexts, QUICK.n_contexts,
           "contexts of the exact token-level comparison", low=1),
     Param("drift_entropy", "floats", FULL.drift_entropies, QUICK.drift_entropies,
-          "target entropies of the TPR-drift section (each one of --entropy)", low=0),
+          "target entropies of the TPR-drift section (each one of --entropy)", low=0,
+          check=lambda v: next((f"{h:g} is not one of --entropy" for h in v.drift_entropy
+                                if not any(math.isclose(h, x) for x in v.entropy)), None)),
     Param("drift_prompts", "int", FULL.drift_prompts, QUICK.drift_prompts,
           "prompts of the TPR-drift section", low=2),
     Param("drift_T", "ints", FULL.drift_T, QUICK.drift_T,
-          "detection budgets T_eval of the TPR-drift section (at most --tokens)", low=1),
+          "detection budgets T_eval of the TPR-drift section (at most --tokens)", low=1,
+          check=lambda v: next((f"{T} exceeds --tokens {v.tokens}" for T in v.drift_T
+                                if T > v.tokens), None)),
 )
 
 

@@ -65,8 +65,8 @@ EPSILONS = tuple(np.geomspace(1e-4, 0.3, 12))
 PARAMS = (
     Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
     Param("targets", "int", 8, 2, "targets per family and family parameter", low=1),
-    Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0),
-    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0),
+    Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0, high=1),
+    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0, high=1),
 )
 
 

@@ -53,7 +53,8 @@ ELL_B = 0.4
 PARAMS = (
     Param("draws", "int", 2_000_000, 20_000, "Monte Carlo draws per checked point", low=1),
     Param("directions", "int", 6, 2, "random noise directions per TV", low=1),
-    Param("ell", "floats", ELLS, ELLS, "lenience values ℓ", low=0),
+    Param("ell", "floats", ELLS, ELLS, "lenience values ℓ", low=0, high=1,
+          check=lambda v: "every ℓ must be > 0" if min(v.ell) <= 0 else None),
 )
 
 

@@ -46,7 +46,7 @@ TV = 0.4
 PARAMS = (
     Param("draws", "int", 200_000, 20_000, "samples of each induced law", low=1),
     Param("vocab", "int", V, V, "tokens of the Zipf(1.2) target", low=2),
-    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft", low=0),
+    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft", low=0, high=1),
     Param("seed", "int", SEED, SEED, "seed of the draft's noise", low=0),
 )
 

@@ -63,10 +63,21 @@ PARAMS = (
     Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1),
     Param("vocab", "int", V, V, "tokens of every target", low=2),
     Param("zipf", "floats", ZIPF_S, ZIPF_S, "Zipf exponents of the targets (one pair each)",
-          low=0),
+          low=0, unique=False),
     Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf)",
-          low=0),
+          low=0, high=1, unique=False, check=lambda v: _pairs_message(v.zipf, v.tv)),
 )
+
+
+def _pairs_message(zipf, tv) -> str | None:
+    """``--tv`` pairs with ``--zipf`` element by element: equal lengths, no pair twice."""
+    if len(tv) != len(zipf):
+        return f"{len(tv)} values for {len(zipf)} --zipf values (one TV per pair)"
+    pairs = list(zip(zipf, tv, strict=True))
+    twice = next((p for i, p in enumerate(pairs) if p in pairs[:i]), None)
+    if twice is not None:
+        return f"the pair --zipf {twice[0]:g} --tv {twice[1]:g} is given twice"
+    return None
 
 
 def _plugin_kl(counts: np.ndarray, ref: np.ndarray) -> float:

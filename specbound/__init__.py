@@ -10,13 +10,14 @@ Three layers (see ``docs/`` in the repository):
 #: the package version (the single source: pyproject.toml reads it from here)
 __version__ = "0.2.0"
 
-from specbound import theory  # noqa: E402  (theory is light; sim/llm are imported lazily)
-
 __all__ = ["theory", "sim", "llm", "__version__"]
 
 
 def __getattr__(name):
-    if name in ("sim", "llm"):
+    # every layer is imported on first use: ``import specbound`` (and so the command line,
+    # ``specbound.cli``) starts without SciPy, Numba or torch, and Ctrl-C at start-up is
+    # handled by the command line rather than interrupting an import
+    if name in ("theory", "sim", "llm"):
         import importlib
 
         return importlib.import_module(f"specbound.{name}")

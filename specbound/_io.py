@@ -88,3 +88,103 @@ def read_manifest(folder, name: str, *, fmt: str, version: int, what: str) -> di
         raise ValueError(f"path: {mf}: unsupported format version {doc.get('version')!r} "
                          f"(this reader reads version {version})")
     return doc
+
+
+# ----------------------------------------------------------------------------- checksums
+
+#: the checksum file of a log folder: one line ``<sha256 hex digest>  <relative path>`` per
+#: file (``#`` starts a comment line)
+SUMS = "SHA256SUMS"
+#: first line of the ``SHA256SUMS`` a writer of the package writes when it closes a log: such
+#: a log may be resumed (its checksums are checked, then rewritten at the next close); a
+#: ``SHA256SUMS`` without it marks a published log (``scripts/make_log.py``)
+WRITER_MARK = "# specbound: written when the log was closed; rewritten when it is resumed"
+
+
+def file_digests(folder) -> dict[str, str]:
+    """SHA-256 of every file under ``folder`` except its ``SHA256SUMS`` (relative POSIX paths,
+    sorted; temporary files of an atomic write are left out)."""
+    folder = Path(folder)
+    out = {}
+    for f in sorted(folder.rglob("*")):
+        rel = f.relative_to(folder).as_posix()
+        if f.is_file() and rel != SUMS and not f.name.startswith(TMP_PREFIX):
+            out[rel] = _sha256(f)
+    return out
+
+
+def _sha256(f: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(f, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_sums(folder) -> Path:
+    """Write ``folder/SHA256SUMS`` (atomically) for every file under it, headed by
+    :data:`WRITER_MARK`; returns its path."""
+    folder = Path(folder)
+    lines = [WRITER_MARK] + [f"{d}  {name}" for name, d in file_digests(folder).items()]
+    path = folder / SUMS
+    atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return path
+
+
+def sums_written_by_writer(folder) -> bool:
+    """Whether ``folder/SHA256SUMS`` starts with :data:`WRITER_MARK` (a resumable log)."""
+    try:
+        with open(Path(folder) / SUMS, "rb") as fh:
+            return fh.readline().rstrip(b"\r\n") == WRITER_MARK.encode()
+    except OSError:
+        return False
+
+
+def read_sums(folder) -> dict[str, str]:
+    """``SHA256SUMS`` of a log folder: relative file name -> hex digest (lines
+    ``<digest>  <name>``; ``#`` starts a comment line).  ``ValueError`` naming ``path`` for
+    a malformed line, a file outside the folder and a file listed twice."""
+    import re
+
+    line_re = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
+    f = Path(folder) / SUMS
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"path: {f} is not UTF-8 text ({exc})") from None
+    out: dict[str, str] = {}
+    for k, line in enumerate(text.split("\n"), 1):
+        if line.startswith("#") or (not line and k == text.count("\n") + 1):
+            continue
+        m = line_re.fullmatch(line)
+        name = m.group(2) if m else ""
+        parts = name.split("/")
+        if m is None or any(p in ("", ".", "..") for p in parts) or "\\" in name:
+            raise ValueError(f"path: {f}, line {k}: not '<sha256 hex digest>  <file>' with a "
+                             f"file inside the log, got {line[:80]!r}")
+        if name in out:
+            raise ValueError(f"path: {f}, line {k}: lists {name!r} a second time")
+        out[name] = m.group(1)
+    return out
+
+
+def verify_sums(folder, required: bool, what: str = "log") -> dict[str, str] | None:
+    """Check every file listed in ``folder/SHA256SUMS`` against its digest; None if there is
+    no such file and it is not ``required``.  ``ValueError`` naming ``path`` and the file for
+    a missing or changed file."""
+    folder = Path(folder)
+    if not (folder / SUMS).is_file():
+        if required:
+            raise ValueError(f"path: {folder} has no {SUMS}: the {what} cannot be checked")
+        return None
+    sums = read_sums(folder)
+    for name, digest in sums.items():
+        g = folder / name
+        if not g.is_file():
+            raise ValueError(f"path: {SUMS} lists {name!r}, which is missing from {folder}")
+        if _sha256(g) != digest:
+            raise ValueError(f"path: {name} in {folder} does not match its SHA-256 in {SUMS} "
+                             "(the file was changed or corrupted)")
+    return sums

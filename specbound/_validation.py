@@ -368,6 +368,58 @@ def as_seedseq(seed, name: str = "seed") -> np.random.SeedSequence:
     return np.random.SeedSequence(int(seed))
 
 
+def check_seed(seed, name: str = "seed") -> None:
+    """Check one SPEC 7 seed (None, a non-negative int or array of them, a SeedSequence, a
+    BitGenerator or a Generator) *without drawing from it*: a Generator handed on to a run
+    must be in the state the caller left it in."""
+    if seed is None or isinstance(seed, np.random.SeedSequence | np.random.BitGenerator
+                                  | np.random.Generator):
+        return
+    as_rng(seed, name)  # an int or an array of ints: a throwaway Generator validates it
+
+
+def split_seeds(seed, n: int, name: str = "seed") -> list:
+    """One seed per row of a batch of ``n`` runs: the package's one seed-splitting rule.
+
+    * a sequence (list, tuple or 1-D array) of ``n`` seeds: row ``i`` gets ``seed[i]``
+      itself, so it runs exactly as a single run with ``seed=seed[i]`` (a Generator is handed
+      on, not drawn from; every element is checked with :func:`check_seed`, which draws
+      nothing; a None element is fresh OS entropy, as in a single run);
+    * an int or a SeedSequence ``ss``: row ``i`` gets the child
+      ``SeedSequence(ss.entropy, spawn_key=ss.spawn_key + (k + i,))`` with
+      ``k = ss.n_children_spawned`` -- the children ``ss.spawn(n)`` would give, but ``ss``
+      is not advanced, so the same SeedSequence passed twice gives the same rows;
+    * None: seed 0 (a batch is reproducible unless its seeds say otherwise);
+    * a Generator: the children of ``SeedSequence(g.integers(0, 2**63, size=4))`` (four
+      draws, the batch's seed material).
+
+    Raises ``ValueError`` naming ``name`` (``name[i]`` for an element) for a sequence of the
+    wrong length and anything that is not a seed.
+    """
+    n = int(n)
+    if seed is None:
+        seed = 0
+    if isinstance(seed, np.random.Generator):
+        seed = as_seedseq(seed, name)
+    if isinstance(seed, np.random.SeedSequence) or (
+        isinstance(seed, numbers.Integral) and not isinstance(seed, bool | np.bool_)
+    ):
+        ss = as_seedseq(seed, name)
+        k = ss.n_children_spawned
+        return [np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (k + i,),
+                                       pool_size=ss.pool_size) for i in range(n)]
+    if isinstance(seed, np.ndarray) and seed.ndim == 1 and seed.dtype.kind in "iuO":
+        seed = list(seed)
+    if not isinstance(seed, list | tuple):
+        raise ValueError(f"{name}: must be an int, a SeedSequence, a Generator, None or a "
+                         f"list of one seed per row, got {type(seed).__name__}")
+    if len(seed) != n:
+        raise ValueError(f"{name}: a list of seeds needs one per row ({n}), got {len(seed)}")
+    for i, s in enumerate(seed):
+        check_seed(s, f"{name}[{i}]")
+    return list(seed)
+
+
 def as_bool_mask(x, name: str, shape) -> np.ndarray:
     """Validate a boolean mask broadcastable to ``shape`` (0/1 integer arrays are accepted)."""
     if x is None or isinstance(x, str | bytes):

@@ -8,9 +8,9 @@
     The generated text on standard output, one summary line (AATPS, tokens/s, watermark
     p-value) on standard error, so that ``specbound generate ... | specbound detect --key 42``
     scores exactly the generated text.
-``specbound detect --key 42 [FILE|-]``
+``specbound detect --key 42 [FILE|-] [--max-bytes N]``
     The watermark detection result for a text (the tokenizer and the key only), on standard
-    output.
+    output; a text longer than ``--max-bytes`` (default 16 MiB) is refused unread.
 ``specbound log --out DIR``
     A resumable log of the target's and drafts' next-token distributions.
 
@@ -19,14 +19,18 @@ The decoders are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Alg
 
 Contract (tested by ``tests/test_cli_contract.py``):
 
-- every flag is validated before any model or tokenizer is loaded;
+- every flag is validated before any model or tokenizer is loaded, and a ``generate`` run
+  whose estimated memory (:func:`generate_memory`, from the target's config) exceeds the
+  available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``;
 - a user error (bad flag or input, a missing file, a device that is not there, an error
   raised by the library) prints exactly one line ``specbound COMMAND: error: --FLAG: ...``
   on standard error, nothing on standard output, and exits with status 2;
 - ``--json`` prints one strict JSON object on standard output (non-finite numbers are
   ``null``); every p-value is reported as ``log10_pvalue`` (base-10 logarithm of the exact
   p-value under H0) and ``pvalue`` (which may underflow to 0);
-- Ctrl-C (SIGINT) at any point exits with status 130 within a second or so, printing
+- Ctrl-C (SIGINT) at any point, from the program's first imports on
+  (:func:`specbound.__main__.run` sets a handler before importing anything), exits with
+  status 130 within a second or so, printing
   one line ``specbound COMMAND: interrupted`` on standard error (the command runs in a
   worker thread; the main thread only waits for it and handles the signal, so a long call
   into a tokenizer or torch does not delay the exit);
@@ -49,6 +53,7 @@ import json
 import math
 import os
 import re
+import signal
 import struct
 import sys
 import threading
@@ -361,6 +366,19 @@ def _check_drafts(args, specs, flag: str) -> list[str]:
     return out
 
 
+def _check_early_exit(meta: dict, drafts, flag: str) -> None:
+    """``early_exit:K`` drafts against the target's layer count read from its config (no
+    weights loaded); nothing is checked when the config does not say."""
+    layers = meta.get("layers")
+    if not isinstance(layers, int):
+        return
+    for d in drafts:
+        if d.startswith("early_exit:"):
+            k = d.split(":", 1)[1]
+            if k.isdigit() and int(k) > layers:
+                _fail(flag, f"{d!r}: early_exit K must be <= the target's {layers} layers")
+
+
 def _load_target_pair(args):
     """The target of ``--target`` with its processing flags and a placeholder draft
     (``temperature:1``; the commands that use it measure or log other drafts), after the
@@ -424,12 +442,39 @@ def _read_utf8(data: bytes, what: str) -> str:
                        f"{exc.start})") from None
 
 
-def _read_stdin(what: str) -> str:
+def _read_stdin(what: str, limit: int | None = None) -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream without bytes (e.g. io.StringIO in tests)
-        text = sys.stdin.read()
+        text = sys.stdin.read() if limit is None else sys.stdin.read(limit + 1)
+        _check_size(len(text.encode("utf-8", "surrogatepass")), limit, what)
         return _utf8_or_fail(text, what)
-    return _read_utf8(stream.read(), what)
+    data = stream.read() if limit is None else stream.read(limit + 1)
+    _check_size(len(data), limit, what)
+    return _read_utf8(data, what)
+
+
+#: default of ``detect --max-bytes``: the largest text read (16 MiB, about 4 million tokens
+#: of English; the tokenizer's and the scores' memory stay well under 1 GiB)
+MAX_TEXT_BYTES = 16 * 2**20
+
+
+def _check_size(n: int, limit: int | None, what: str) -> None:
+    """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell)."""
+    if limit is not None and n > limit:
+        raise CLIError(f"{what}: longer than --max-bytes ({limit} bytes); pass a larger "
+                       f"--max-bytes to read more")
+
+
+def _read_file(path: str, what: str, limit: int | None = None) -> str:
+    """A UTF-8 text file of at most ``limit`` bytes (a device such as /dev/urandom included:
+    at most ``limit + 1`` bytes are read)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+    except OSError as exc:
+        raise CLIError(f"{what}: cannot read {path[:200]!r} ({exc.strerror})") from None
+    _check_size(len(data), limit, what)
+    return _read_utf8(data, what)
 
 
 def _utf8_or_fail(text: str, what: str) -> str:
@@ -595,6 +640,12 @@ def target_metadata(source: str) -> dict:
         out["vocab_size"] = cfg.get("vocab_size")
         out["context_window"] = cfg.get("max_position_embeddings")
         out["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
+        heads = cfg.get("num_attention_heads")
+        out["kv_heads"] = cfg.get("num_key_value_heads") or heads
+        hidden = cfg.get("hidden_size")
+        out["head_dim"] = cfg.get("head_dim") or (
+            hidden // heads if isinstance(hidden, int) and isinstance(heads, int) and heads
+            else None)
         try:
             st = _safetensors_summary(folder)
         except (OSError, ValueError, KeyError, TypeError):
@@ -622,6 +673,7 @@ def _models_run(args: argparse.Namespace) -> int:
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
     _check_device(args)
     meta = target_metadata(args.target)
+    _check_early_exit(meta, specs or [], "--drafts")
     kinds = _draft_kinds()
     out = {"target": meta, "draft_kinds": kinds, "measured": bool(args.measure)}
     if args.measure:
@@ -747,6 +799,84 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p)
 
 
+_DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+#: tokens a chat template adds around a prompt (an upper bound for the templates in use)
+CHAT_OVERHEAD_TOKENS = 64
+
+
+def available_memory(device: str | None = None) -> int | None:
+    """Bytes of memory a run may still use: free memory of a CUDA device, else the system's
+    ``MemAvailable`` (Linux; None where unknown)."""
+    if device is not None and device.startswith("cuda"):
+        import torch
+
+        with contextlib.suppress(RuntimeError, AssertionError, ValueError):
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        return None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_tokens: int,
+                    dtype: str | None = None, draft_layers: int | None = None) -> dict | None:
+    """An estimate (bytes) of what one ``generate`` run holds at its peak, from the target's
+    config (``target_metadata``): the target's and the draft's KV caches, ``2 * layers *
+    kv_heads * head_dim * bytes`` per position, for ``B`` rows of up to ``prompt_tokens +
+    max_new_tokens + L + 1`` positions; the verification forward's logits and the processed
+    distributions (``B * (L + 1)`` positions of the vocabulary, float32 and float64, and the
+    drafts' ``B * L``); the weights.  None when the config does not say."""
+    layers, heads, hd, vocab = (meta.get(k) for k in ("layers", "kv_heads", "head_dim",
+                                                      "vocab_size"))
+    if not all(isinstance(x, int) and x > 0 for x in (layers, heads, hd, vocab)):
+        return None
+    size = _DTYPE_BYTES.get(dtype or meta.get("dtype") or "float32", 4)
+    positions = prompt_tokens + max_new_tokens + L + 1
+    per_position = 2 * heads * hd * size
+    d_layers = layers if draft_layers is None else min(layers, draft_layers)
+    kv = B * positions * per_position * (layers + d_layers)
+    logits = B * (L + 1) * vocab * (4 + 8) + B * L * vocab * (4 + 8)
+    weights = int(meta.get("parameters") or 0) * size
+    return {"kv_cache": kv, "logits": logits, "weights": weights,
+            "total": kv + logits + weights}
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _check_generate_memory(args, meta, draft: str, prompt_chars: int) -> None:
+    """Refuse a run whose estimated memory (:func:`generate_memory`) exceeds what is
+    available, naming the flag that drives it."""
+    limit = meta.get("context_window")
+    tokens = prompt_chars + (0 if args.no_chat else CHAT_OVERHEAD_TOKENS)
+    if isinstance(limit, int):
+        tokens = min(tokens, limit)
+    d_layers = None
+    if draft.startswith("early_exit:"):
+        with contextlib.suppress(ValueError):
+            d_layers = int(draft.split(":", 1)[1])
+    est = generate_memory(meta, args.B, args.L, args.max_new_tokens, tokens, args.dtype,
+                          d_layers)
+    free = available_memory(args.device)
+    if est is None or free is None or est["total"] <= free:
+        return
+    flag = "--B" if args.B > 1 else "--L" if est["logits"] > est["kv_cache"] else \
+        "--max-new-tokens"
+    _fail(flag, f"the run would need about {_gib(est['total'])} of memory (KV cache "
+                f"{_gib(est['kv_cache'])}, logits {_gib(est['logits'])}, weights "
+                f"{_gib(est['weights'])}), more than the {_gib(free)} available; use smaller "
+                f"--B, --L or --max-new-tokens")
+
+
 def _generate_run(args: argparse.Namespace) -> int:
     from specbound.sim.decode import KEYED_DECODERS, MULTI_DRAFT_DECODERS
 
@@ -758,6 +888,7 @@ def _generate_run(args: argparse.Namespace) -> int:
     draft = _check_drafts(args, [args.draft], "--draft")[0]
     _check_device(args)
     meta = target_metadata(args.target)
+    _check_early_exit(meta, [draft], "--draft")
     limit = meta.get("context_window")
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
@@ -765,6 +896,7 @@ def _generate_run(args: argparse.Namespace) -> int:
     prompt = _read_stdin("prompt (standard input)") if args.prompt == "-" else args.prompt
     if not prompt:
         _fail("prompt", "must not be empty")
+    _check_generate_memory(args, meta, draft, len(prompt))
 
     from specbound import llm
     from specbound.llm.detection import detect
@@ -827,20 +959,18 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
                    help="aaronson (default), u, li, lattimore")
     p.add_argument("--tokenizer", default="embedded", type=_source,
                    help="'embedded' (default) or a Hugging Face model id / folder")
+    p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_TEXT_BYTES,
+                   metavar="N", help=f"refuse a text longer than N bytes (default "
+                                     f"{MAX_TEXT_BYTES}, 16 MiB)")
     _json_argument(p)
     _quiet_argument(p)
 
 
 def _detect_run(args: argparse.Namespace) -> int:
     if args.file == "-":
-        text = _read_stdin("file (standard input)")
+        text = _read_stdin("file (standard input)", args.max_bytes)
     else:
-        try:
-            with open(args.file, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            _fail("file", f"cannot read {args.file[:200]!r} ({exc.strerror})")
-        text = _read_utf8(data, "file")
+        text = _read_file(args.file, "file", args.max_bytes)
     # one trailing newline is what `generate` (and most editors) add after the text
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
     from specbound.llm.detection import detect, tokenizer_for
@@ -905,6 +1035,7 @@ def _log_run(args: argparse.Namespace) -> int:
         _fail("--out", f"{args.out!r} exists and is not a folder")
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
     _check_device(args)
+    _check_early_exit(target_metadata(args.target), specs or [], "--drafts")
     texts, labels = [], []
     for name in args.sets:
         try:
@@ -1015,6 +1146,11 @@ def main(argv=None, *, hard_exit: bool | None = None) -> int:
         hard_exit = argv is None
     command_name = None
     worker = None
+    if hard_exit and threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):
+        # from here on Ctrl-C is a KeyboardInterrupt handled below (the program's entry,
+        # specbound.__main__.run, set an immediate-exit handler for the imports before)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         parser = build_parser()
         try:
@@ -1053,6 +1189,9 @@ def main(argv=None, *, hard_exit: bool | None = None) -> int:
     except KeyboardInterrupt:
         if worker is not None and hard_exit:
             _stop(worker)
+        if command_name is None:  # interrupted while the parser was built
+            words = list(sys.argv[1:] if argv is None else argv)
+            command_name = next((w for w in words if w in COMMANDS), None)
         _interrupted(command_name)
         if hard_exit:
             os._exit(EXIT_INTERRUPTED)

@@ -102,6 +102,7 @@ import contextlib
 import contextvars
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import logging
@@ -886,6 +887,42 @@ def current_executor(default=None):
     return _AMBIENT.get(default)
 
 
+#: seconds :func:`open_executor` waits for a Dask scheduler before giving up
+SCHEDULER_TIMEOUT_SECONDS = 10.0
+
+
+def check_executor_spec(spec: str | None) -> tuple[str, int] | None:
+    """Check an executor spec of :func:`open_executor` without starting anything; returns
+    ``(host, port)`` for a Dask scheduler address, else None.  A ``ValueError`` naming
+    ``spec`` for a malformed spec, a worker count that is not a positive integer, a port
+    outside 1..65535 and a Dask spec without the ``distributed`` package."""
+    if spec is not None and not isinstance(spec, str):
+        raise ValueError(f"spec: must be a string or None, got {type(spec).__name__}")
+    s = (spec or "").strip()
+    kind, _, arg = s.partition(":")
+    if s in ("", "serial"):
+        return None
+    if kind not in ("process", "dask", "tcp", "dask-local"):
+        raise ValueError(f"spec: must be 'serial', 'process[:N]', 'dask://host:port', "
+                         f"'tcp://host:port' or 'dask-local[:N]', got {s!r}")
+    if kind in ("process", "dask-local"):
+        if arg != "" and (not arg.isdigit() or int(arg) < 1):
+            raise ValueError(f"spec: worker count must be a positive integer, got {s!r}")
+    if kind == "process":
+        return None
+    if importlib.util.find_spec("distributed") is None:
+        raise ValueError(f"spec: {s!r} needs the Dask 'distributed' package (pip install "
+                         f"'specbound[dist]')")
+    if kind == "dask-local":
+        return None
+    host, _, port = arg[2:].rpartition(":") if arg.startswith("//") else ("", "", "")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"spec: a scheduler address must look like 'dask://host:port' "
+                         f"(port 1 to 65535), got {s!r}")
+    return host, int(port)
+
+
 @contextlib.contextmanager
 def open_executor(spec: str | None) -> Iterator[Executor | None]:
     """Build an executor from a string, and close it when the block ends.
@@ -906,46 +943,33 @@ def open_executor(spec: str | None) -> Iterator[Executor | None]:
     On an exception inside the block the executor is stopped at once
     (:func:`shutdown_now`); otherwise it is shut down normally.
     """
-    if spec is not None and not isinstance(spec, str):
-        raise ValueError(f"spec: must be a string or None, got {type(spec).__name__}")
+    host_port = check_executor_spec(spec)
     s = (spec or "").strip()
     kind, _, arg = s.partition(":")
     if s in ("", "serial"):
         yield None
         return
-
-    def count(text: str) -> int | None:
-        if text == "":
-            return None
-        if not text.isdigit() or int(text) < 1:
-            raise ValueError(f"spec: worker count must be a positive integer, got {s!r}")
-        return int(text)
-
     if kind == "process":
-        ex = local_executor(count(arg))
+        ex = local_executor(int(arg) if arg else None)
         closers = []
-    elif kind in ("dask", "tcp", "dask-local"):
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise ValueError(f"spec: {s!r} needs the Dask 'distributed' package (pip install "
-                             f"'specbound[dist]')") from None
+    else:
+        from distributed import Client, LocalCluster
+
         if kind == "dask-local":
-            n = count(arg) or 2
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+            cluster = LocalCluster(n_workers=int(arg) if arg else 2, threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
             client = Client(cluster)
             closers = [cluster.close, client.close]
         else:
-            if not arg.startswith("//") or len(arg) <= 2:
-                raise ValueError(f"spec: a scheduler address must look like "
-                                 f"'dask://host:port', got {s!r}")
-            client = Client("tcp:" + arg)
+            try:
+                host, port = host_port
+                host = f"[{host}]" if ":" in host else host  # an IPv6 address
+                client = Client(f"tcp://{host}:{port}", timeout=SCHEDULER_TIMEOUT_SECONDS)
+            except (OSError, TimeoutError) as exc:
+                raise ValueError(f"spec: cannot reach the Dask scheduler at {s!r} within "
+                                 f"{SCHEDULER_TIMEOUT_SECONDS:g} s ({exc})") from None
             closers = [client.close]
         ex = client.get_executor()
-    else:
-        raise ValueError(f"spec: must be 'serial', 'process[:N]', 'dask://host:port', "
-                         f"'tcp://host:port' or 'dask-local[:N]', got {s!r}")
     try:
         yield ex
     except BaseException:

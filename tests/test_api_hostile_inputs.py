@@ -449,18 +449,18 @@ TABLE.update(SIM_TABLE)
 
 # logged: writer and reader, on a small log made once per session (see the fixture below)
 LOG_ROWS = {
-    "sim.LogWriter": ["meta", "chunk_size", "value_dtype", "resume"],
+    "sim.LogWriter": ["meta", "chunk_size", "value_dtype", "resume", "checksums"],
     "sim.LogWriter.append": ["prompt_id", "p_idx", "p_val", "q_idx", "q_val", "p_tail",
                              "q_tail"],
     "sim.LogReader.dense": ["start", "stop", "tail"],
     "sim.LogReader.sparse": ["start", "stop"],
     "sim.LogReader.batches": ["batch_size", "dense", "tail"],
-    "sim.LogReader": ["path", "validate"],
+    "sim.LogReader": ["path", "validate", "checksums"],
 }
 LOG_VALID = {"prompt_id": 0, "p_idx": [0, 1], "p_val": [0.6, 0.4], "q_idx": [1], "q_val": [1.0],
              "start": 0, "stop": 2, "tail": "other", "batch_size": 2, "dense": True,
              "validate": True, "p_tail": None, "q_tail": None, "meta": {"vocab_size": 5},
-             "chunk_size": 16, "value_dtype": "float32", "resume": False}
+             "chunk_size": 16, "value_dtype": "float32", "resume": False, "checksums": True}
 
 
 class _Overrun(BaseException):
@@ -725,12 +725,13 @@ def _log_call(name, log_path, tmp_path, overrides):
         def make():
             w = sim.LogWriter(tmp_path / f"w{len(list(tmp_path.iterdir()))}", vals["meta"],
                               chunk_size=vals["chunk_size"], value_dtype=vals["value_dtype"],
-                              resume=vals["resume"])
+                              resume=vals["resume"], checksums=vals["checksums"])
             w.close()
         return _call_with_bound(make)
     if name == "sim.LogReader":
         path = overrides.get("path", log_path)
-        return _call_with_bound(sim.LogReader, path, validate=vals["validate"])
+        return _call_with_bound(sim.LogReader, path, validate=vals["validate"],
+                                checksums=vals["checksums"])
     reader = sim.LogReader(log_path)
     if name == "sim.LogReader.dense":
         return _call_with_bound(reader.dense, vals["start"], vals["stop"], vals["tail"])

@@ -140,6 +140,8 @@ BAD = [
     (["detect", "--key", "1", "--tokenizer", "/does/not/exist"], "--tokenizer"),
     (["detect", "--key", "1", "/does/not/exist.txt"], "file"),
     (["detect", "--key", "1", "/"], "file"),
+    (["detect", "--key", "1", "/dev/urandom"], "file"),  # longer than --max-bytes
+    (["detect", "--key", "1", "--max-bytes", "0"], "--max-bytes"),
     # models
     (["models", "--prompts", "0"], "--prompts"),
     (["models", "--measure", "--prompts", "100000"], "--prompts"),
@@ -165,7 +167,10 @@ if NO_CUDA:
             (["models", "--device", "cuda:0"], "--device"),
             (["log", "--out", "/tmp/x", "--device", "cuda"], "--device")]
 if EMBEDDED_CACHED:  # the context window is read from the cached config, not the weights
-    BAD += [(["generate", "hi", "--key", "1", "--max-new-tokens", "9000"], "--max-new-tokens")]
+    BAD += [(["generate", "hi", "--key", "1", "--max-new-tokens", "9000"], "--max-new-tokens"),
+            (["generate", "hi", "--key", "1", "--draft", "early_exit:999"], "--draft"),
+            (["models", "--measure", "--drafts", "early_exit:31"], "--drafts"),
+            (["log", "--out", "/tmp/x", "--drafts", "early_exit:999"], "--drafts")]
 
 
 @pytest.mark.parametrize(("argv", "flag"), BAD, ids=[" ".join(a)[:60] or "(none)"
@@ -194,6 +199,46 @@ def test_binary_file_is_one_line(capsys, tmp_path, no_loading):
     code, out, err = _run(capsys, ["detect", "--key", "1", str(path)])
     _assert_one_line_error(code, out, err, "file")
     assert "not UTF-8" in err
+
+
+def test_detect_reads_at_most_max_bytes(capsys, tmp_path, no_loading, monkeypatch):
+    """A text longer than --max-bytes is refused before the tokenizer loads (a file and
+    standard input); --max-bytes raises the cap."""
+    path = tmp_path / "text.txt"
+    path.write_bytes(b"x" * 101)
+    code, out, err = _run(capsys, ["detect", "--key", "1", "--max-bytes", "100", str(path)])
+    _assert_one_line_error(code, out, err, "file: longer than --max-bytes (100 bytes)")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"y" * 101)))
+    code, out, err = _run(capsys, ["detect", "--key", "1", "--max-bytes", "100"])
+    _assert_one_line_error(code, out, err, "file (standard input): longer than --max-bytes")
+    code, out, err = _run(capsys, ["detect", "--key", "1", "--max-bytes", "101", str(path)])
+    assert code == cli.EXIT_INTERNAL and "loaded before the flags were checked" in err
+
+
+@pytest.mark.skipif(not EMBEDDED_CACHED, reason="needs the converted embedded model's config")
+def test_generate_refuses_a_run_larger_than_the_memory(capsys, no_loading, monkeypatch):
+    """The KV cache, logits and weights estimated from the config (no weights loaded)
+    against the available memory: refused with the flag and the estimate."""
+    meta = cli.target_metadata("embedded")
+    est = cli.generate_memory(meta, B=256, L=1024, max_new_tokens=1100, prompt_tokens=66)
+    # SmolLM2-135M: 30 layers, 3 KV heads of 64 dims, float32: 46,080 bytes per position
+    # and model; 256 rows of 2,191 positions for the target and the draft
+    assert est["kv_cache"] == 256 * 2191 * 2 * 3 * 64 * 4 * 60
+    assert est["logits"] == 256 * (1025 + 1024) * 49152 * 12
+    monkeypatch.setattr(cli, "available_memory", lambda device=None: 16 * 2**30)
+    code, out, err = _run(capsys, ["generate", "hi", "--key", "1", "--B", "256", "--L",
+                                   "1024", "--max-new-tokens", "1100"])
+    _assert_one_line_error(code, out, err, "--B: the run would need about")
+    assert "16.0 GiB available" in err
+    # B = 1: the lookahead's logits (1.2 GB) outweigh the KV cache (0.75 GB)
+    monkeypatch.setattr(cli, "available_memory", lambda device=None: 2**30)
+    code, out, err = _run(capsys, ["generate", "hi", "--key", "1", "--L", "1024",
+                                   "--max-new-tokens", "7000"])
+    _assert_one_line_error(code, out, err, "--L: the run would need about")
+    # a default run fits: it gets as far as loading (which the fixture refuses)
+    monkeypatch.setattr(cli, "available_memory", lambda device=None: 2 * 2**30)
+    code, out, err = _run(capsys, ["generate", "hi", "--key", "1", "--quiet"])
+    assert code == cli.EXIT_INTERNAL and "loaded before the flags were checked" in err
 
 
 def test_library_errors_are_one_line_with_the_flag(capsys, monkeypatch):
@@ -380,6 +425,32 @@ def _assert_interrupted(code, elapsed, err, out, command):
     assert lines[-1] == f"specbound {command}: interrupted"
     assert err.count("interrupted") == 1
     assert out == b""
+
+
+def test_sigint_at_start_up_is_one_line_and_130():
+    """Ctrl-C 0.3 s after the start, while the command line imports its layers (SciPy,
+    Numba, torch): status 130 and exactly one line, no traceback.  The interpreter's own
+    start-up, before any specbound code runs, cannot be covered by any handler; on a loaded
+    machine it can take longer than 0.3 s, so the signal waits for 1.5 times a bare
+    interpreter's start-up if that is longer."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True, timeout=60)
+    delay = max(0.3, 1.5 * (time.monotonic() - t0))
+    proc = subprocess.Popen([sys.executable, "-m", "specbound", "generate", "hi", "--key",
+                             "1", "--device", "cpu"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+    try:
+        time.sleep(delay)
+        assert proc.poll() is None, "finished before the signal"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # pragma: no cover - a failing run
+            proc.kill()
+    assert proc.returncode == cli.EXIT_INTERRUPTED, err.decode(errors="replace")
+    assert out == b""
+    assert err.decode() == "specbound generate: interrupted\n"
 
 
 @needs_embedded

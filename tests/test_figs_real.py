@@ -45,13 +45,15 @@ def user_log(tmp_path_factory):
     return path
 
 
-def test_log_option_is_parsed():
+def test_log_option_is_parsed(tmp_path):
     ap = build_parser(real_bounds.__doc__, real_bounds.PARAMS)
-    args = ap.parse_args(["--quick", "--log", "some/dir", "--B", "1,3"])
+    args = ap.parse_args(["--quick", "--log", str(tmp_path), "--B", "1,3"])
     assert args.quick
     v = resolve_params(real_bounds.PARAMS, args.quick, {"log": args.log, "B": args.B})
-    assert str(v.log) == "some/dir" and v.B == (1, 3) and v.contexts == 12
+    assert v.log == tmp_path and v.B == (1, 3) and v.contexts == 12
     assert set(v.changed) == {"log", "B"}
+    with pytest.raises(ValueError, match="^log: 'some/dir' is not a folder"):
+        resolve_params(real_bounds.PARAMS, True, {"log": "some/dir"})
     assert resolve_params(real_bounds.PARAMS, False, {}).log is None
     assert resolve_params(real_lossy.PARAMS, False, {}).contexts == 0  # 0: every context
     assert _real_log.subsample(10, 3).tolist() == [0, 4, 9]
@@ -186,7 +188,7 @@ def test_real_run_options_are_parsed(tmp_path):
     cli(main, "doc", rr.PARAMS, "real_x", ["--quick", "--out", str(out), "--target", "m",
                                            "--draft", "early_exit:20", "--tokens", "3"])
     assert seen == {"out": str(out), "quick": True, "target": "m", "draft": "early_exit:20",
-                    "tokens": "3"}
+                    "tokens": 3}  # converted and checked as the command line is parsed
     t = pd.read_csv(out / "timings.csv", keep_default_na=False)
     assert t["study"].tolist() == ["real_x"]
     assert json.loads(t["params"].iloc[0]) == {"target": "m", "draft": "early_exit:20",
@@ -512,7 +514,7 @@ def _fake_study_log(out_dir, settings):
 
     path = _real_log.study_log_path(out_dir)
     shutil.copytree(shipped_log_path(), path)
-    (path / "SHA256SUMS").unlink()  # a log written by log_distributions has none
+    (path / "SHA256SUMS").unlink()  # edited below: the checksums would no longer match
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["meta"]["extra"]["settings"] = settings
     (path / "manifest.json").write_text(json.dumps(manifest))

@@ -273,6 +273,10 @@ def test_bad_input_names_the_argument_and_decodes_nothing(synth):
         (dict(tree="yes"), "tree"),
         (dict(batch_verify=False), "batch_verify"),
         (dict(seed=[1, 2]), "seed"),
+        (dict(seed=[1, 2, "x"]), r"seed\[2\]"),
+        (dict(foo=1), "foo"),
+        (dict(L=10**30), "L"),
+        (dict(max_new_tokens=10**30), "max_new_tokens"),
         (dict(log=object()), "log"),
         (dict(prefix_cache={}), "prefix_cache"),
     ]
@@ -283,6 +287,100 @@ def test_bad_input_names_the_argument_and_decodes_nothing(synth):
     assert pair.target.calls == [] and pair.draft.calls == []
     with pytest.raises(ValueError, match="^pair:"):
         generate_batch(object(), PROMPTS, "ar")
+
+
+def _fixed_entropy(monkeypatch):
+    """Make ``SeedSequence()`` (a None seed: fresh OS entropy) deterministic."""
+    import numpy.random.bit_generator as bg
+
+    monkeypatch.setattr(bg, "randbits", lambda k: 20261203)
+
+
+def _ss(k):
+    return np.random.SeedSequence(k)
+
+
+def _gen(k):
+    return np.random.default_rng(k)
+
+
+# (batch seed, the single-run seed of row i): built twice by calls, so that a Generator of
+# the batch and one of the reference start in the same state
+SEED_TABLE = {
+    "int": (lambda: 77, lambda i, n: _ss(77).spawn(n)[i]),
+    "numpy int": (lambda: np.int64(77), lambda i, n: _ss(77).spawn(n)[i]),
+    "None": (lambda: None, lambda i, n: _ss(0).spawn(n)[i]),
+    "SeedSequence": (lambda: _ss(5), lambda i, n: _ss(5).spawn(n)[i]),
+    "spawned SeedSequence": (lambda: _ss(5).spawn(3)[2],
+                             lambda i, n: _ss(5).spawn(3)[2].spawn(n)[i]),
+    "Generator": (lambda: _gen(9),
+                  lambda i, n: np.random.SeedSequence(
+                      _gen(9).integers(0, 2**63, size=4).tolist()).spawn(n)[i]),
+    "list of int": (lambda: [3, 1, 4], lambda i, n: [3, 1, 4][i]),
+    "list of None": (lambda: [None] * 3, lambda i, n: None),
+    "list of SeedSequence": (lambda: [_ss(k) for k in (2, 7, 2)],
+                             lambda i, n: _ss((2, 7, 2)[i])),
+    "list of Generator": (lambda: [_gen(k) for k in (8, 6, 8)], lambda i, n: _gen((8, 6, 8)[i])),
+    "array of int": (lambda: np.array([3, 1, 4]), lambda i, n: [3, 1, 4][i]),
+}
+
+
+@pytest.mark.parametrize("kind", list(SEED_TABLE))
+def test_seed_table_rows_equal_generate(synth, kind, monkeypatch):
+    """Every kind of seed: row i of generate_batch is generate with row i's seed, bit for
+    bit (a list element is that row's seed itself; one seed is split by split_seeds)."""
+    _fixed_entropy(monkeypatch)
+    _, _, pair = synth
+    batch_seed, row_seed = SEED_TABLE[kind]
+    prompts = PROMPTS[:3]
+    # vsps: unkeyed, every accept/reject coin and residual draw comes from the row's seed
+    kw = dict(L=2, max_new_tokens=8, stop_at_eos=False)
+    batch = generate_batch(pair, prompts, "vsps", seed=batch_seed(), **kw)
+    for i, prompt in enumerate(prompts):
+        _same(batch[i], G.generate(pair, prompt, "vsps", seed=row_seed(i, len(prompts)), **kw))
+    # the test can fail: another seed gives other tokens
+    assert any(not np.array_equal(batch[i].tokens, G.generate(
+        pair, prompt, "vsps", seed=123_456, **kw).tokens) for i, prompt in enumerate(prompts))
+
+
+def test_seeds_are_not_consumed_or_advanced_by_the_batch_call(synth):
+    """The same SeedSequence passed twice gives the same rows; a refused call draws nothing
+    from the rows' Generators."""
+    _, _, pair = synth
+    kw = dict(L=2, max_new_tokens=8, stop_at_eos=False)
+    ss = np.random.SeedSequence(31)
+    a = generate_batch(pair, PROMPTS[:2], "vsps", seed=ss, **kw)
+    b = generate_batch(pair, PROMPTS[:2], "vsps", seed=ss, **kw)
+    assert ss.n_children_spawned == 0
+    for x, y in zip(a, b, strict=True):
+        _same(x, y)
+    gens = [np.random.default_rng(1), np.random.default_rng(2)]
+    before = [g.bit_generator.state for g in gens]
+    for bad in (dict(decoder="nope"), dict(foo=1), dict(L=10**30), dict(B=0)):
+        with pytest.raises(ValueError):
+            generate_batch(pair, PROMPTS[:2], **(dict(decoder="vsps", seed=gens) | kw | bad))
+    assert [g.bit_generator.state for g in gens] == before
+
+
+def test_split_seeds_names_the_bad_element():
+    from specbound._validation import split_seeds
+
+    # one rule for the package (the simulator's batches use it too): the children spawn()
+    # gives, without advancing the SeedSequence; None is seed 0
+    ss = np.random.SeedSequence(5).spawn(2)[1]
+    for _ in range(2):
+        got = split_seeds(ss, 3)
+        assert ss.n_children_spawned == 0
+        ref = np.random.SeedSequence(5).spawn(2)[1].spawn(3)
+        assert [(c.entropy, c.spawn_key) for c in got] == [(c.entropy, c.spawn_key)
+                                                          for c in ref]
+    assert [c.spawn_key for c in split_seeds(None, 2)] == [(0,), (1,)]
+    assert split_seeds(None, 2)[1].entropy == 0
+
+    for bad, name in [([1, "x"], r"seed\[1\]"), ([1, -2], r"seed\[1\]"), ([1.5, 2], r"seed\[0\]"),
+                      ("abc", "seed"), ([1], "seed"), (object(), "seed"), (-1, "seed")]:
+        with pytest.raises(ValueError, match=f"^{name}:"):
+            split_seeds(bad, 2)
 
 
 # ----------------------------------------------------------------------------- real model

@@ -234,6 +234,32 @@ def test_model_generate_bad_input_names_the_argument(tiny):
     # eos override with stop_at_eos=False is fine
     out = gen(decoder="ar", eos_token_id=4, stop_at_eos=False)
     assert out.shape == (1, TINY_PROMPT.shape[1] + 4)
+    # the option the user set is named (transformers may enforce min_new_tokens with a
+    # MinLengthLogitsProcessor)
+    with pytest.raises(ValueError, match="^min_new_tokens:"):
+        gen(decoder="ar", min_new_tokens=2)
+    with pytest.raises(ValueError, match="^min_length:"):
+        gen(decoder="ar", min_length=7)
+
+
+def test_a_changed_eos_is_named_before_the_mask_it_implies(tiny):
+    """A prompt holding the pad token (a chat prompt's end-of-turn token) and an
+    ``eos_token_id`` other than the pad token: transformers masks those tokens; the error
+    names ``eos_token_id`` (the user's choice), and with ``stop_at_eos=False`` says why the
+    mask has zeros."""
+    prompt = torch.tensor([[0, 2, 9, 2, 7]])
+
+    def gen(**kw):
+        return tiny.target.generate(prompt, custom_generate=llm.custom_generate,
+                                    max_new_tokens=4, decoder="ar", pad_token_id=2, **kw)
+
+    with pytest.raises(ValueError, match="^eos_token_id:"):
+        gen(eos_token_id=4)
+    with pytest.raises(ValueError, match="^attention_mask: transformers masked the prompt's 2 "
+                                         "tokens equal to pad_token_id 2"):
+        gen(eos_token_id=4, stop_at_eos=False)
+    out = gen(eos_token_id=4, stop_at_eos=False, attention_mask=torch.ones_like(prompt))
+    assert out.shape == (1, prompt.shape[1] + 4)
 
 
 # ----------------------------------------------------------------------------- embedded

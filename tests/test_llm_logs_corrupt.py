@@ -8,7 +8,7 @@ one), and the reader must either read the log exactly as the intact one or raise
 
 Two modes.  With ``SHA256SUMS`` (the shipped log as it is; ``shipped_log()`` and
 ``read_log``) every change to a listed file is caught by its checksum.  Without it (a log
-made by ``DistributionLog``, which writes no checksums) the structural checks alone must
+whose ``SHA256SUMS`` was removed, or an older one) the structural checks alone must
 catch every corruption of the text files and of the arrays' sizes and headers; a changed
 value inside an array, or a changed prompt label of the manifest (free text stored only
 there), cannot be seen without checksums, so those are left to the first mode.  A small
@@ -450,6 +450,9 @@ def test_resume_refuses_a_corrupt_line_and_a_lost_line(tmp_path):
     f = path / CONTEXTS
     lines = _lines(f.read_bytes())
     f.write_bytes(lines[0] + b"{garbage\n" + lines[2])
+    with pytest.raises(ValueError, match="contexts.jsonl in .* does not match its SHA-256"):
+        DistributionLog(path, **kw, resume=True)  # a closed log's checksums catch any edit
+    (path / SUMS).unlink()  # a log without them (older, or cut by a crash after resuming)
     with pytest.raises(ValueError, match="line 2: not a JSON line"):
         DistributionLog(path, **kw, resume=True)
     assert _lines(f.read_bytes())[2] == lines[2]  # nothing cut
@@ -460,3 +463,34 @@ def test_resume_refuses_a_corrupt_line_and_a_lost_line(tmp_path):
     (path / SUMS).write_text("")
     with pytest.raises(ValueError, match="published"):
         DistributionLog(path, **kw, resume=True)
+
+
+def test_a_closed_log_carries_checksums_that_catch_an_edited_token_id(tmp_path):
+    """DistributionLog writes SHA256SUMS when it closes; reading checks it by default, so a
+    token id swapped for another valid one (no structural check can see it) is an error;
+    resuming checks it too, and writes it again at the next close."""
+    from specbound._io import WRITER_MARK
+
+    path = tmp_path / "log"
+    kw = dict(vocab_size=V, drafts=["a"], target_model="t", processing={},
+              prompts=["x", "y"])
+    p = np.linspace(1.0, 2.0, V)
+    p /= p.sum()
+    with DistributionLog(path, **kw) as log:
+        log.record(0, [1, 2], p, [p[::-1].copy()])
+    assert (path / SUMS).read_text().splitlines()[0] == WRITER_MARK
+    assert len(read_log(path, checksums=True)) == 1
+    with DistributionLog(path, **kw, resume=True) as log:
+        assert not (path / SUMS).exists()
+        log.record(1, [3], p, [p])
+    assert len(read_log(path, checksums=True)) == 2
+    f = path / "draft0-a" / "p_idx.npy"
+    a = np.load(f)
+    a[[0, 1]] = a[[1, 0]]
+    np.save(f, a)
+    with pytest.raises(ValueError, match=r"draft0-a/p_idx\.npy in .* does not match its "
+                                         "SHA-256"):
+        read_log(path)
+    with pytest.raises(ValueError, match="does not match its SHA-256"):
+        DistributionLog(path, **kw, resume=True)
+    assert read_log(path, checksums=False).prompt_ids == [0, 1]  # what the edit hides

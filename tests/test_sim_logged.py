@@ -9,7 +9,7 @@ import pytest
 
 from specbound._validation import as_prob
 from specbound.sim.distributions import dirichlet, noisy_draft, zipf
-from specbound.sim.logged import DenseBatch, LogReader, LogWriter, SparseBatch
+from specbound.sim.logged import ARRAY_NAMES, DenseBatch, LogReader, LogWriter, SparseBatch
 
 V = 40
 META = {"vocab_size": V, "target_model": "toy-target", "draft_model": "toy-draft",
@@ -220,6 +220,7 @@ def test_reader_ignores_header_written_past_commit(tmp_path):
     # not closed: meta.json says complete = false)
     P, Q = _pairs(6)
     _write(tmp_path / "log", P, Q, 3, 3)
+    (tmp_path / "log" / "SHA256SUMS").unlink()  # written at close only
     _edit_meta(tmp_path / "log", lambda d: d.update(complete=False))
     f = tmp_path / "log" / "p_val.npy"
     a = np.load(f)
@@ -466,3 +467,40 @@ def test_append_refuses_strings_and_complex(tmp_path, kwargs, match):
     assert len(LogReader(tmp_path / "log")) == 0
     with pytest.raises(ValueError, match="resume: must be True or False"):
         LogWriter(tmp_path / "other", META, resume="yes")
+
+
+def test_checksums_are_written_at_close_and_checked_by_default(tmp_path):
+    """A closed log carries SHA256SUMS; a token id edited into another valid one (which no
+    structural check can see) is caught on reading and refused on resuming; resuming an
+    intact log removes the checksums until the next close."""
+    from specbound._io import SUMS, WRITER_MARK, read_sums
+
+    P, Q = _pairs(6)
+    path = tmp_path / "log"
+    _write(path, P, Q, 3, 3)
+    assert (path / SUMS).read_text().splitlines()[0] == WRITER_MARK
+    assert set(read_sums(path)) == {"meta.json"} | {f"{n}.npy" for n in ARRAY_NAMES}
+    ref = LogReader(path).arrays()["p_idx"].copy()
+    # resuming an intact closed log: checked, removed, written again at close
+    w = LogWriter(path, META, resume=True)
+    assert not (path / SUMS).exists()
+    w.close()
+    assert (path / SUMS).exists() and len(LogReader(path, checksums=True)) == 6
+
+    def swap(a):
+        a[0], a[1] = a[1], a[0]  # two stored tokens of position 0 exchanged: still valid
+        return a
+
+    _edit_array(path, "p_idx", swap)
+    assert not np.array_equal(LogReader(path, checksums=False).arrays()["p_idx"], ref)
+    with pytest.raises(ValueError, match=r"^path: p_idx.npy in .* does not match its SHA-256"):
+        LogReader(path)
+    with pytest.raises(ValueError, match=r"^path: p_idx.npy in .* does not match its SHA-256"):
+        LogWriter(path, META, resume=True)
+    LogReader(path, validate=False)  # no content checks at all
+    (path / SUMS).unlink()
+    LogReader(path)  # an older log without checksums still reads
+    with pytest.raises(ValueError, match="has no SHA256SUMS"):
+        LogReader(path, checksums=True)
+    with pytest.raises(ValueError, match="checksums: must be True or False"):
+        LogWriter(tmp_path / "other", META, checksums="yes")

@@ -561,6 +561,21 @@ def test_open_executor_specs():
         sw.local_executor(0)
 
 
+def test_check_executor_spec_starts_nothing():
+    from specbound.sweep import check_executor_spec
+
+    for spec in (None, "serial", "process", "process:2"):
+        assert check_executor_spec(spec) is None
+    for bad in ("bogus", "process:0", "dask://host", "dask://host:0", "dask://host:70000",
+                "tcp:host:1", 3):
+        with pytest.raises(ValueError, match="^spec"):
+            check_executor_spec(bad)
+    pytest.importorskip("distributed")
+    assert check_executor_spec("dask://127.0.0.1:8786") == ("127.0.0.1", 8786)
+    assert check_executor_spec("tcp://[::1]:9") == ("::1", 9)
+    assert check_executor_spec("dask-local:2") is None
+
+
 def test_open_executor_stops_pool_at_once_on_error():
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt), open_executor("process:1") as ex:

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_int, as_seedseq
+from specbound._validation import as_bool, as_choice, as_int, split_seeds
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.generation import (
     DEFAULT_WINDOW,
@@ -77,13 +77,14 @@ from specbound.llm.generation import (
     PairBackend,
     PrefixCache,
     _check_shared,
+    _decode_options,
     _encode,
     _generation_result,
     _stop_tokens,
     as_protocol_models,
 )
 from specbound.llm.models import NextTokenLogprobs
-from specbound.sim.decode import DECODERS, speculative_decode
+from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, speculative_decode
 from specbound.sim.lossy_seq import lossy_decode
 
 torch = require_llm_extra()
@@ -677,17 +678,6 @@ class _Scheduler:
 # ----------------------------------------------------------------------------- public
 
 
-def _row_seeds(seed, n):
-    if isinstance(seed, list | tuple):
-        if len(seed) != n:
-            raise ValueError(f"seed: a sequence of seeds needs one per prompt ({n}), got "
-                             f"{len(seed)}")
-        for s in seed:
-            as_seedseq(s, "seed")
-        return list(seed)
-    return as_seedseq(seed, "seed").spawn(n)
-
-
 def _encode_all(pair, prompts, chat, template, max_new_tokens, L):
     if isinstance(prompts, str) or hasattr(prompts, "shape") and np.ndim(prompts) == 1:
         raise ValueError("prompts: must be a list of prompts (text or token-id sequences), "
@@ -716,6 +706,9 @@ def _encode_all(pair, prompts, chat, template, max_new_tokens, L):
             if ids.size >= limit:
                 raise ValueError(f"prompts: prompt {i} has {ids.size} tokens, more than the "
                                  f"target's context window of {limit}")
+            if ids.size + int(L) + 1 > limit:
+                raise ValueError(f"L: prompt {i}'s {ids.size} tokens + L = {L} + 1 exceed the "
+                                 f"target's context window of {limit}")
             if ids.size + max_new_tokens + int(L) + 1 > limit:
                 raise ValueError(f"max_new_tokens: prompt {i}'s {ids.size} tokens + "
                                  f"{max_new_tokens} new tokens + L + 1 exceed the target's "
@@ -743,10 +736,12 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         watermark key of the batch).  ``decoder="lossy:<rule>"`` (a rule of
         :data:`specbound.theory.RULES`) runs :func:`~specbound.llm.generate_lossy`'s rows
         (``B = 1``, ``key=None``, the rule's parameters in ``**options``).
-    seed : int, SeedSequence, Generator or list
+    seed : int, SeedSequence, Generator, None or list, default 0
         A list gives one seed per prompt (prompt ``i`` then emits the tokens of
-        ``generate(pair, prompts[i], ..., seed=seed[i])``); otherwise prompt ``i`` gets the
-        ``i``-th child of ``SeedSequence(seed).spawn(len(prompts))``.
+        ``generate(pair, prompts[i], ..., seed=seed[i])``, whatever the kind of ``seed[i]``;
+        nothing is drawn from a Generator before its row runs); otherwise prompt ``i`` gets
+        the ``i``-th child of ``SeedSequence(seed).spawn(len(prompts))`` without advancing a
+        SeedSequence (None is seed 0; :func:`specbound._validation.split_seeds`).
     chat : bool, default True
         One flag for the whole batch.
     progress : bool, default False
@@ -790,7 +785,8 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
             raise ValueError("key: the lossy rules are unwatermarked; pass key=None")
     else:
         decoder = as_choice(decoder, "decoder", DECODERS)
-    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0)
+    max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
+                            max_value=MAX_NEW_TOKENS)
     if isinstance(chat, list | tuple | np.ndarray):
         raise ValueError("chat: one flag for the whole batch (prompts cannot mix chat and "
                          "plain formatting)")
@@ -806,6 +802,11 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         if not as_bool(options.pop("batch_verify"), "batch_verify"):
             raise ValueError("batch_verify: False (one forward per path) is not batched "
                              "across prompts")
+    if rule is None:
+        unknown = sorted(set(options) - _decode_options())
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not an option of generate_batch (unknown: "
+                             f"{unknown}; decoder options: {sorted(_decode_options())})")
     if not (hasattr(pair, "target_logprobs") and hasattr(pair, "_forward")):
         raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
                          f"{type(pair).__name__}")
@@ -820,7 +821,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         _check_shared(pair)
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
     n = len(encoded)
-    seeds = _row_seeds(seed, n)
+    seeds = split_seeds(seed, n)
     # validate the decoder options once, on the first prompt, without any forward (the
     # lossy rules' parameters are validated in every context, as in generate_lossy)
     if rule is None:

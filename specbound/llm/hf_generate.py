@@ -70,7 +70,7 @@ from specbound._validation import as_bool, as_choice
 from specbound.llm._deps import require_llm_extra
 from specbound.llm._loading import LoadInfo
 from specbound.llm.drafts import DraftSpec, make_draft, parse_draft
-from specbound.llm.generation import DEFAULT_WINDOW, _stop_tokens
+from specbound.llm.generation import DEFAULT_WINDOW
 from specbound.llm.generation import generate as _generate
 from specbound.llm.models import LogitsProcessing, ModelPair
 from specbound.sim.decoders import DECODER_SPECS, DECODERS
@@ -137,7 +137,7 @@ CustomGenerateOutput = _output_class()
 # ----------------------------------------------------------------------------- helpers
 
 
-def _processing(logits_processor) -> LogitsProcessing:
+def _processing(logits_processor, generation_config=None) -> LogitsProcessing:
     """The pair's processing from transformers' prepared warpers (ValueError otherwise)."""
     temperature, top_k, top_p = 1.0, None, None
     seen = []
@@ -145,6 +145,10 @@ def _processing(logits_processor) -> LogitsProcessing:
         name = type(proc).__name__
         if name not in _WARPER_ORDER:
             option = _PROCESSOR_OPTIONS.get(name, "logits_processor")
+            if option in ("min_length", "min_new_tokens") and getattr(
+                    generation_config, "min_new_tokens", None):
+                # transformers may enforce min_new_tokens with a MinLengthLogitsProcessor
+                option = "min_new_tokens"
             raise ValueError(
                 f"{option}: {name} is not supported by specbound.llm.custom_generate; its "
                 "decoders apply one processing (temperature, top_k, top_p) to every target "
@@ -357,8 +361,27 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
     if input_ids.shape[0] != 1:
         raise ValueError(f"input_ids: one prompt at a time (batch size 1), got batch size "
                          f"{input_ids.shape[0]}")
+    stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
+    model_eos = _eos_set(getattr(getattr(model, "generation_config", None), "eos_token_id",
+                                 None))
+    wanted = _eos_set(getattr(generation_config, "eos_token_id", None))
+    if stop_at_eos and wanted != model_eos:
+        # checked before the mask: transformers masks a prompt's tokens equal to the pad
+        # token when the pad token is not the (changed) end-of-sequence token
+        raise ValueError(
+            f"eos_token_id: custom_generate stops at the model's end-of-sequence tokens "
+            f"{sorted(model_eos)} (the rule of specbound.llm.generate), got {sorted(wanted)}; "
+            "set model.generation_config.eos_token_id or pass stop_at_eos=False")
     mask = model_kwargs.get("attention_mask")
     if mask is not None and not bool((mask == 1).all()):
+        pad = getattr(generation_config, "pad_token_id", None)
+        if pad is not None and bool(((mask == 0) == (input_ids == int(pad))).all()):
+            raise ValueError(
+                f"attention_mask: transformers masked the prompt's {int((mask == 0).sum())} "
+                f"tokens equal to pad_token_id {int(pad)} (a pad token that is not the "
+                f"end-of-sequence token {sorted(wanted)}); pass "
+                "attention_mask=torch.ones_like(input_ids), or set pad_token_id to the "
+                "end-of-sequence token")
         raise ValueError("attention_mask: padded prompts are not supported (batch size 1, "
                          "no padding)")
     for cache_name in ("cache", "past_key_values"):
@@ -367,7 +390,7 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
                 cache.get_seq_length()) > 0:
             raise ValueError(f"{cache_name}: a prefilled cache is not supported (the pair "
                              "builds its own KV caches)")
-    processing = _processing(logits_processor)
+    processing = _processing(logits_processor, generation_config)
     _check_stopping(stopping_criteria)
     prompt = input_ids[0]
     max_length = getattr(generation_config, "max_length", None)
@@ -381,17 +404,6 @@ def custom_generate(model, input_ids, logits_processor=None, stopping_criteria=N
     n_drafts = int(B) if isinstance(B, int | np.integer) else 1
     pair = _pair(model, draft if draft is not None else assistant_model, processing, decoder,
                  n_drafts)
-    stop_at_eos = as_bool(stop_at_eos, "stop_at_eos")
-    if stop_at_eos:
-        wanted = _eos_set(getattr(generation_config, "eos_token_id", None))
-        default = _eos_set(getattr(getattr(model, "generation_config", None), "eos_token_id",
-                                   None))
-        if wanted != default:
-            stops = sorted(_stop_tokens(pair, True))
-            raise ValueError(
-                f"eos_token_id: custom_generate stops at the model's end-of-sequence tokens "
-                f"{stops} (the rule of specbound.llm.generate), got {sorted(wanted)}; set "
-                "model.generation_config.eos_token_id or pass stop_at_eos=False")
     options = {name: value for name, value in (
         ("repeats", repeats), ("reweight", reweight), ("unkeyed", unkeyed),
         ("residual", residual), ("max_blocks", max_blocks))

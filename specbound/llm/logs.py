@@ -12,7 +12,8 @@ plus the contexts' token ids::
     target-only/        (if needed) contexts recorded without any draft distribution
                         (e.g. the bonus position after L accepted drafts): p, and q = p
     contexts.jsonl      one line per committed prompt: its context token ids
-    SHA256SUMS          (published logs: scripts/make_log.py) every file's SHA-256
+    SHA256SUMS          every file's SHA-256, written when the log is closed (a published
+                        log's, by scripts/make_log.py, has no writer's first line)
 
 Metadata (in ``manifest.json`` and, except the prompts and with the draft's own
 ``draft_model``, in every sub-log): ``vocab_size``, ``target_model``, ``drafts``,
@@ -40,12 +41,16 @@ prompt.  Reopened with ``resume=True``, a log keeps exactly the prompts with a c
 (sub-log positions beyond them, from a crash between the two steps, and a torn last line are
 discarded), so every prompt is either complete in every sub-log or absent from all.  Resuming
 repairs nothing else: a corrupt line, or sub-log positions of more than one prompt beyond
-the lines, is a ``ValueError``; so is a published log (with ``SHA256SUMS``).
+the lines, is a ``ValueError``; so is a published log (``SHA256SUMS`` without the
+writer's first line, :data:`specbound._io.WRITER_MARK`).  A closed log's ``SHA256SUMS`` is
+checked before it is resumed (an edited log is refused, nothing is repaired) and removed;
+the next close writes it again.
 
 Reading (:func:`read_log`) never returns a short or reordered log: the manifest and every
 line of ``contexts.jsonl`` are schema-checked, the sub-logs' metadata must match the
 manifest and their prompt ids the lines, a closed log must hold exactly the lines' positions,
-and a ``SHA256SUMS`` present is checked; anything else is a ``ValueError`` naming the file
+and a ``SHA256SUMS`` present is checked (every closed log has one, so a token id edited
+into another valid one is caught); anything else is a ``ValueError`` naming the file
 and the line or field.  The one line left out is the torn last line of a log whose writer was
 not closed (its prompt was never committed).
 
@@ -58,7 +63,6 @@ skipped.  :func:`shipped_log` opens the small log committed with the package (ma
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -69,7 +73,14 @@ from pathlib import Path
 
 import numpy as np
 
-from specbound._io import atomic_write, read_manifest
+from specbound._io import (
+    SUMS,
+    atomic_write,
+    read_manifest,
+    sums_written_by_writer,
+    verify_sums,
+    write_sums,
+)
 from specbound._validation import as_bool, as_int
 from specbound.sim.logged import ARRAY_NAMES, LogReader, LogWriter
 
@@ -88,9 +99,7 @@ _ZERO_TAIL = 1e-12
 TARGET_ONLY = "target-only"
 TARGET_ONLY_NAME = "(target only)"
 #: checksums of the files of a published log (``scripts/make_log.py``); checked on reading
-SUMS = "SHA256SUMS"
 _SUB_ARRAYS = tuple(f"{name}.npy" for name in ARRAY_NAMES)
-_SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
 
 
 def _subdir(i: int, spec: str) -> str:
@@ -220,47 +229,9 @@ def _read_contexts(path: Path, vocab_size: int, *, repair: bool = False,
 # ----------------------------------------------------------------------------- checksums
 
 
-def _read_sums(path: Path) -> dict[str, str]:
-    """``SHA256SUMS`` of a log folder: relative file name -> hex digest (lines
-    ``<digest>  <name>``; ``#`` starts a comment line)."""
-    f = path / SUMS
-    try:
-        text = f.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"path: {f} is not UTF-8 text ({exc})") from None
-    out: dict[str, str] = {}
-    for k, line in enumerate(text.split("\n"), 1):
-        if line.startswith("#") or (not line and k == text.count("\n") + 1):
-            continue
-        m = _SUM_LINE.fullmatch(line)
-        name = m.group(2) if m else ""
-        parts = name.split("/")
-        if m is None or any(p in ("", ".", "..") for p in parts) or "\\" in name:
-            raise ValueError(f"path: {f}, line {k}: not '<sha256 hex digest>  <file>' with a "
-                             f"file inside the log, got {line[:80]!r}")
-        if name in out:
-            raise ValueError(f"path: {f}, line {k}: lists {name!r} a second time")
-        out[name] = m.group(1)
-    return out
-
-
 def _verify_sums(path: Path, required: bool) -> dict[str, str] | None:
-    """Check every file listed in ``SHA256SUMS`` against its digest; None if there is no
-    such file and it is not ``required``."""
-    f = path / SUMS
-    if not f.is_file():
-        if required:
-            raise ValueError(f"path: {path} has no {SUMS}: the shipped log cannot be checked")
-        return None
-    sums = _read_sums(path)
-    for name, digest in sums.items():
-        g = path / name
-        if not g.is_file():
-            raise ValueError(f"path: {SUMS} lists {name!r}, which is missing from {path}")
-        if hashlib.sha256(g.read_bytes()).hexdigest() != digest:
-            raise ValueError(f"path: {name} in {path} does not match its SHA-256 in {SUMS} "
-                             "(the file was changed or corrupted)")
-    return sums
+    """Check every file listed in ``SHA256SUMS`` (:func:`specbound._io.verify_sums`)."""
+    return verify_sums(path, required, what="log")
 
 
 def _compress_contexts(contexts: list[np.ndarray]) -> tuple[list[list[int]], list[list[int]]]:
@@ -379,6 +350,13 @@ class DistributionLog:
             if not same or stored["subdirs"] != subdirs:
                 raise ValueError("resume: the settings differ from those stored in the log at "
                                  f"{self.path}")
+            if (self.path / SUMS).exists():  # a closed log: checked before anything changes
+                if not sums_written_by_writer(self.path):
+                    raise ValueError(f"resume: the log at {self.path} is a published one (its "
+                                     f"files are listed in {SUMS}); extend a copy without "
+                                     f"{SUMS}")
+                verify_sums(self.path, True)
+                (self.path / SUMS).unlink()  # the log changes; written again at close
             if old_prompts != new_prompts:
                 if old_prompts is None or new_prompts is None or any(
                         new_prompts.get(k, v) != v for k, v in old_prompts.items()):
@@ -387,9 +365,6 @@ class DistributionLog:
                 meta["prompts"] = {**old_prompts, **new_prompts}
                 manifest["meta"] = meta
                 atomic_write(mf, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
-            if (self.path / SUMS).exists():
-                raise ValueError(f"resume: the log at {self.path} is a published one (its "
-                                 f"files are listed in {SUMS}); extend a copy without {SUMS}")
             lines, _ = _read_contexts(self.path, vocab_size, repair=True, missing_ok=True)
             n = sum(int(r["positions"]) for r in lines)
             self._done = {int(r["prompt_id"]) for r in lines}
@@ -398,7 +373,7 @@ class DistributionLog:
             if not (self.path / CONTEXTS).exists():
                 (self.path / CONTEXTS).write_bytes(b"")
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
-                                       value_dtype=value_dtype, resume=True)
+                                       value_dtype=value_dtype, resume=True, checksums=False)
                              for sd, d in zip(subdirs, drafts, strict=True)]
             if stored.get("target_only"):
                 manifest["target_only"] = stored["target_only"]
@@ -407,7 +382,7 @@ class DistributionLog:
                 self._twriter = LogWriter(self.path / TARGET_ONLY,
                                           self._sub_meta(TARGET_ONLY_NAME),
                                           chunk_size=2**62, value_dtype=value_dtype,
-                                          resume=True)
+                                          resume=True, checksums=False)
         else:
             if mf.exists():
                 raise ValueError(f"path: {self.path} already holds a log; pass resume=True")
@@ -416,7 +391,7 @@ class DistributionLog:
             (self.path / CONTEXTS).write_bytes(b"")
             self._done = set()
             self._writers = [LogWriter(self.path / sd, self._sub_meta(d), chunk_size=2**62,
-                                       value_dtype=value_dtype)
+                                       value_dtype=value_dtype, checksums=False)
                              for sd, d in zip(subdirs, drafts, strict=True)]
         if not (resume and mf.exists() and manifest.get("target_only")):
             self._twriter = None
@@ -531,7 +506,7 @@ class DistributionLog:
                     self._manifest, indent=1, sort_keys=True).encode("utf-8"))
                 self._twriter = LogWriter(self.path / TARGET_ONLY,
                                           self._sub_meta(TARGET_ONLY_NAME), chunk_size=2**62,
-                                          value_dtype=self._value_dtype)
+                                          value_dtype=self._value_dtype, checksums=False)
             for _, (pi, pv, pt) in self._tbuf:
                 self._twriter.append(pid, pi, pv, pi, pv, p_tail=[pt], q_tail=[pt])
             self._twriter.flush()
@@ -551,7 +526,8 @@ class DistributionLog:
         self._pid = None
 
     def close(self) -> None:
-        """Commit and mark every sub-log complete (idempotent)."""
+        """Commit, mark every sub-log complete and write the log's ``SHA256SUMS``
+        (idempotent)."""
         if self._closed:
             return
         self.flush()
@@ -559,6 +535,7 @@ class DistributionLog:
             w.close()
         if self._twriter is not None:
             self._twriter.close()
+        write_sums(self.path)
         self._closed = True
 
     def __enter__(self) -> DistributionLog:
@@ -723,7 +700,8 @@ class LoggedDistributions:
         self.readers: dict[str, LogReader] = {}
         self.target_only: LogReader | None = None
         for sd, d, which in subs:
-            r = LogReader(self.path / sd, validate=validate)
+            r = LogReader(self.path / sd, validate=validate,
+                          checksums=False if sums is not None else None)
             if r.meta != {**shared, "draft_model": d}:
                 want = {**shared, "draft_model": d}
                 key = sorted(set(r.meta) ^ set(want) | {k for k in want
@@ -897,8 +875,9 @@ def read_log(path, *, validate: bool = True, checksums: bool | None = None
         ``contexts.jsonl`` line's fields, the sub-logs' metadata against the manifest, and the
         sub-logs' prompt ids against the lines.
     checksums : bool, optional
-        Check every file against the folder's ``SHA256SUMS`` (written by
-        ``scripts/make_log.py``): ``None`` (default) when the folder has one, ``True``
+        Check every file against the folder's ``SHA256SUMS`` (written when the log is
+        closed, or by ``scripts/make_log.py``): ``None`` (default) when the folder has one,
+        ``True``
         always (a missing ``SHA256SUMS`` is an error), ``False`` never.
 
     Raises

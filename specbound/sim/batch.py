@@ -11,14 +11,12 @@ decoder, ..., seed=seeds[i])`` whatever the number of threads (``numba.set_num_t
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_choice, as_rng, as_seedseq
+from specbound._validation import as_bool, as_choice, as_rng, split_seeds
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
@@ -185,24 +183,10 @@ def _prompt_rows(prompts):
 
 
 def _seeds(seed, prompts, n):
-    """One seed per prompt: a sequence of n seeds, or the children of one seed."""
-    if seed is None:
-        if isinstance(prompts, PromptSet):
-            return list(prompts.seeds)
-        seed = 0
-    if isinstance(seed, np.random.SeedSequence | numbers.Integral) and not isinstance(
-        seed, bool | np.bool_
-    ):
-        return as_seedseq(seed).spawn(n)
-    if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray) or (
-        isinstance(seed, np.ndarray) and seed.ndim != 1
-    ):
-        raise ValueError(f"seed: must be an int, a SeedSequence or one seed per prompt, got "
-                         f"{type(seed).__name__}")
-    seeds = list(seed)
-    if len(seeds) != n:
-        raise ValueError(f"seed: {len(seeds)} seeds for {n} prompts")
-    return seeds
+    """One seed per prompt: a PromptSet's own seeds for None, else :func:`split_seeds`."""
+    if seed is None and isinstance(prompts, PromptSet):
+        return list(prompts.seeds)
+    return split_seeds(seed, n)
 
 
 def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=None,
@@ -222,10 +206,11 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
         compiled; other models run prompt by prompt through ``speculative_decode``.
     prompts : 2-D array of int, sequence of token sequences, or PromptSet
         One prompt per row (lengths may differ).
-    seed : None, int, SeedSequence, or sequence of seeds
+    seed : None, int, SeedSequence, Generator or sequence of seeds
         The unkeyed randomness: one seed per prompt (e.g. ``PromptSet.seeds``), or one
-        seed whose ``SeedSequence.spawn(n)`` children are the prompts' seeds.  None: the
-        seeds of a ``PromptSet``, otherwise 0.
+        seed split into the prompts' seeds by :func:`specbound._validation.split_seeds`
+        (the children ``SeedSequence(seed).spawn(n)``, without advancing a SeedSequence).
+        None: the seeds of a ``PromptSet``, otherwise 0.
     store_drafts : bool
         Keep the realised drafts of every block (memory ``max_new_tokens * B * L`` per
         prompt).

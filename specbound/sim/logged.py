@@ -91,7 +91,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbound._io import atomic_write, read_manifest
+from specbound._io import SUMS, atomic_write, read_manifest, verify_sums, write_sums
 from specbound._validation import (
     as_bool,
     as_choice,
@@ -167,14 +167,22 @@ class LogWriter:
         Storage type of the stored probabilities (tails are always float64).
     resume : bool
         Reopen an existing log (possibly interrupted) and append after its committed
-        positions; ``meta`` must equal the stored metadata.
+        positions; ``meta`` must equal the stored metadata.  A closed log's ``SHA256SUMS`` is
+        checked first (an edited log is not resumed) and removed (the log changes; it is
+        written again at :meth:`close`).
+    checksums : bool, default True
+        Write ``SHA256SUMS`` (every file's SHA-256) at :meth:`close`; :class:`LogReader`
+        checks it.  False for a sub-log whose parent folder holds the checksums
+        (:class:`specbound.llm.DistributionLog`).
     """
 
-    def __init__(self, path, meta, *, chunk_size=4096, value_dtype="float32", resume=False):
+    def __init__(self, path, meta, *, chunk_size=4096, value_dtype="float32", resume=False,
+                 checksums=True):
         self.path = Path(path)
         self.chunk_size = as_int(chunk_size, "chunk_size", min_value=1)
         as_choice(value_dtype, "value_dtype", _VALUE_DTYPES)
         resume = as_bool(resume, "resume")
+        self._checksums = as_bool(checksums, "checksums")
         meta = _check_meta(meta)
         self._closed = False
         self._buf: list[dict[str, np.ndarray]] = []
@@ -193,6 +201,8 @@ class LogWriter:
             ids, cnt = np.unique(np.array(reader._arr["prompt_id"]), return_counts=True)
             self._steps = dict(zip(ids.tolist(), cnt.tolist(), strict=True))
             del reader  # drop the memory maps before truncating the files below
+            if (self.path / SUMS).exists():  # checked by the reader above; the log changes
+                (self.path / SUMS).unlink()
         else:
             if meta_file.exists():
                 raise ValueError(
@@ -372,6 +382,8 @@ class LogWriter:
             return
         self.flush()
         self._write_meta(complete=True)
+        if self._checksums:
+            write_sums(self.path)
         self._closed = True
 
     def __enter__(self) -> LogWriter:
@@ -441,6 +453,12 @@ class LogReader:
     validate : bool
         Check offsets, token ids, probabilities and tails of the whole log on opening (one
         vectorised pass); errors are ``ValueError`` naming the file and the problem.
+    checksums : bool, optional
+        Check every file against the log's ``SHA256SUMS`` (written by
+        :meth:`LogWriter.close`), after the checks above: ``None`` (default) when the
+        folder has one and ``validate``, ``True`` always (a missing ``SHA256SUMS`` is an
+        error), ``False`` never.  An edited value that passes every other check (a token id
+        swapped for another valid one) is caught only here.
 
     Attributes
     ----------
@@ -454,9 +472,11 @@ class LogReader:
         lowered by hand or by corruption: a short read) is a ``ValueError``.
     """
 
-    def __init__(self, path, *, validate=True):
+    def __init__(self, path, *, validate=True, checksums=None):
         self.path = Path(path)
         validate = as_bool(validate, "validate")
+        required = checksums is not None and as_bool(checksums, "checksums")
+        check_sums = validate if checksums is None else required
         mf = self.path / "meta.json"
         doc = read_manifest(self.path, "meta.json", fmt=FORMAT, version=VERSION, what="log")
         try:
@@ -506,6 +526,8 @@ class LogReader:
             self._arr[name] = arr[: counts[name]]
         if validate:
             self._validate(committed)
+        if check_sums:
+            verify_sums(self.path, required)
 
     def _validate(self, committed) -> None:
         a = self._arr

@@ -282,9 +282,9 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
         else runs prompt by prompt through :func:`lossy_decode`.
     prompts : 2-D array of int, sequence of token sequences, or PromptSet
         One prompt per row (lengths may differ).
-    seed : None, int, SeedSequence, or sequence of seeds
-        One seed per prompt, or one seed whose ``SeedSequence.spawn(n)`` children are the
-        prompts' seeds; None: a ``PromptSet``'s seeds, otherwise 0
+    seed : None, int, SeedSequence, Generator or sequence of seeds
+        One seed per prompt, or one seed split into the prompts' seeds
+        (:func:`specbound._validation.split_seeds`); None: a ``PromptSet``'s seeds, otherwise 0
         (:func:`specbound.sim.speculative_decode_batch`'s convention).
     store_drafts : bool
         Keep the drafts of every block.
