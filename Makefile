@@ -3,7 +3,8 @@
 #                      (resumable: rerun after an interruption; QUICK=1 for the smoke version,
 #                      into paper_figs/out-quick/;
 #                      EXECUTOR=dask://host:port, or $SPECBOUND_EXECUTOR, sends every sweep
-#                      to a Dask cluster, see specbound/sweep.py)
+#                      to a Dask cluster, see specbound/sweep.py;
+#                      FRESH=1 recomputes what earlier runs stored instead of resuming)
 #   make test       -> install everything and run the fast test tier
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,8 @@ STAMP  := $(VENV)/.installed
 FIGS   := $(wildcard paper_figs/*.py)
 QUICK    ?=
 EXECUTOR ?=
-REPRO_ARGS = $(if $(QUICK),--quick) $(if $(EXECUTOR),--executor $(EXECUTOR))
+FRESH    ?=
+REPRO_ARGS = $(if $(QUICK),--quick) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(FRESH),--fresh)
 
 .PHONY: install test test-nojit test-slow test-all lint reproduce reproduce-quick bench clean
 

@@ -11,6 +11,14 @@ table gives both the flags of ``python -m paper_figs.NAME`` (listed with their d
 differ from the defaults), unless ``--out`` is given.  Each run records its wall time, its
 mode and its non-default values (JSON, column ``params``) in that folder's ``timings.csv``
 (:func:`paper_figs.run_all.record_timing`), as ``paper_figs.run_all`` does.
+
+What a run found stored (:func:`study_run`): every sweep of a study says, before it
+computes, how many of its configurations it found stored and how many it computes ("11 of
+11 stored, 0 to compute; --fresh recomputes"); ``--fresh`` sets the stored ones aside
+(:meth:`specbound.sweep.ResumableCSV.restart`, nothing is deleted) and computes everything.
+``timings.csv`` keeps the compute time of the stored results: a run that resumes adds its
+own seconds to the recorded ones, a run that computes nothing leaves them as they are, and
+only a run that computes everything replaces them.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -185,6 +194,11 @@ def build_parser(description: str, table=(), prog: str | None = None
         help="where the sweeps run: 'serial', 'process[:N]', 'dask://host:port' (a Dask "
              "scheduler; extra 'dist') or 'dask-local[:N]'; default: $SPECBOUND_EXECUTOR, "
              "else each study's own (a 2-process pool in full mode)")
+    ap.add_argument(
+        "--fresh", action="store_true",
+        help="recompute every configuration: the stored results of the output folder are "
+             "set aside (kept under .NAME.csv.sweep/aside/), not reused; the real-model "
+             "studies' generation log real_log/ is kept (delete it to rebuild it)")
     if table:
         group = ap.add_argument_group("study parameters")
         for p in table:
@@ -211,9 +225,6 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     the run in ``OUT/timings.csv``; when ``OUT`` already holds an ``INDEX.md``, it is written
     again (the verdicts and the run's mode follow the new outputs); returns the output
     folder."""
-    import sys
-
-    from paper_figs.run_all import record_timing
 
     name = name or getattr(main, "__module__", "study").rsplit(".", 1)[-1]
     ap = build_parser(doc.splitlines()[0], params, prog=f"python -m paper_figs.{name}")
@@ -228,20 +239,144 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     if out is None:
         out = (custom_out_dir(name, args.quick, values.changed) if values.changed
                else default_out_dir(args.quick))
-    t0 = time.perf_counter()
+    custom = args.out is None and bool(values.changed)
     with sweep_executor(args.executor), smoke_mark(args.quick):
-        written = main(out, quick=args.quick, **given)
+        written = study_run(name, lambda: main(out, quick=args.quick, **given), out,
+                            quick=args.quick, fresh=args.fresh,
+                            params=params_json(values.changed))
     for path in written or []:
         print(path)
-    path = record_timing(out, name, time.perf_counter() - t0, args.quick,
-                         params=params_json(values.changed))
-    print(f"[{name}] timing recorded in {path}", file=sys.stderr)
     from paper_figs.claims.engine import INDEX, write_index
 
-    if (Path(out) / INDEX).exists():  # a folder with a verdict: keep it (and its mode) current
-        index_path, _ = write_index(out)
-        print(f"[{name}] {index_path} updated", file=sys.stderr)
+    # a folder with a verdict: keep it (and its mode) current; a custom-parameters folder
+    # gets its verdict like the default folders of make reproduce
+    if custom or (Path(out) / INDEX).exists():
+        note(name, f"writing {Path(out) / INDEX} (every claim, from the CSVs) ...")
+        with heartbeat(f"[{name}]", f"writing {INDEX}"):
+            index_path, _ = write_index(out)
+        note(name, f"{index_path} {'written' if custom else 'updated'}")
     return out
+
+
+@contextlib.contextmanager
+def heartbeat(prefix: str, what: str, every: float = 5.0, stream=None):
+    """Within the block, print ``PREFIX still WHAT (N s)`` every ``every`` seconds (from a
+    daemon thread), so that no wait passes in silence; nothing for a block that ends
+    sooner."""
+    import threading
+
+    stream = sys.stderr if stream is None else stream
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            print(f"{prefix} still {what} ({time.perf_counter() - t0:.0f} s)", file=stream,
+                  flush=True)
+
+    thread = threading.Thread(target=tick, daemon=True, name="heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def note(name: str, text: str) -> None:
+    """One progress line of a study on stderr: ``[NAME] text``."""
+    print(f"[{name}] {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class StoreTally:
+    """What the sweeps of one study run found (:func:`study_run`): configurations found
+    ``stored``, ``computed`` (to compute) and ``set_aside`` by ``--fresh``, over its
+    ``sweeps``."""
+
+    stored: int = 0
+    computed: int = 0
+    set_aside: int = 0
+    sweeps: int = 0
+
+
+@contextlib.contextmanager
+def report_stores(name: str, fresh: bool = False):
+    """Within the block, each sweep says on stderr, before it computes, how many of its
+    configurations were found stored and how many it computes (``fresh``: the stored ones
+    are set aside first, :func:`specbound.sweep.watch_sweeps`); yields the running
+    :class:`StoreTally`."""
+    from specbound.sweep import watch_sweeps
+
+    tally = StoreTally()
+
+    def said(c) -> None:
+        tally.stored += c.stored
+        tally.computed += c.to_compute
+        tally.set_aside += c.set_aside
+        tally.sweeps += 1
+        label = f"{c.desc or c.path.stem}: " if c.desc != name else ""
+        text = (f"{label}{c.stored} of {c.total} configurations stored, {c.to_compute} to "
+                f"compute")
+        if fresh:
+            text += f" (--fresh: {c.set_aside} stored configurations set aside)"
+        elif c.stored:
+            text += "; --fresh recomputes"
+        note(name, text)
+
+    with watch_sweeps(said, fresh=fresh):
+        yield tally
+
+
+def study_run(name: str, run, out, *, quick: bool, fresh: bool = False, params: str = ""):
+    """Run one study (``run()``, returning the files written) as :func:`cli` and
+    ``paper_figs.run_all`` do: announce a first compilation of the kernels, report what each
+    sweep found stored (:func:`report_stores`), and record the compute time in
+    ``OUT/timings.csv`` (module docstring): added to the recorded seconds when the run
+    resumed stored results, left alone when it computed nothing, replaced otherwise; an
+    interrupted run records its seconds the same way before the interruption goes on (its
+    finished configurations are stored, so the run that resumes them adds to them)."""
+    from specbound.sim._config import announce_compiles
+
+    announce_compiles(f"[{name}] ")
+    t0 = time.perf_counter()
+    with report_stores(name, fresh) as tally:
+        try:
+            written = run()
+        except BaseException:
+            if tally.computed:  # finished configurations are stored: keep their time
+                _record(name, out, quick, params, tally, time.perf_counter() - t0,
+                        interrupted=True)
+            raise
+        if not tally.sweeps:
+            note(name, "no stored results (this study keeps none between runs): all "
+                       "computed now")
+        elif tally.sweeps > 1:
+            note(name, f"in all: {tally.stored} of {tally.stored + tally.computed} "
+                       f"configurations were stored, {tally.computed} computed")
+        _record(name, out, quick, params, tally, time.perf_counter() - t0)
+    return written
+
+
+def _record(name, out, quick, params, tally: StoreTally, dt: float,
+            interrupted: bool = False) -> None:
+    from paper_figs.run_all import record_timing, recorded_seconds
+
+    before = recorded_seconds(out, name, quick, params)
+    if tally.sweeps and tally.computed == 0:
+        if before is None:
+            note(name, f"nothing computed and no recorded time of the stored results: "
+                       f"timings.csv left as it is (this run {dt:.1f} s)")
+        else:
+            note(name, f"nothing computed: timings.csv keeps the stored results' compute "
+                       f"time ({before:.1f} s; this run {dt:.1f} s)")
+        return
+    resumed = tally.stored > 0 and before is not None
+    path = record_timing(out, name, dt, quick, params=params, add=resumed)
+    what = f"{dt:.1f} s added to the stored results' {before:.1f} s" if resumed else f"{dt:.1f} s"
+    if interrupted:
+        what += " (interrupted: the run that resumes it adds its own)"
+    note(name, f"timing recorded in {path}: {what}")
 
 
 @contextlib.contextmanager
