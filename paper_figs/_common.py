@@ -336,11 +336,10 @@ def study_run(name: str, run, out, *, quick: bool, fresh: bool = False, params: 
     resumed stored results, left alone when it computed nothing, replaced otherwise; an
     interrupted run records its seconds the same way before the interruption goes on (its
     finished configurations are stored, so the run that resumes them adds to them)."""
-    from specbound.sim._config import announce_compiles
+    from specbound.sim._config import compile_note
 
-    announce_compiles(f"[{name}] ")
     t0 = time.perf_counter()
-    with report_stores(name, fresh) as tally:
+    with report_stores(name, fresh) as tally, compile_note(f"[{name}] "):
         try:
             written = run()
         except BaseException:

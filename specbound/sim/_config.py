@@ -14,6 +14,7 @@ that comparison and for debugging.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
@@ -41,12 +42,10 @@ JIT_SEQUENTIAL = dict(JIT, fastmath=FASTMATH - {"reassoc"}) if FASTMATH_ON else 
 # ------------------------------------------------------------------ saying when it compiles
 
 #: what a program tells its user when the kernels compile (once per machine: Numba caches
-#: them on disk, ``cache=True`` above; a first study run spent 152 s of a busy 2-core machine
-#: here, measured 2026-12-03)
+#: them on disk, ``cache=True`` above; a first ``fidelity_entropy`` run on a fresh clone spent
+#: 152 s compiling on a busy 2-core machine, 2026-12-03)
 COMPILE_NOTE = ("compiling the simulator's kernels, once per machine, about 2 minutes "
                 "(cached afterwards)")
-
-_ANNOUNCE = {"installed": False, "said": False, "prefix": ""}
 
 
 def _package_dispatchers():
@@ -82,37 +81,42 @@ def kernels_cached() -> bool | None:
     return missing * 2 <= len(paths)
 
 
-def _say(stream=None) -> None:
+@contextlib.contextmanager
+def compile_note(prefix: str = "", stream=None):
+    """Within the block, tell the user once on stderr (``stream``) that the kernels are
+    compiling (:data:`COMPILE_NOTE`, after ``prefix``): at once if the on-disk cache lacks
+    them (:func:`kernels_cached`: the compilation may happen in worker processes), else at
+    the first compilation of one of the package's kernels in this process (a Numba
+    ``numba:compile`` event, which only a cache miss raises).  Used by the programs (the
+    ``specbound`` command, the figure scripts), never by the library itself."""
     import sys
 
-    if _ANNOUNCE["said"]:
+    said = []
+
+    def say() -> None:
+        if not said:
+            said.append(True)
+            print(f"{prefix}{COMPILE_NOTE}", file=stream or sys.stderr, flush=True)
+
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        yield
         return
-    _ANNOUNCE["said"] = True
-    print(f"{_ANNOUNCE['prefix']}{COMPILE_NOTE}", file=stream or sys.stderr, flush=True)
-
-
-def announce_compiles(prefix: str = "") -> None:
-    """Tell the user, once per process on stderr, that the kernels are compiling
-    (:data:`COMPILE_NOTE`, after ``prefix``): at once if the on-disk cache lacks them
-    (:func:`kernels_cached`: the compilation may happen in worker processes), and otherwise
-    at the first compilation of one of the package's kernels in this process (a Numba
-    ``numba:compile`` event: only a cache miss compiles).  Called by the programs (the
-    ``specbound`` command, the figure scripts), never by the library itself."""
-    _ANNOUNCE["prefix"] = prefix
     if kernels_cached() is False:
-        _say()
-    if _ANNOUNCE["installed"] or os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
-        return
+        say()
     from numba.core import event
 
     class _FirstCompile(event.Listener):
         def on_start(self, ev):
             disp = (ev.data or {}).get("dispatcher")
-            if str(getattr(disp, "__module__", "")).startswith("specbound."):
-                _say()
+            if str(getattr(disp, "__module__", "")).startswith("specbound"):
+                say()
 
         def on_end(self, ev):
             pass
 
-    event.register("numba:compile", _FirstCompile())
-    _ANNOUNCE["installed"] = True
+    listener = _FirstCompile()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
