@@ -213,6 +213,12 @@ def build_parser(description: str, table=(), prog: str | None = None
     return ap
 
 
+def summary_of(doc: str) -> str:
+    """The first paragraph of a docstring on one line (a study's ``--help`` description: a
+    docstring's first line may end mid-sentence)."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
 def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:
     """Parse the command line of a figure script (or of ``paper_figs.run_all``)."""
     return build_parser(description, table).parse_args(argv)
@@ -227,7 +233,7 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     folder."""
 
     name = name or getattr(main, "__module__", "study").rsplit(".", 1)[-1]
-    ap = build_parser(doc.splitlines()[0], params, prog=f"python -m paper_figs.{name}")
+    ap = build_parser(summary_of(doc), params, prog=f"python -m paper_figs.{name}")
     args = ap.parse_args(argv)
     given = {p.name: getattr(args, p.name) for p in params
              if getattr(args, p.name) is not None}

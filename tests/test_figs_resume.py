@@ -136,3 +136,15 @@ def test_a_study_without_a_store_says_so(tmp_path, capsys):
     cli(plain, "Plain.\n", (), "plain", ["--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert "[plain] no stored results" in err and "timing recorded" in err
+
+
+def test_study_help_descriptions_are_whole_sentences():
+    from paper_figs._common import build_parser, summary_of
+    from paper_figs.run_all import figure_modules
+
+    for mod in figure_modules():
+        text = summary_of(mod.__doc__)
+        assert text.endswith((".", "?", ")")), (mod.__name__, text[-40:])
+        assert "\n" not in text and text.split()[0][0].isupper()
+        helptext = " ".join(build_parser(text, mod.PARAMS).format_help().split())
+        assert " ".join(text.split()) in helptext
