@@ -492,7 +492,7 @@ def smoke_mark(active: bool = True):
             # style's savefig.bbox "tight" widens the canvas to hold it)
             bb = self.get_tightbbox(self.canvas.get_renderer())
             w, h = self.get_size_inches()
-            self.text(bb.x1 / w, bb.y0 / h, SMOKE_TEXT, fontsize=7, color="tab:red",
+            self.text(bb.x1 / w, bb.y0 / h, SMOKE_TEXT, fontsize=8, color="tab:red",
                       ha="right", va="top")
             self._specbound_smoke = True
         return orig(self, *args, **kwargs)
@@ -523,6 +523,21 @@ def setup_matplotlib():
     with resources.as_file(style) as path:
         plt.style.use(str(path))
     return plt
+
+
+def integer_ticks(ax, values, axis: str = "x") -> None:
+    """Integer ticks on ``ax``'s ``axis`` for an integer quantity (a number of drafts B, a
+    lookahead L) plotted at ``values``: the values themselves when there are at most 10 of
+    them (one value alone would otherwise get ticks at 1.9, 1.95, ...), else integer ticks
+    chosen by matplotlib."""
+    from matplotlib.ticker import MaxNLocator
+
+    vals = sorted({int(v) for v in values})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if 0 < len(vals) <= 10:
+        target.set_ticks(vals, [str(v) for v in vals])
+    else:
+        target.set_major_locator(MaxNLocator(integer=True))
 
 
 def out_path(out_dir: Path, name: str) -> Path:
