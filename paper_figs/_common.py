@@ -226,12 +226,13 @@ def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:
 
 def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick]
-    [--out DIR] [--executor SPEC] [--PARAM VALUE ...]`` (module docstring).  Runs
-    ``main(out, quick=..., **params)`` with the executor, prints the files written and records
-    the run in ``OUT/timings.csv``; when ``OUT`` already holds an ``INDEX.md``, it is written
-    again (the verdicts and the run's mode follow the new outputs); returns the output
-    folder."""
-
+    [--out DIR] [--executor SPEC] [--fresh] [--PARAM VALUE ...]`` (module docstring).  Runs
+    ``main(out, quick=..., **params)`` with the executor (:func:`study_run`: what it found
+    stored, ``--fresh``, the compute time in ``OUT/timings.csv``) and prints the files
+    written; a custom-parameters folder (``paper_figs/out-custom/NAME-HASH/``) gets its
+    ``INDEX.md`` as the default folders do under ``make reproduce``, and a folder that
+    already holds one has it written again (the verdicts and the run's mode follow the new
+    outputs); returns the output folder."""
     name = name or getattr(main, "__module__", "study").rsplit(".", 1)[-1]
     ap = build_parser(summary_of(doc), params, prog=f"python -m paper_figs.{name}")
     args = ap.parse_args(argv)
