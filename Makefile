@@ -3,7 +3,8 @@
 #                      (resumable: rerun after an interruption; QUICK=1 for the smoke version,
 #                      into paper_figs/out-quick/;
 #                      EXECUTOR=dask://host:port, or $SPECBOUND_EXECUTOR, sends every sweep
-#                      to a Dask cluster, see specbound/sweep.py)
+#                      to a Dask cluster, see specbound/sweep.py;
+#                      FRESH=1 recomputes what earlier runs stored instead of resuming)
 #   make test       -> install everything and run the fast test tier
 PYTHON ?= python3
 VENV   := .venv
@@ -12,9 +13,10 @@ STAMP  := $(VENV)/.installed
 FIGS   := $(wildcard paper_figs/*.py)
 QUICK    ?=
 EXECUTOR ?=
-REPRO_ARGS = $(if $(QUICK),--quick) $(if $(EXECUTOR),--executor $(EXECUTOR))
+FRESH    ?=
+REPRO_ARGS = $(if $(QUICK),--quick) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(FRESH),--fresh)
 
-.PHONY: install test test-nojit test-slow test-all lint reproduce reproduce-quick bench clean
+.PHONY: install test test-nojit test-slow test-all lint reproduce reproduce-quick notebook bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +54,15 @@ reproduce: $(STAMP)
 
 reproduce-quick: $(STAMP)
 	$(MAKE) --no-print-directory reproduce QUICK=1
+
+# re-run one notebook in place (quick mode; FULL=1 for the full sizes), saying which cell
+# runs, and save it without the progress bars its cells wrote on stderr:
+#   make notebook NB=notebooks/05_real_model.ipynb
+NB   ?=
+FULL ?=
+notebook: $(STAMP)
+	@test -n "$(NB)" || { echo "make notebook: give NB=notebooks/NAME.ipynb" >&2; exit 2; }
+	$(PY) scripts/run_notebook.py $(NB) $(if $(FULL),--full)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_sim

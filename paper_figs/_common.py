@@ -17,6 +17,14 @@ only, the range ``[low, high]`` of a :class:`Param`, each value of a grid once (
 the relations between flags (``check``: list lengths, subsets), the study's arrays against
 the available memory (``memory``) and the syntax and reachability of ``--executor``.  An
 error is one line ``python -m paper_figs.NAME: error: --FLAG: ...`` with exit status 2.
+
+What a run found stored (:func:`study_run`): every sweep of a study says, before it
+computes, how many of its configurations it found stored and how many it computes ("11 of
+11 stored, 0 to compute; --fresh recomputes"); ``--fresh`` sets the stored ones aside
+(:meth:`specbound.sweep.ResumableCSV.restart`, nothing is deleted) and computes everything.
+``timings.csv`` keeps the compute time of the stored results: a run that resumes adds its
+own seconds to the recorded ones, a run that computes nothing leaves them as they are, and
+only a run that computes everything replaces them.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -248,6 +257,11 @@ def build_parser(description: str, table=(), prog: str | None = None
         help="where the sweeps run: 'serial', 'process[:N]', 'dask://host:port' (a Dask "
              "scheduler; extra 'dist') or 'dask-local[:N]'; default: $SPECBOUND_EXECUTOR, "
              "else each study's own (a 2-process pool in full mode)")
+    ap.add_argument(
+        "--fresh", action="store_true",
+        help="recompute every configuration: the stored results of the output folder are "
+             "set aside (kept under .NAME.csv.sweep/aside/), not reused; the real-model "
+             "studies' generation log real_log/ is kept (delete it to rebuild it)")
     if table:
         group = ap.add_argument_group("study parameters")
         for p in table:
@@ -310,6 +324,12 @@ def _executor_spec(text: str) -> str:
     return text
 
 
+def summary_of(doc: str) -> str:
+    """The first paragraph of a docstring on one line (a study's ``--help`` description: a
+    docstring's first line may end mid-sentence)."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
 def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:
     """Parse the command line of a figure script (or of ``paper_figs.run_all``)."""
     return build_parser(description, table).parse_args(argv)
@@ -317,17 +337,15 @@ def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:
 
 def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick]
-    [--out DIR] [--executor SPEC] [--PARAM VALUE ...]`` (module docstring).  Runs
-    ``main(out, quick=..., **params)`` with the executor, prints the files written and records
-    the run in ``OUT/timings.csv``; when ``OUT`` already holds an ``INDEX.md``, it is written
-    again (the verdicts and the run's mode follow the new outputs); returns the output
-    folder."""
-    import sys
-
-    from paper_figs.run_all import record_timing
-
+    [--out DIR] [--executor SPEC] [--fresh] [--PARAM VALUE ...]`` (module docstring).  Runs
+    ``main(out, quick=..., **params)`` with the executor (:func:`study_run`: what it found
+    stored, ``--fresh``, the compute time in ``OUT/timings.csv``) and prints the files
+    written; a custom-parameters folder (``paper_figs/out-custom/NAME-HASH/``) gets its
+    ``INDEX.md`` as the default folders do under ``make reproduce``, and a folder that
+    already holds one has it written again (the verdicts and the run's mode follow the new
+    outputs); returns the output folder."""
     name = name or getattr(main, "__module__", "study").rsplit(".", 1)[-1]
-    ap = build_parser(doc.splitlines()[0], params, prog=f"python -m paper_figs.{name}")
+    ap = build_parser(summary_of(doc), params, prog=f"python -m paper_figs.{name}")
     args = ap.parse_args(argv)
     given = {p.name: getattr(args, p.name) for p in params
              if getattr(args, p.name) is not None}
@@ -339,20 +357,143 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     if out is None:
         out = (custom_out_dir(name, args.quick, values.changed) if values.changed
                else default_out_dir(args.quick))
-    t0 = time.perf_counter()
+    custom = args.out is None and bool(values.changed)
     with sweep_executor(args.executor), smoke_mark(args.quick):
-        written = main(out, quick=args.quick, **given)
+        written = study_run(name, lambda: main(out, quick=args.quick, **given), out,
+                            quick=args.quick, fresh=args.fresh,
+                            params=params_json(values.changed))
     for path in written or []:
         print(path)
-    path = record_timing(out, name, time.perf_counter() - t0, args.quick,
-                         params=params_json(values.changed))
-    print(f"[{name}] timing recorded in {path}", file=sys.stderr)
     from paper_figs.claims.engine import INDEX, write_index
 
-    if (Path(out) / INDEX).exists():  # a folder with a verdict: keep it (and its mode) current
-        index_path, _ = write_index(out)
-        print(f"[{name}] {index_path} updated", file=sys.stderr)
+    # a folder with a verdict: keep it (and its mode) current; a custom-parameters folder
+    # gets its verdict like the default folders of make reproduce
+    if custom or (Path(out) / INDEX).exists():
+        note(name, f"writing {Path(out) / INDEX} (every claim, from the CSVs) ...")
+        with heartbeat(f"[{name}]", f"writing {INDEX}"):
+            index_path, _ = write_index(out)
+        note(name, f"{index_path} {'written' if custom else 'updated'}")
     return out
+
+
+@contextlib.contextmanager
+def heartbeat(prefix: str, what: str, every: float = 5.0, stream=None):
+    """Within the block, print ``PREFIX still WHAT (N s)`` every ``every`` seconds (from a
+    daemon thread), so that no wait passes in silence; nothing for a block that ends
+    sooner."""
+    import threading
+
+    stream = sys.stderr if stream is None else stream
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            print(f"{prefix} still {what} ({time.perf_counter() - t0:.0f} s)", file=stream,
+                  flush=True)
+
+    thread = threading.Thread(target=tick, daemon=True, name="heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def note(name: str, text: str) -> None:
+    """One progress line of a study on stderr: ``[NAME] text``."""
+    print(f"[{name}] {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class StoreTally:
+    """What the sweeps of one study run found (:func:`study_run`): configurations found
+    ``stored``, ``computed`` (to compute) and ``set_aside`` by ``--fresh``, over its
+    ``sweeps``."""
+
+    stored: int = 0
+    computed: int = 0
+    set_aside: int = 0
+    sweeps: int = 0
+
+
+@contextlib.contextmanager
+def report_stores(name: str, fresh: bool = False):
+    """Within the block, each sweep says on stderr, before it computes, how many of its
+    configurations were found stored and how many it computes (``fresh``: the stored ones
+    are set aside first, :func:`specbound.sweep.watch_sweeps`); yields the running
+    :class:`StoreTally`."""
+    from specbound.sweep import watch_sweeps
+
+    tally = StoreTally()
+
+    def said(c) -> None:
+        tally.stored += c.stored
+        tally.computed += c.to_compute
+        tally.set_aside += c.set_aside
+        tally.sweeps += 1
+        label = f"{c.desc or c.path.stem}: " if c.desc != name else ""
+        text = (f"{label}{c.stored} of {c.total} configurations stored, {c.to_compute} to "
+                f"compute")
+        if fresh:
+            text += f" (--fresh: {c.set_aside} stored configurations set aside)"
+        elif c.stored:
+            text += "; --fresh recomputes"
+        note(name, text)
+
+    with watch_sweeps(said, fresh=fresh):
+        yield tally
+
+
+def study_run(name: str, run, out, *, quick: bool, fresh: bool = False, params: str = ""):
+    """Run one study (``run()``, returning the files written) as :func:`cli` and
+    ``paper_figs.run_all`` do: announce a first compilation of the kernels, report what each
+    sweep found stored (:func:`report_stores`), and record the compute time in
+    ``OUT/timings.csv`` (module docstring): added to the recorded seconds when the run
+    resumed stored results, left alone when it computed nothing, replaced otherwise; an
+    interrupted run records its seconds the same way before the interruption goes on (its
+    finished configurations are stored, so the run that resumes them adds to them)."""
+    from specbound.sim._config import compile_note
+
+    t0 = time.perf_counter()
+    with report_stores(name, fresh) as tally, compile_note(f"[{name}] "):
+        try:
+            written = run()
+        except BaseException:
+            if tally.computed:  # finished configurations are stored: keep their time
+                _record(name, out, quick, params, tally, time.perf_counter() - t0,
+                        interrupted=True)
+            raise
+        if not tally.sweeps:
+            note(name, "no stored results (this study keeps none between runs): all "
+                       "computed now")
+        elif tally.sweeps > 1:
+            note(name, f"in all: {tally.stored} of {tally.stored + tally.computed} "
+                       f"configurations were stored, {tally.computed} computed")
+        _record(name, out, quick, params, tally, time.perf_counter() - t0)
+    return written
+
+
+def _record(name, out, quick, params, tally: StoreTally, dt: float,
+            interrupted: bool = False) -> None:
+    from paper_figs.run_all import record_timing, recorded_seconds
+
+    before = recorded_seconds(out, name, quick, params)
+    if tally.sweeps and tally.computed == 0:
+        if before is None:
+            note(name, f"nothing computed and no recorded time of the stored results: "
+                       f"timings.csv left as it is (this run {dt:.1f} s)")
+        else:
+            note(name, f"nothing computed: timings.csv keeps the stored results' compute "
+                       f"time ({before:.1f} s; this run {dt:.1f} s)")
+        return
+    resumed = tally.stored > 0 and before is not None
+    path = record_timing(out, name, dt, quick, params=params, add=resumed)
+    what = f"{dt:.1f} s added to the stored results' {before:.1f} s" if resumed else f"{dt:.1f} s"
+    if interrupted:
+        what += " (interrupted: the run that resumes it adds its own)"
+    note(name, f"timing recorded in {path}: {what}")
 
 
 @contextlib.contextmanager
@@ -463,7 +604,7 @@ def smoke_mark(active: bool = True):
             # style's savefig.bbox "tight" widens the canvas to hold it)
             bb = self.get_tightbbox(self.canvas.get_renderer())
             w, h = self.get_size_inches()
-            self.text(bb.x1 / w, bb.y0 / h, SMOKE_TEXT, fontsize=7, color="tab:red",
+            self.text(bb.x1 / w, bb.y0 / h, SMOKE_TEXT, fontsize=8, color="tab:red",
                       ha="right", va="top")
             self._specbound_smoke = True
         return orig(self, *args, **kwargs)
@@ -494,6 +635,21 @@ def setup_matplotlib():
     with resources.as_file(style) as path:
         plt.style.use(str(path))
     return plt
+
+
+def integer_ticks(ax, values, axis: str = "x") -> None:
+    """Integer ticks on ``ax``'s ``axis`` for an integer quantity (a number of drafts B, a
+    lookahead L) plotted at ``values``: the values themselves when there are at most 10 of
+    them (one value alone would otherwise get ticks at 1.9, 1.95, ...), else integer ticks
+    chosen by matplotlib."""
+    from matplotlib.ticker import MaxNLocator
+
+    vals = sorted({int(v) for v in values})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if 0 < len(vals) <= 10:
+        target.set_ticks(vals, [str(v) for v in vals])
+    else:
+        target.set_major_locator(MaxNLocator(integer=True))
 
 
 def out_path(out_dir: Path, name: str) -> Path:

@@ -376,7 +376,9 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     cal = df[df["family"] == "calibrated"]
     dflt = df[df["family"] != "calibrated"]
-    fig, axes = plt.subplots(1, 4, figsize=(22, 4.8))
+    # a 2 x 2 grid, readable at its saved size (a 1 x 4 strip was 3284 px wide)
+    fig, grid = plt.subplots(2, 2, figsize=(12.0, 9.0))
+    axes = grid.ravel()
     ax = axes[0]
     m = cal[cal["section"] == "multidraft"]
     for k, B in enumerate(sorted(set(m["B"]))):
@@ -394,7 +396,7 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     ax.set_ylabel("INVARIANT / MPFR − 1")
     ax.set_title("1. multi-draft (L = 4): AATPS (—), exact token level (- -),\n"
                  "× the package's default model", fontsize=9)
-    ax.legend(fontsize=7.5)
+    ax.legend(fontsize=8)
     ax = axes[1]
     s1 = cal[(cal["section"] == "single") & (cal["metric"] == "aatps_gap")]
     Lmax = s1["L"].max()
@@ -413,36 +415,39 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     ax.set_xlabel("mean next-token entropy of the target (nats)")
     ax.set_ylabel("AATPS gap (relative)")
     ax.set_title("2. single draft: PFR against the baselines", fontsize=9)
-    ax.legend(fontsize=7.5)
+    ax.legend(fontsize=8)
     ax = axes[2]
     r = cal[cal["section"] == "rouge"]
     for k, d in enumerate(("vsps", "mse", "pfr")):
-        for drafter, ls in (("D2", "-"), ("D3", "--")):
+        # D3 in large hollow markers: a series equal to D2's stays visible
+        for drafter, ls, ms, mfc in (("D2", "-", 4, None), ("D3", "--", 8, "none")):
             g = r[(r["decoder"] == d) & (r["drafter"] == drafter)]
-            ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o", ms=4,
-                        ls=ls, color=f"C{k}", label=f"{d}, D0 vs {drafter}")
+            ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o", ms=ms,
+                        mfc=mfc, ls=ls, color=f"C{k}", label=f"{d}, D0 vs {drafter}")
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("mean next-token entropy of the target (nats)")
     ax.set_ylabel("ROUGE-L")
     ax.set_title("3. output overlap under drafter substitution (L = 4)", fontsize=9)
-    ax.legend(fontsize=7.5)
+    ax.legend(fontsize=8)
     ax = axes[3]
     dr = cal[(cal["section"] == "drift") & cal["metric"].str.startswith("tpr_drift_T")]
     for k, (dec, lo, hi) in enumerate((("mse", 0.12, 0.22), ("mse_pseudo", 0.06, 0.11))):
         ax.axhspan(lo, hi, color=f"C{k}", alpha=0.12)
         groups = list(dr[dr["decoder"] == dec].groupby("metric", sort=False))
         for ls, (metric, g) in zip(("-", "--", ":", "-."), groups[:4], strict=False):
-            ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"], marker="o", ms=4,
-                        ls=ls, color=f"C{k}",
+            # mse in large hollow squares: a series equal to mse_pseudo's stays visible
+            ax.errorbar(g["entropy_achieved"], g["mean"], yerr=g["se"],
+                        marker="s" if k == 0 else "o", ms=9 if k == 0 else 4,
+                        mfc="none" if k == 0 else None, ls=ls, color=f"C{k}",
                         label=f"{dec}, T_eval = {metric[len('tpr_drift_T'):]}")
     ax.set_xlabel("mean next-token entropy of the target (nats)")
     ax.set_ylabel("TPR drift (max − min over D0–D3)")
     ax.set_title("4. TPR drift under drafter substitution; bands: the paper's ranges",
                  fontsize=9)
     if len(dr):
-        ax.legend(fontsize=7.5)
+        ax.legend(fontsize=8)
     fig.suptitle("Entropy sweep at fixed vocabulary, drafter mismatch, prompts and seeds "
-                 "(calibrated synthetic LMs)")
+                 "(calibrated synthetic LMs)", fontsize=11)
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)

@@ -99,7 +99,7 @@ def compute(quick: bool = False, **params) -> pd.DataFrame:
 def plot(df: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     titles = list(dict.fromkeys(df["rule"]))
-    fig, axes = plt.subplots(2, 5, figsize=(17.0, 6.6), sharex=True, sharey=True)
+    fig, axes = plt.subplots(2, 5, figsize=(14.5, 7.0), sharex=True, sharey=True)
     for ax, title in zip(axes.ravel(), titles, strict=True):
         sub = df[df["rule"] == title]
         t = sub["token"].to_numpy()

@@ -169,7 +169,7 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
     plt = setup_matplotlib()
     drafts = list(dict.fromkeys(front["draft"]))
     rules = [r for r in dict.fromkeys(front["rule"]) if r != "lossless"]
-    fig, axes = plt.subplots(len(drafts), 4, figsize=(16.0, 3.3 * len(drafts)),
+    fig, axes = plt.subplots(len(drafts), 4, figsize=(14.0, 3.4 * len(drafts)),
                              squeeze=False)
     for i, d in enumerate(drafts):
         fd = front[front["draft"] == d]
@@ -207,7 +207,7 @@ def plot(front: pd.DataFrame, lem: pd.DataFrame, png: Path) -> None:
                 ax.set_title(f"Lemma 1, {fam.replace('_', '-')} truncation", fontsize=9.5)
                 h1, n1 = ax.get_legend_handles_labels()
                 h2, n2 = ax2.get_legend_handles_labels()
-                ax.legend(h1 + h2, n1 + n2, fontsize=7)
+                ax.legend(h1 + h2, n1 + n2, fontsize=8)
     handles, names = axes[0, 1].get_legend_handles_labels()
     # the rules' legend in a band of its own below the bottom row's axis labels
     ncol = 4

@@ -68,6 +68,7 @@ from paper_figs._common import (
     cli,
     decoder_color,
     decoder_marker,
+    integer_ticks,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -339,6 +340,8 @@ def plot_scaling(df: pd.DataFrame, png: Path) -> None:
     a2.set_ylabel("ANLPPT-U (Chernoff)")
     a2.axhline(0, color="k", lw=0.6)
     a1.legend(fontsize=8)
+    for ax in (a1, a2):  # B is a number of drafts: integer ticks only
+        integer_ticks(ax, df["B"])
     fig.suptitle("Multi-draft scaling on the real embedded model (L = 4)", fontsize=10)
     fig.tight_layout()
     fig.savefig(png)

@@ -536,8 +536,15 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     cells = df[df["row_type"] == "cell"]
     panels = (*DECODERS, FLOOR)
     summ = tau_summary(df) if (df["row_type"] == "tau_cell").any() else pd.DataFrame()
-    fig, axes = plt.subplots(1, len(panels) + (not summ.empty),
-                             figsize=(16.0 if not summ.empty else 12.0, 3.8), sharey=True)
+    n = len(panels) + (not summ.empty)
+    rows = 1 if n <= 3 else 2  # a grid, readable at its saved size (not a 16-inch strip)
+    cols = -(-n // rows)
+    fig, grid = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.9 * rows), sharey=True,
+                             squeeze=False)
+    axes = list(grid.ravel())
+    for extra in axes[n:]:
+        extra.set_visible(False)
+    axes = axes[:n]
     colors = dict(zip(SETS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
     for ax, dec in zip(axes, panels, strict=False):
         for ps, g in cells[cells["decoder"] == dec].groupby("prompt_set", sort=False):
@@ -558,10 +565,11 @@ def plot(df: pd.DataFrame, png: Path) -> None:
         ax.set_xlabel("scored tokens T")
         ax.set_title("floor: independent plain samples" if dec == FLOOR
                      else f"{dec.upper()} (dotted: floor)", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     if not summ.empty:
         _plot_entropy(axes[-1], summ)
-    axes[0].set_ylabel("min-pair ROUGE-L (mean over prompts)")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("min-pair ROUGE-L (mean over prompts)")
     axes[0].set_ylim(0, 1.0)
     fig.suptitle("ROUGE-L under drafter substitution: prompt type × length × target entropy "
                  "(embedded model)",
@@ -586,7 +594,7 @@ def _plot_entropy(ax, summ: pd.DataFrame) -> None:
         ax.plot(g["entropy"], g["floor_meanpair"], ls=":", color="k", lw=1,
                 label="floor, mean-pair")
         for _, r in g.iterrows():
-            ax.annotate(f"τ={r['temperature']:g}", (r["entropy"], r[FLOOR]), fontsize=6,
+            ax.annotate(f"τ={r['temperature']:g}", (r["entropy"], r[FLOOR]), fontsize=7.5,
                         xytext=(3, -9), textcoords="offset points")
     for d, mk in (("vsps", "*"), ("mse", "P")):
         ax.plot([PAPER_ENTROPY], [PAPER[d]], marker=mk, ms=11, ls="none",
@@ -594,7 +602,7 @@ def _plot_entropy(ax, summ: pd.DataFrame) -> None:
                 label=f"paper {d.upper()} ({PAPER[d]} at {PAPER_ENTROPY} nats)")
     ax.set_xlabel(f"measured entropy (nats/token, T = {int(summ['T'].max())})")
     ax.set_title("target temperature lowered: ROUGE-L vs entropy", fontsize=10)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=7.5)
 
 
 PARAMS = (

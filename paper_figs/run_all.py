@@ -10,7 +10,9 @@ numbers never mix with a full run's; every figure of a quick run carries a "smok
 Resuming: the studies that sweep many configurations (``wm_*``) store each finished
 configuration at once (:mod:`specbound.sweep`), so an interrupted run, rerun with the same
 options, recomputes only the configurations that were in flight; the other scripts take
-seconds and simply run again.  Ctrl-C stops at once (exit status 130).
+seconds and simply run again.  Each sweep says how many of its configurations it found
+stored and how many it computes; ``--fresh`` (``make reproduce FRESH=1``) sets the stored
+ones aside and recomputes everything.  Ctrl-C stops at once (exit status 130).
 
 Executor: ``--executor SPEC`` (or the environment variable ``SPECBOUND_EXECUTOR``; ``make
 reproduce EXECUTOR=SPEC``) sends every sweep to one executor, e.g. ``dask://host:8786`` for
@@ -31,7 +33,9 @@ the first such script waits for it (:func:`start_study_log`).
 Verdict: each study's wall time is recorded in ``timings.csv`` (columns ``study, seconds,
 quick, finished_utc, params``: ``params`` is the JSON of the non-default parameters, empty
 for a default run; a rerun of a study replaces its row, and a study run alone,
-``python -m paper_figs.NAME``, records its row the same way), and at the end
+``python -m paper_figs.NAME``, records its row the same way; the seconds are the compute time
+of the stored results: a run that resumes adds its own, one that computes nothing leaves
+the row as it is), and at the end
 :mod:`paper_figs.index` writes ``INDEX.md`` (every claim of the two papers, its numbers and
 its verdict, computed from the CSVs) and the runner prints the count of claims per verdict.
 """
@@ -48,8 +52,15 @@ import time
 from pathlib import Path
 
 import paper_figs
-from paper_figs._common import default_out_dir, parse_args, smoke_mark, sweep_executor
+from paper_figs._common import (
+    default_out_dir,
+    parse_args,
+    smoke_mark,
+    study_run,
+    sweep_executor,
+)
 from specbound._io import atomic_write
+from specbound.sweep import watch_sweeps
 
 
 def figure_modules():
@@ -64,25 +75,49 @@ def figure_modules():
 TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc", "params"]
 
 
-def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str = "") -> Path:
-    """Store one study's wall time in ``out_dir/timings.csv`` (replacing its earlier row):
-    ``params`` is the JSON of its non-default parameters ("" for a default run).  A file
-    written before the ``params`` column existed is read with ``params`` empty."""
+def _read_timings(path: Path) -> list[dict]:
+    import pandas as pd
+
+    if not path.is_file():
+        return []
+    try:
+        old = pd.read_csv(path, dtype={"params": str}, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        return []
+    if list(old.columns) == TIMING_COLUMNS[:len(old.columns)] \
+            and len(old.columns) >= TIMING_COLUMNS.index("params"):
+        return [{**{"params": ""}, **r} for r in old.to_dict("records")]
+    return []
+
+
+def recorded_seconds(out_dir, study: str, quick: bool, params: str = "") -> float | None:
+    """The seconds ``out_dir/timings.csv`` records for ``study`` run in mode ``quick`` with
+    non-default parameters ``params`` (None if it records none)."""
+    from paper_figs.index import TIMINGS
+
+    for r in _read_timings(Path(out_dir) / TIMINGS):
+        if r["study"] == study and str(r["quick"]) == str(bool(quick)) \
+                and str(r["params"] or "") == str(params or ""):
+            return float(r["seconds"])
+    return None
+
+
+def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str = "",
+                  add: bool = False) -> Path:
+    """Store one study's compute time in ``out_dir/timings.csv`` (replacing its earlier
+    row): ``params`` is the JSON of its non-default parameters ("" for a default run);
+    ``add``: a run that resumed stored results adds its seconds to those recorded for the
+    same study, mode and parameters (the stored results' compute time is kept, never
+    replaced by a resume's).  A file written before the ``params`` column existed is read
+    with ``params`` empty."""
     import pandas as pd
 
     from paper_figs.index import TIMINGS
 
     path = Path(out_dir) / TIMINGS
-    rows = []
-    if path.is_file():
-        try:
-            old = pd.read_csv(path, dtype={"params": str}, keep_default_na=False)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError):
-            old = None
-        if old is not None and list(old.columns) == TIMING_COLUMNS[:len(old.columns)] \
-                and len(old.columns) >= TIMING_COLUMNS.index("params"):
-            rows = [{**{"params": ""}, **r} for r in old.to_dict("records")
-                    if r["study"] != study]
+    if add:
+        seconds += recorded_seconds(out_dir, study, quick, params) or 0.0
+    rows = [r for r in _read_timings(path) if r["study"] != study]
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
     rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
                  "finished_utc": stamp, "params": str(params or "")})
@@ -94,8 +129,12 @@ def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str 
 def print_index(out_dir) -> dict:
     """Write ``INDEX.md`` and print the number of claims per verdict."""
     from paper_figs import index
+    from paper_figs._common import heartbeat
 
-    path, counts = index.write_index(out_dir)
+    print(f"[reproduce] writing {Path(out_dir) / index.INDEX}: every claim of the two papers "
+          "from the CSVs ...", flush=True)
+    with heartbeat("[reproduce]", f"writing {index.INDEX}"):
+        path, counts = index.write_index(out_dir)
     print(f"[reproduce] wrote {path}", flush=True)
     print(f"[reproduce] verdicts of {sum(counts.values())} claims:", flush=True)
     for verdict, n in counts.items():
@@ -163,13 +202,15 @@ def main(argv=None, modules=None) -> int:
     mods = figure_modules() if modules is None else list(modules)
     builder = None
     try:
+        # one fresh start per store for the whole run (studies share the real-runs store)
         with sweep_executor(default_executor_spec(args.executor, args.quick)) as ex, \
-                smoke_mark(args.quick):
+                smoke_mark(args.quick), watch_sweeps(None, fresh=args.fresh):
             if args.executor:
                 print(f"[reproduce] executor: {args.executor}", flush=True)
             builder = start_study_log(args.out, args.quick, mods)
             for mod in mods:
                 t0 = time.perf_counter()
+                name = mod.__name__.rsplit(".", 1)[-1]
                 print(f"[reproduce] {mod.__name__} ...", flush=True)
                 if builder is not None and _reads_a_log(mod):
                     builder.join()  # the script resumes the log if the builder failed
@@ -177,11 +218,13 @@ def main(argv=None, modules=None) -> int:
                           f"study log (exit code {builder.exitcode})", flush=True)
                     builder = None
                 kwargs = {"executor": ex} if args.executor and _accepts_executor(mod.main) else {}
-                written = mod.main(args.out, quick=args.quick, **kwargs)
+                written = study_run(
+                    name, lambda mod=mod, kwargs=kwargs: mod.main(args.out, quick=args.quick,
+                                                                  **kwargs),
+                    args.out, quick=args.quick, fresh=args.fresh)
                 for path in written or []:
                     print(f"[reproduce]   wrote {path}", flush=True)
                 dt = time.perf_counter() - t0
-                record_timing(args.out, mod.__name__.rsplit(".", 1)[-1], dt, args.quick)
                 print(f"[reproduce]   done in {dt:.1f} s", flush=True)
     except KeyboardInterrupt:
         print("[reproduce] interrupted: finished configurations are kept; run the same "
@@ -191,6 +234,9 @@ def main(argv=None, modules=None) -> int:
         if builder is not None and builder.is_alive():  # interrupted before it was needed:
             builder.terminate()  # its finished prompts are kept (the log resumes)
             builder.join()
+    if args.fresh:
+        print("[reproduce] --fresh: the stored configurations were set aside under each "
+              "store's .NAME.csv.sweep/aside/ and everything computed again", flush=True)
     print_index(args.out)
     return 0
 

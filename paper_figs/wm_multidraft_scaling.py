@@ -62,7 +62,15 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import (
+    DECODER_STYLE,
+    Param,
+    cli,
+    integer_ticks,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+)
 from specbound.sim import CachedLM, acceptance_compensator, detect_many, log_perplexity
 from specbound.theory import block_efficiency
 
@@ -255,6 +263,8 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     bx.set_title("Watermark strength across B", fontsize=10)
     bx.axhline(0, color="k", lw=0.6)
     bx.legend(fontsize=8)
+    for a in (ax, bx):  # B is a number of drafts: integer ticks only
+        integer_ticks(a, df["B"])
     fig.savefig(path)
     plt.close(fig)
 

@@ -783,7 +783,8 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", type=_key, default=None,
                    help="watermark key (an integer or text; required by keyed decoders)")
     p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None,
-                   help="watermark context window (default 4)")
+                   help="watermark context window: how many preceding tokens key each "
+                        "token's pivot (default 4); 0: the key alone, no context")
     p.add_argument("--draft", default="temperature:1.5", type=_nonempty_text,
                    help="draft spec (default temperature:1.5)")
     p.add_argument("--max-new-tokens", type=_int_in(0, MAX_TOKENS), default=128,
@@ -915,6 +916,12 @@ def _generate_run(args: argparse.Namespace) -> int:
                        stop_at_eos=not args.no_eos, progress=not args.quiet)
     det = detect(res, args.key) if args.decoder in KEYED_DECODERS else None
     pv = _pvalue_fields(det)
+    scored = None
+    if det is not None:
+        scored = scored_note(res.n_generated, det.n_scored, 0, window, "generated text")
+        if window and res.n_generated:
+            scored += (f"; `specbound detect` on the text alone cannot score the first "
+                       f"{min(window, res.n_generated)} (give it --prompt for this p-value)")
     summary = {
         "decoder": args.decoder, "draft": str(pair.draft_spec), "B": res.B, "L": res.L,
         "window": window, "key_id": res.watermark.key_id,
@@ -922,7 +929,7 @@ def _generate_run(args: argparse.Namespace) -> int:
         "aatps": res.aatps, "target_forwards_per_token": res.target_forwards_per_token,
         "tokens_per_second": res.tokens_per_second, "total_seconds": res.total_seconds,
         "forward_seconds": res.forward_seconds, "stopped_at_eos": res.stopped_at_eos,
-        "threads": args.threads or 1, **pv,
+        "threads": args.threads or 1, **pv, "scored": scored,
     }
     if args.json:
         _print_json({"text": res.text, **summary, "tokens": res.generated.tolist()})
@@ -930,7 +937,7 @@ def _generate_run(args: argparse.Namespace) -> int:
     print(res.text, flush=True)
     wm = ("no watermark (unkeyed decoder)" if det is None else
           f"watermark p = {format_pvalue(pv['log10_pvalue'])} (log10 p = "
-          f"{pv['log10_pvalue']:.2f}) over {det.n_scored} tokens")
+          f"{pv['log10_pvalue']:.2f}) over {det.n_scored} tokens: {scored}")
     aatps = "nan" if not math.isfinite(res.aatps) else f"{res.aatps:.3f}"
     print(f"[{args.decoder} B={res.B} L={res.L} draft={summary['draft']}] "
           f"{res.n_generated} tokens, AATPS {aatps}, "
@@ -947,14 +954,20 @@ command("generate", "generate text with a (watermarked, speculative) decoder",
 _SCORES = ("aaronson", "u", "li", "lattimore")
 
 
+_WINDOW_HELP = ("the generator's watermark context window: how many preceding tokens key "
+                "each token's pivot (default 4); 0: the key alone, no context, so each "
+                "distinct token is scored once")
+
+
 def _detect_arguments(p: argparse.ArgumentParser) -> None:
+    from specbound.llm.prompt_sets import TEMPLATES
+
     p.add_argument("file", nargs="?", default="-", type=_nonempty_text,
                    help="UTF-8 text file to test ('-' or nothing: standard input); one "
                         "trailing newline is dropped, so `specbound generate ... | specbound "
                         "detect` scores exactly the generated text")
     p.add_argument("--key", required=True, type=_key, help="watermark key (an integer or text)")
-    p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None,
-                   help="the generator's context window (default 4)")
+    p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None, help=_WINDOW_HELP)
     p.add_argument("--score", default="aaronson", choices=_SCORES,
                    help="aaronson (default), u, li, lattimore")
     p.add_argument("--tokenizer", default="embedded", type=_source,
@@ -962,36 +975,108 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_TEXT_BYTES,
                    metavar="N", help=f"refuse a text longer than N bytes (default "
                                      f"{MAX_TEXT_BYTES}, 16 MiB)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--prompt", default=None, type=_nonempty_text, metavar="TEXT",
+                   help="the prompt the text was generated from: its tokens go in front of "
+                        "the text, so every token is scored as `generate` scored it (same "
+                        "p-value); without it the first WINDOW tokens cannot be scored")
+    g.add_argument("--prompt-file", default=None, type=_nonempty_text, metavar="FILE",
+                   help="as --prompt, read from a UTF-8 file (one trailing newline dropped)")
+    p.add_argument("--template", default="default", choices=sorted(TEMPLATES),
+                   help="with --prompt: the prompt template generate used (default)")
+    p.add_argument("--no-chat", action="store_true",
+                   help="with --prompt: generate ran with --no-chat")
     _json_argument(p)
     _quiet_argument(p)
 
 
+def _read_text_file(path: str, what: str, limit: int | None = None) -> str:
+    return _strip_newline(_read_file(path, what, limit))
+
+
+def _strip_newline(text: str) -> str:
+    """One trailing newline dropped: what `generate` (and most editors) add after a text."""
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+
+
+def scored_note(n_tokens: int, n_scored: int, unscored_head: int, window: int,
+                where: str = "text") -> str:
+    """Which tokens a detection scored, and why fewer than the text's: the first ``window``
+    tokens of a text without its prompt (their context windows reach into the prompt) and
+    repeated (context window, token) pairs, each scored once (Liu et al. 2026,
+    arXiv:2609.21858, §4.1, App. E)."""
+    repeated = n_tokens - unscored_head - n_scored
+    why = []
+    if unscored_head:
+        why.append(f"the first {unscored_head} not scored: with window {window} their "
+                   f"context reaches into the prompt, which the text lacks (--prompt "
+                   f"restores them)")
+    if repeated:
+        why.append(f"{repeated} repeated (context, token) pairs scored once")
+    if window == 0:
+        why.append("window 0: the key alone keys each pivot, so each distinct token "
+                   "counts once")
+    head = f"{n_scored} of the {n_tokens} tokens of the {where} scored"
+    return head + (f" ({'; '.join(why)})" if why else "")
+
+
 def _detect_run(args: argparse.Namespace) -> int:
     if args.file == "-":
-        text = _read_stdin("file (standard input)", args.max_bytes)
+        text = _strip_newline(_read_stdin("file (standard input)", args.max_bytes))
     else:
-        text = _read_file(args.file, "file", args.max_bytes)
-    # one trailing newline is what `generate` (and most editors) add after the text
-    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+        text = _read_text_file(args.file, "file", args.max_bytes)
+    if not text:
+        _fail("file", "the text is empty: nothing to score")
+    prompt = args.prompt
+    if args.prompt_file is not None:
+        prompt = _read_text_file(args.prompt_file, "--prompt-file", args.max_bytes)
+        if not prompt.strip():
+            _fail("--prompt-file", "the prompt is empty")
+    if args.prompt is not None and not args.prompt.strip():
+        _fail("--prompt", "must not be empty")
     from specbound.llm.detection import detect, tokenizer_for
+    from specbound.llm.generation import DEFAULT_WINDOW
+    from specbound.sim._config import compile_note
 
+    window = DEFAULT_WINDOW if args.window is None else args.window
+    say = (lambda m: None) if args.json else (lambda m: _status(args, m))
     with _progress_bars(args.quiet):
+        say(f"loading the tokenizer ({args.tokenizer})")
         tokenizer = tokenizer_for(args.tokenizer)
         if len(text) > 1 << 20:
             _status(args, f"tokenizing and scoring {len(text) / 1e6:.1f} M characters")
-        det = detect(text, args.key, tokenizer=tokenizer, window=args.window,
-                     score=args.score)
-    from specbound.llm.generation import DEFAULT_WINDOW
-
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if not ids:
+            _fail("file", "the text has no tokens: nothing to score")
+        say(f"scoring {len(ids)} tokens")
+        quiet = args.quiet or args.json
+        try:
+            with contextlib.nullcontext() if quiet else compile_note(
+                    f"specbound {args.command}: "):
+                    det = detect(ids, args.key, tokenizer=tokenizer, window=window,
+                             score=args.score, prompt=prompt, chat=not args.no_chat,
+                             template=args.template)
+        except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith("prompt:"):
+                _fail("--prompt", msg[len("prompt:"):].strip())
+            raise
+    head = 0 if prompt is not None else min(window, len(ids))
+    if det.n_scored == 0:
+        _fail("file", f"nothing to score: {scored_note(len(ids), 0, head, window)}")
+    note = scored_note(len(ids), det.n_scored, head, window,
+                       "text after the prompt" if prompt is not None else "text")
     out = {"score_name": det.score_name, "score": det.score, "n_scored": det.n_scored,
-           **_pvalue_fields(det), "anlppt": None if det.n_scored == 0 else det.anlppt,
-           "window": DEFAULT_WINDOW if args.window is None else args.window}
+           **_pvalue_fields(det), "anlppt": det.anlppt, "window": window,
+           "n_tokens": len(ids), "n_unscored_head": head,
+           "n_repeated": len(ids) - head - det.n_scored, "with_prompt": prompt is not None,
+           "scored": note}
     if args.json:
         _print_json(out)
         return EXIT_OK
     print(f"{det.score_name} score {det.score:.3f} over {det.n_scored} tokens: "
           f"p-value {format_pvalue(out['log10_pvalue'])} "
-          f"(log10 p = {out['log10_pvalue']:.2f})")
+          f"(log10 p = {out['log10_pvalue']:.2f}); {note}")
     return EXIT_OK
 
 

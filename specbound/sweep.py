@@ -120,6 +120,7 @@ from specbound._io import TMP_PREFIX, atomic_write, fsync_dir, write_all
 
 __all__ = [
     "ResumableCSV",
+    "SweepCounts",
     "SweepLockedError",
     "current_executor",
     "local_executor",
@@ -127,6 +128,7 @@ __all__ = [
     "run_sweep",
     "shutdown_now",
     "use_executor",
+    "watch_sweeps",
 ]
 
 log = logging.getLogger(__name__)
@@ -390,6 +392,31 @@ class ResumableCSV:
             return pd.DataFrame()
         return pd.read_csv(self.path, dtype={"config": str, "signature": str},
                            keep_default_na=False, na_values=["", "nan"])
+
+    def restart(self) -> int:
+        """Start the store over: every stored configuration of this signature is set aside
+        (moved to ``.NAME.sweep/aside/fresh-<time>/``, nothing is deleted) and the CSV
+        emptied, so that every configuration is computed again; returns how many were set
+        aside.  What deleting the CSV asks for, as a method (``--fresh`` of the studies,
+        :func:`watch_sweeps`)."""
+        with self._locked():
+            self._sync()
+            names = sorted(self._cache)
+            if names:
+                dest = self._aside / f"fresh-{_stamp()}"
+                self._aside.mkdir(parents=True, exist_ok=True)
+                os.replace(self._records_dir, dest)
+                self._records_dir.mkdir()
+                fsync_dir(self.dir)
+                log.info("%s: %d records set aside in %s (restart)", self.path, len(names),
+                         dest)
+            self._cache.clear()
+            self._by_config = {}
+            if self.path.exists() and self.path.stat().st_size:
+                atomic_write(self.path, b"")
+            self._header = None
+            self._synced = frozenset()
+            return len(names)
 
     # -- locking ---------------------------------------------------------------------------
 
@@ -757,7 +784,17 @@ def run_sweep(configs: Iterable[tuple[str, object]], worker: Callable, store: Re
     if not isinstance(progress, bool):
         raise ValueError(f"progress: must be a bool, got {type(progress).__name__}")
     with store.session():
+        watch = _WATCH.get(None)
+        set_aside = 0
+        if watch is not None and watch.fresh:
+            key = store.path.resolve()
+            if key not in watch.restarted:  # once per store and block: a study may run
+                watch.restarted.add(key)  # several sweeps on one store
+                set_aside = store.restart()
         todo = [(c, a) for c, a in todo_all if not store.done(c)]
+        if watch is not None and watch.callback is not None:
+            watch.callback(SweepCounts(desc, store.path, len(todo_all) - len(todo), len(todo),
+                                       set_aside))
         bar = _progress_bar(len(todo), desc, progress)
         try:
             if executor is None:
@@ -788,6 +825,59 @@ def _run_futures(todo, worker, store: ResumableCSV, executor: Executor, bar) -> 
         for fut in order:
             fut.cancel()
         raise
+
+
+# ------------------------------------------------------------------------ watching sweeps
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """What one :func:`run_sweep` found before computing (given to a :func:`watch_sweeps`
+    callback): its ``desc``, the store's ``path``, how many of its configurations were
+    ``stored`` already, how many it computes (``to_compute``) and how many stored
+    configurations a fresh start set aside (``set_aside``)."""
+
+    desc: str
+    path: Path
+    stored: int
+    to_compute: int
+    set_aside: int = 0
+
+    @property
+    def total(self) -> int:
+        """Number of configurations of the sweep."""
+        return self.stored + self.to_compute
+
+
+@dataclass
+class _Watch:
+    callback: Callable | None
+    fresh: bool
+    restarted: set
+
+
+_WATCH: contextvars.ContextVar = contextvars.ContextVar("specbound_sweep_watch")
+
+
+@contextlib.contextmanager
+def watch_sweeps(callback: Callable[[SweepCounts], object] | None = None, *,
+                 fresh: bool = False) -> Iterator[None]:
+    """Within the block, every :func:`run_sweep` calls ``callback(SweepCounts)`` once it has
+    opened its store and before it computes anything (how many configurations it found
+    stored, how many it computes); with ``fresh=True`` each store is first started over
+    (:meth:`ResumableCSV.restart`: its stored configurations set aside, never deleted), once
+    per store within the block (and within the blocks around it), so that everything is
+    recomputed.  What the studies' ``--fresh`` flag and their "N of M stored" line use."""
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback: must be callable or None, got {type(callback).__name__}")
+    if not isinstance(fresh, bool):
+        raise ValueError(f"fresh: must be a bool, got {type(fresh).__name__}")
+    outer = _WATCH.get(None)  # nested blocks share the stores already started over
+    token = _WATCH.set(_Watch(callback, fresh, set() if outer is None else outer.restarted))
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
 
 
 # ------------------------------------------------------------------------ executors

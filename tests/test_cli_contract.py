@@ -320,11 +320,13 @@ def test_json_is_strict_when_nothing_is_generated_or_scored(capsys, monkeypatch,
     assert set(res) >= {"log10_pvalue", "pvalue", "n_scored", "score_name"}
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
-    code, out, err = _run(capsys, ["detect", "--key", "7", str(empty), "--json"])
-    assert code == 0, err
-    det = _strict_json(out)
-    assert det["n_scored"] == 0 and det["anlppt"] is None
-    assert det["log10_pvalue"] == 0.0 and det["pvalue"] == 1.0
+    # nothing to score is a user error (not "p-value 1"): an empty text, or one whose
+    # tokens all lie in the first window (their contexts reach into the missing prompt)
+    for text in ("", "\n", "Hi"):
+        empty.write_text(text, encoding="utf-8")
+        code, out, err = _run(capsys, ["detect", "--key", "7", str(empty), "--json"])
+        assert code == 2 and out == "" and err.count("\n") == 1, (text, err)
+        assert err.startswith("specbound detect: error: file: ") and "nothing to score" in err
 
 
 def test_generate_pipe_detect_scores_exactly_the_text(capsys, monkeypatch, llm_pair):

@@ -7,10 +7,16 @@ plotted data value must appear (to the CSV's 10 significant digits) among the nu
 CSVs the script wrote.  Bar positions (``bar`` x, ``barh`` y) are layout, not data, and are
 not checked; a curve drawn mirrored (−loss) is matched up to sign.  No randomness: the
 scripts are deterministic.
+
+The same runs check that every saved figure is readable at its saved size
+(:func:`_readability_problems`): every text is at least 8 pt when the PNG is shown at 100%
+on a laptop screen, and every axis whose plotted values are all integers (B, L, a number
+of prompts) has integer ticks.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +83,101 @@ def recorder(monkeypatch):
     return seen
 
 
+#: the PNG shown at 100% zoom: one image pixel per CSS pixel (96 per inch), on a laptop
+#: screen LAPTOP_PX CSS pixels wide (a 13-inch laptop: 1440; an image wider than that is
+#: scaled down to fit)
+CSS_PX_PER_INCH = 96
+LAPTOP_PX = 1440
+MIN_PT = 8.0
+
+
+def _png_width(path: Path) -> int:
+    head = Path(path).read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return int.from_bytes(head[16:20], "big")
+
+
+#: axis labels that name an integer quantity (a number of drafts B, a lookahead L, a number
+#: of tokens T): such an axis, if every value plotted along it is an integer, has integer
+#: ticks only (a TPR that happens to be 0 or 1 is not an integer quantity)
+INTEGER_QUANTITY = re.compile(r"^(B|L|T|number of|lookahead|scored tokens|detection token "
+                              r"budget|prompts|drafts)\b")
+
+
+def _integer_valued(values: np.ndarray) -> bool:
+    v = values[np.isfinite(values)]
+    return v.size > 0 and bool(np.all(v == np.round(v)))
+
+
+def _axis_data(ax):
+    """The plotted data values of ``ax`` along x and along y (lines and markers drawn in
+    data coordinates; reference lines such as ``axhline`` are not data)."""
+    xs, ys = [], []
+    for line in ax.get_lines():
+        if line.get_transform() is not ax.transData:
+            continue
+        xs.append(_numbers(line.get_xdata()))
+        ys.append(_numbers(line.get_ydata()))
+    for coll in ax.collections:
+        off = coll.get_offsets() if coll.get_offset_transform() is ax.transData else None
+        if off is not None and len(off) and np.ndim(off) == 2:
+            xs.append(_numbers(np.asarray(off)[:, 0]))
+            ys.append(_numbers(np.asarray(off)[:, 1]))
+    cat = lambda parts: np.concatenate(parts) if parts else np.empty(0)  # noqa: E731
+    return cat(xs), cat(ys)
+
+
+def _readability_problems(fig, width_px: int, dpi: float) -> list[str]:
+    """What makes a saved figure hard to read (the module docstring's two rules)."""
+    from matplotlib.text import Text
+
+    problems = []
+    scale = dpi / CSS_PX_PER_INCH * min(1.0, LAPTOP_PX / width_px)
+    small = sorted({round(t.get_fontsize(), 2) for t in fig.findobj(Text)
+                    if t.get_visible() and t.get_text().strip()
+                    and t.get_fontsize() * scale < MIN_PT})
+    if small:
+        problems.append(f"{width_px} px wide at {dpi:g} dpi: text of {small} pt shows below "
+                        f"{MIN_PT:g} pt at 100% on a {LAPTOP_PX}-px screen")
+    for ax in fig.axes:
+        for name, values, axis in zip("xy", _axis_data(ax), (ax.xaxis, ax.yaxis),
+                                      strict=True):
+            label = axis.get_label().get_text()
+            if not INTEGER_QUANTITY.match(label) or not _integer_valued(values) \
+                    or axis.get_scale() not in ("linear", "log"):
+                continue
+            lo, hi = sorted(axis.get_view_interval())
+            locs = [t for t in axis.get_majorticklocs() if lo - 1e-9 <= t <= hi + 1e-9]
+            bad = [t for t in locs if abs(t - round(t)) > 1e-9 and t >= 1]
+            if axis.get_scale() == "linear":
+                bad = [t for t in locs if abs(t - round(t)) > 1e-9]
+            if bad:
+                problems.append(f"{name} axis '{label}' plots integers but has ticks at "
+                                f"{[float(b) for b in bad[:4]]}")
+    return problems
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The readability problems of every figure saved in the test (by PNG name)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    found: dict[str, list[str]] = {}
+    orig = Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        out = orig(self, fname, *args, **kwargs)
+        if str(fname).endswith(".png"):
+            dpi = kwargs.get("dpi") or matplotlib.rcParams["savefig.dpi"]
+            dpi = self.dpi if dpi == "figure" else float(dpi)
+            found[Path(fname).name] = _readability_problems(self, _png_width(fname), dpi)
+        return out
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return found
+
+
 def _csv_numbers(out_dir: Path) -> np.ndarray:
     vals = []
     for path in out_dir.glob("*.csv"):
@@ -96,7 +197,7 @@ def _missing(plotted: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("mod", MODULES, ids=[m.__name__.rsplit(".", 1)[-1] for m in MODULES])
-def test_every_png_has_the_csv_of_its_plotted_numbers(mod, tmp_path, recorder):
+def test_every_png_has_the_csv_of_its_plotted_numbers(mod, tmp_path, recorder, saved_figures):
     written = [Path(p) for p in mod.main(tmp_path, quick=True)]
     pngs = [p for p in written if p.suffix == ".png"]
     assert pngs
@@ -107,6 +208,36 @@ def test_every_png_has_the_csv_of_its_plotted_numbers(mod, tmp_path, recorder):
     for what, values in recorder:
         bad = _missing(values, table)
         assert bad.size == 0, f"{what}: plotted values not in the CSVs: {bad[:5]}"
+    # readable at the saved size (module docstring)
+    assert {p.name for p in pngs} <= set(saved_figures)
+    problems = {k: v for k, v in saved_figures.items() if v}
+    assert not problems, problems
+
+
+def test_the_readability_check_catches_a_strip_and_half_integer_ticks(tmp_path):
+    """The check above fails on what a reader trips on: four panels in a 22-inch strip (text
+    shrunk below 8 pt to fit a laptop screen) and B = 2, 4 ticked at 2.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    from paper_figs._common import setup_matplotlib
+
+    plt = setup_matplotlib()
+    fig, axes = plt.subplots(1, 4, figsize=(22, 4.8))
+    axes[0].plot([2, 4], [0.5, 0.61])  # default ticks: 2.0, 2.5, 3.0, ...
+    axes[0].set_xlabel("number of drafts B")
+    axes[0].set_title("1. multi-draft: AATPS", fontsize=9)
+    fig.savefig(tmp_path / "strip.png")
+    problems = _readability_problems(fig, _png_width(tmp_path / "strip.png"), 150)
+    plt.close(fig)
+    assert any("shows below 8 pt" in p for p in problems)
+    assert any("x axis" in p and "ticks at" in p for p in problems)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot([2, 4], [0.5, 0.61])
+    ax.set_xlabel("B")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.savefig(tmp_path / "ok.png")
+    assert _readability_problems(fig, _png_width(tmp_path / "ok.png"), 150) == []
+    plt.close(fig)
 
 
 def test_one_colour_per_decoder_and_rule():

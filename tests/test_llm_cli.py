@@ -102,3 +102,45 @@ def test_generate_and_detect_bad_input(monkeypatch, capsys, llm_pair):
     # an error raised by the library after loading names the flag
     assert cli.main(["generate", "x " * 9000, "--key", "1", "--quiet"]) == 2
     assert "prompt:" in capsys.readouterr().err
+
+
+def test_detect_with_the_prompt_gives_the_generate_time_pvalue(monkeypatch, capsys, tmp_path,
+                                                               llm_pair):
+    """Without its prompt, detection cannot score the first ``window`` tokens of a text and
+    says so; ``--prompt`` (text or file) puts the prompt's tokens back in front, and the
+    p-value and the number of scored tokens are then those ``generate`` reported."""
+    monkeypatch.setattr(llm, "load_pair", lambda *a, **k: llm_pair)
+    argv = ["generate", "Describe the sea.", "--decoder", "mpfr", "--B", "2", "--L", "3",
+            "--key", "42", "--max-new-tokens", "30", "--no-eos", "--quiet"]
+    assert cli.main([*argv, "--json"]) == 0
+    gen = json.loads(capsys.readouterr().out)
+    assert gen["scored"].startswith(f"{gen['n_scored']} of the 30 tokens of the generated")
+    tokens = llm_pair.tokenizer(gen["text"], add_special_tokens=False)["input_ids"]
+    assert tokens == gen["tokens"]  # the text re-tokenizes to the generated ids
+    path = tmp_path / "out.txt"
+    path.write_text(gen["text"] + "\n", encoding="utf-8")
+    assert cli.main(["detect", "--key", "42", str(path), "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["n_unscored_head"] == 4 and alone["n_scored"] < gen["n_scored"]
+    assert "the first 4 not scored" in alone["scored"] and "--prompt" in alone["scored"]
+    assert cli.main(["detect", "--key", "42", str(path), "--json",
+                     "--prompt", "Describe the sea."]) == 0
+    withp = json.loads(capsys.readouterr().out)
+    assert withp["n_scored"] == gen["n_scored"] and withp["n_unscored_head"] == 0
+    assert withp["log10_pvalue"] == gen["log10_pvalue"]  # the same computation, bit for bit
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text("Describe the sea.\n", encoding="utf-8")
+    assert cli.main(["detect", "--key", "42", str(path), "--prompt-file",
+                     str(prompt_file)]) == 0
+    line = capsys.readouterr().out
+    assert f"over {gen['n_scored']} tokens" in line and "tokens of the text after the prompt" \
+        in line
+    # the generate summary line says what was scored and why detect alone scores fewer
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "tokens of the generated text scored" in err and "give it --prompt" in err
+    # window 0 is explained where it is used
+    assert cli.main(["detect", "--key", "42", str(path), "--window", "0"]) == 0
+    assert "window 0: the key alone keys each pivot" in capsys.readouterr().out
+    assert cli.main(["detect", "--key", "42", str(path), "--prompt", " "]) == 2
+    assert "--prompt:" in capsys.readouterr().err

@@ -6,7 +6,8 @@ Wan, Gao & Gündüz 2026, arXiv:2609.21858, §4.1, Alg. 8, App. E): the keyed pi
 ``U_t = prf_uniform(context_label(key, tokens[t - window:t], window), w_t, 0)`` scored with
 an exact null law.  Text alone carries no prompt, so the first ``window`` tokens (whose
 context window reaches into the unknown prompt) are not scored; a result keeps its prompt
-and its window.
+and its window, and ``detect(text, key, prompt=...)`` puts the prompt back in front of the
+text, so that every token is scored as at generation.
 
 Re-tokenizing generated text may not give back the generated ids (a BPE tokenizer merges
 some pairs differently); positions that differ score like unwatermarked text, so the
@@ -77,7 +78,8 @@ def tokenizer_for(tokenizer):
 
 
 def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_length=None,
-           dedup=True, **score_params) -> DetectionResult:
+           dedup=True, prompt=None, chat=True, template="default",
+           **score_params) -> DetectionResult:
     """Detect the keyed watermark in text, token ids or a generation result.
 
     Parameters
@@ -100,6 +102,15 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
         windows reach into the unknown prompt).
     dedup : bool, default True
         Score each (context window, token) pair once.
+    prompt : str or sequence of int, optional
+        For text and token ids: the prompt the text was generated from (text, encoded as
+        :func:`specbound.llm.generate` encodes it with ``chat`` and ``template``, or its
+        token ids).  Its tokens are put in front of the text and not scored, so that every
+        token of the text is scored as at generation: the p-value of
+        ``generate(...)``'s own detection when the text re-tokenizes to the generated ids.
+        Without it the first ``window`` tokens of the text cannot be scored.
+    chat, template
+        How a text ``prompt`` was formatted (as in :func:`specbound.llm.generate`).
 
     Returns
     -------
@@ -111,12 +122,15 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
     ValueError
         ``key`` missing, ``window`` negative, a ``window`` that differs from a result's, a
         bad ``tokenizer`` or ``score``, ``text`` that is neither a string (of valid Unicode:
-        no lone surrogates), token ids nor a result; each message names the argument.
+        no lone surrogates), token ids nor a result, an empty ``prompt``, ``prompt`` with
+        ``prompt_length`` or with a result; each message names the argument.
     """
     from specbound.llm.generation import DEFAULT_WINDOW
 
     if isinstance(text, DecodeResult) or all(
             hasattr(text, a) for a in ("tokens", "prompt_length", "watermark")):
+        if prompt is not None:
+            raise ValueError("prompt: a generation result holds its prompt already")
         kw = {} if window is None else {"window": window}
         return _renamed(_sim_detect, text, key, score=score, dedup=dedup, **kw,
                         **score_params)
@@ -125,6 +139,9 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
     from specbound.sim.prf import as_window
 
     window = as_window(window)
+    if prompt is not None and prompt_length is not None:
+        raise ValueError("prompt: give prompt or prompt_length, not both")
+    tok = None
     if isinstance(text, str):
         from specbound.llm.prompt_sets import check_text
 
@@ -139,10 +156,39 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
         ids = as_int_array(ids, "text", min_value=0)
         if ids.ndim != 1:
             raise ValueError(f"text: token ids must be a 1-D sequence, got shape {ids.shape}")
+    if prompt is not None:
+        head = _prompt_ids(prompt, tok, tokenizer, chat, template)
+        ids = np.concatenate([head, np.asarray(ids, dtype=np.int64)])
+        prompt_length = int(head.size)
     if prompt_length is None:
         prompt_length = min(window, int(np.size(ids)))
     return _renamed(_sim_detect, ids, prompt_length, key, window=window, score=score,
                     dedup=dedup, **score_params)
+
+
+def _prompt_ids(prompt, tok, tokenizer, chat, template) -> np.ndarray:
+    """The token ids of a ``prompt`` of :func:`detect` (text encoded as ``generate`` does)."""
+    if isinstance(prompt, str):
+        from specbound.llm.models import encode_prompt_with
+
+        if not prompt.strip():
+            raise ValueError("prompt: must not be empty")
+        try:
+            ids = encode_prompt_with(tok if tok is not None else tokenizer_for(tokenizer),
+                                     prompt, chat=chat, template=template)
+        except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith("text:"):
+                raise ValueError("prompt:" + msg[len("text:"):]) from None
+            raise
+        return np.asarray(ids, dtype=np.int64)
+    if prompt is None or isinstance(prompt, bytes | bytearray | dict | set):
+        raise ValueError(f"prompt: must be text or token ids, got {type(prompt).__name__}")
+    ids = as_int_array(prompt, "prompt", min_value=0)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"prompt: token ids must be a non-empty 1-D sequence, got shape "
+                         f"{ids.shape}")
+    return ids.astype(np.int64)
 
 
 def _renamed(fn, *args, **kwargs):

@@ -209,6 +209,25 @@ def _vocab_size(model) -> int:
     return int(cfg.vocab_size)
 
 
+
+def encode_prompt_with(tokenizer, text: str, *, chat: bool = True,
+                       template: str = "default") -> list[int]:
+    """The token ids of prompt ``text`` as :meth:`ModelPair.encode_prompt` makes them, with
+    ``tokenizer`` alone (no model): chat-formatted with ``apply_chat_template`` (generation
+    prompt added) when ``chat``, else the template's user message tokenized as plain text.
+    What :func:`specbound.llm.detect` uses to put a generation's prompt back in front of its
+    text."""
+    messages = chat_messages(text, template)
+    chat = as_bool(chat, "chat")
+    if chat:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError("chat: the tokenizer has no chat template; use chat=False")
+        rendered = tokenizer.apply_chat_template(messages, tokenize=False,
+                                                 add_generation_prompt=True)
+        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(messages[-1]["content"])["input_ids"])
+
+
 class ModelPair:
     """A target and a draft with one tokenizer and one logits processing.
 
@@ -494,18 +513,10 @@ class ModelPair:
             Empty ``text``; unknown ``template``; ``chat=True`` with a tokenizer without a
             chat template; a prompt longer than the target's context window.
         """
-        messages = chat_messages(text, template)
-        chat = as_bool(chat, "chat")
         if self.tokenizer is None:
+            chat_messages(text, template)
             raise ValueError("text: this pair has no tokenizer; pass token ids")
-        if chat:
-            if not getattr(self.tokenizer, "chat_template", None):
-                raise ValueError("chat: the tokenizer has no chat template; use chat=False")
-            rendered = self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                          add_generation_prompt=True)
-            ids = self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
-        else:
-            ids = self.tokenizer(messages[-1]["content"])["input_ids"]
+        ids = encode_prompt_with(self.tokenizer, text, chat=chat, template=template)
         limit = self.context_window
         if limit is not None and len(ids) >= limit:
             raise ValueError(f"text: encodes to {len(ids)} tokens, more than the target's "

@@ -14,6 +14,7 @@ that comparison and for debugging.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
@@ -36,3 +37,86 @@ JIT = jit_options(FASTMATH_ON)
 #: for kernels whose result is defined by a running sum in index order (the inverse CDF):
 #: the same flags without ``reassoc``, which would let LLVM reorder (vectorise) the additions
 JIT_SEQUENTIAL = dict(JIT, fastmath=FASTMATH - {"reassoc"}) if FASTMATH_ON else dict(JIT)
+
+
+# ------------------------------------------------------------------ saying when it compiles
+
+#: what a program tells its user when the kernels compile (once per machine: Numba caches
+#: them on disk, ``cache=True`` above; a first ``fidelity_entropy`` run on a fresh clone spent
+#: 152 s compiling on a busy 2-core machine, 2026-12-03)
+COMPILE_NOTE = ("compiling the simulator's kernels, once per machine, about 2 minutes "
+                "(cached afterwards)")
+
+
+def _package_dispatchers():
+    """The cached Numba dispatchers of the modules of ``specbound.sim`` imported so far."""
+    import sys
+
+    from numba.core.dispatcher import Dispatcher
+
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("specbound.sim") or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, Dispatcher) and obj.__module__ == name:
+                yield obj
+
+
+def kernels_cached() -> bool | None:
+    """Whether the on-disk cache holds the package's kernels: False when most of the cached
+    kernels of the imported ``specbound.sim`` modules have no cache index yet (a first run
+    on this machine, or after the sources changed), True otherwise, None when it cannot be
+    told (the JIT or the cache is off, or Numba's cache layout is not the one expected).
+    Costs one ``stat`` per kernel."""
+    if not JIT.get("cache") or os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return None
+    try:
+        paths = [d._cache._cache_file._index_path for d in _package_dispatchers()
+                 if type(d._cache).__name__ == "FunctionCache"]
+    except (AttributeError, ImportError):
+        return None
+    if not paths:
+        return None
+    missing = sum(not os.path.exists(p) for p in paths)
+    return missing * 2 <= len(paths)
+
+
+@contextlib.contextmanager
+def compile_note(prefix: str = "", stream=None):
+    """Within the block, tell the user once on stderr (``stream``) that the kernels are
+    compiling (:data:`COMPILE_NOTE`, after ``prefix``): at once if the on-disk cache lacks
+    them (:func:`kernels_cached`: the compilation may happen in worker processes), else at
+    the first compilation of one of the package's kernels in this process (a Numba
+    ``numba:compile`` event, which only a cache miss raises).  Used by the programs (the
+    ``specbound`` command, the figure scripts), never by the library itself."""
+    import sys
+
+    said = []
+
+    def say() -> None:
+        if not said:
+            said.append(True)
+            print(f"{prefix}{COMPILE_NOTE}", file=stream or sys.stderr, flush=True)
+
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        yield
+        return
+    if kernels_cached() is False:
+        say()
+    from numba.core import event
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev):
+            disp = (ev.data or {}).get("dispatcher")
+            if str(getattr(disp, "__module__", "")).startswith("specbound"):
+                say()
+
+        def on_end(self, ev):
+            pass
+
+    listener = _FirstCompile()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
