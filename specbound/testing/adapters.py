@@ -93,7 +93,7 @@ def transformers_block(*, assistant_ensemble_weight=None, device="cpu", dtype=No
     def block(P, Q, xs, rng):
         torch.manual_seed(int(rng.integers(0, 2**63 - 1)))
         L = len(xs)
-        ids = torch.as_tensor(np.asarray(xs, dtype=np.int64), device=device).reshape(1, L)
+        ids = torch.as_tensor(np.array(xs, dtype=np.int64), device=device).reshape(1, L)
         valid, n_matches = fn(ids, _torch_logits(Q, torch, device, dt), L,
                               _torch_logits(P, torch, device, dt), **kw)
         return valid[0].tolist(), int(n_matches)

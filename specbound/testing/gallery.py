@@ -138,20 +138,33 @@ def ratio_q_over_p(P, Q, X, rng):
 def half_precision(P, Q, X, rng):
     """The whole step in float16, as with half-precision logits: acceptance
     ``min(1, p/q)`` on float16 probabilities and the correction's inverse CDF on a float16
-    running sum."""
-    P16, Q16 = P.astype(np.float16), Q.astype(np.float16)
+    running sum (whose rounding, about 2**-11 per step near 1, shifts every token's interval
+    at a large vocabulary)."""
     m = X.shape[0]
     r = np.arange(m)
+    same = P.strides[0] == 0 and Q.strides[0] == 0
+    # one law on every row (the harness's broadcast views): the float16 arrays and running
+    # sum are computed once and shared (identical outputs, much faster)
+    P16 = (np.broadcast_to(P[0].astype(np.float16), P.shape) if same
+           else P.astype(np.float16))
+    Q16 = (np.broadcast_to(Q[0].astype(np.float16), Q.shape) if same
+           else Q.astype(np.float16))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = P16[r, X] / Q16[r, X]
     acc = rng.random(m).astype(np.float16) < ratio
     y = np.array(X, dtype=np.int64, copy=True)
     rej = np.flatnonzero(~acc)
     if rej.size:
-        R = np.maximum(P16[rej] - Q16[rej], np.float16(0))
-        c = np.cumsum(R, axis=1, dtype=np.float16)
-        u = rng.random(rej.size).astype(np.float16) * c[:, -1]
-        y[rej] = np.minimum((c <= u[:, None]).sum(axis=1), P.shape[1] - 1)
+        u = rng.random(rej.size).astype(np.float16)
+        if same:
+            c = np.cumsum(np.maximum(P16[0] - Q16[0], np.float16(0)), dtype=np.float16)
+            t = (u * c[-1]).astype(np.float64)
+            y[rej] = np.minimum(np.searchsorted(c.astype(np.float64), t, side="right"),
+                                P.shape[1] - 1)
+        else:
+            R = np.maximum(P16[rej] - Q16[rej], np.float16(0))
+            c = np.cumsum(R, axis=1, dtype=np.float16)
+            y[rej] = np.minimum((c <= (u * c[:, -1])[:, None]).sum(axis=1), P.shape[1] - 1)
     return y, acc
 
 
