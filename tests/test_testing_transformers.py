@@ -84,3 +84,17 @@ def test_transformers_lossless_and_block_at_scale():
     P = np.stack([a for a, _ in pairs])
     Q = np.stack([b for _, b in pairs[:3]])
     assert_block(transformers_block(), P, Q, n=20_000, seed=8)
+
+
+@pytest.mark.slow
+def test_readme_three_lines_run_as_written():
+    """The README's "three lines" block (94,829 calls of transformers' function)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Test your own sampler in three lines", 1)[1]
+    block = re.search(r"```py\n(.*?)```", section, flags=re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["assert_lossless"].__module__ == "specbound.testing._checks"
