@@ -188,3 +188,12 @@ def test_bad_arguments_are_refused_by_name():
         check_drafter_invariance(G.race_keyed, P8, Q8[None, :])
     with pytest.raises(ValueError, match="^scheme: "):
         check_acceptance(G.sd_batch, P8, Q8, scheme="warp")
+
+
+def test_power_alone_also_refuses_a_small_n():
+    with pytest.raises(ValueError, match="^n: "):
+        check_lossless(G.sd_batch, P8, Q8, protocol="batch", n=2000, power=0.99)
+    with pytest.raises(ValueError, match="^n: "):
+        check_acceptance(G.sd_batch, P8, Q8, protocol="batch", n=2000, power=0.99)
+    r = check_lossless(G.sd_batch, P8, Q8, protocol="batch", n=2000, detect=0.2, power=0.9)
+    assert r.passed and r.min_detectable <= 0.2

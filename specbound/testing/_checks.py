@@ -248,7 +248,12 @@ def _draws(sampler, p, q, protocol, n, seed, B, name, chunk, n_default):
                 B=B, name=name, chunk=chunk)
 
 
-def _check_n(n, needed: int, what: str, detect, power):
+def _check_n(n, needed: int, what: str, detect, power, default=DETECT_TV):
+    """Refuse an ``n`` below ``needed`` when a detection target was asked for (``detect``, or
+    ``power`` alone with the default deviation)."""
+    if detect is None and power is not None:
+        detect = default
+    power = POWER if power is None else power
     if n is not None and detect is not None:
         n = as_n(n)
         if n < needed:
@@ -264,7 +269,7 @@ def _law_check(check, sampler, p, q, law, claim, *, protocol, n, seed, false_fai
                                                low_open=True)
     dof = int(np.count_nonzero(law > 0)) - 1
     needed = max(n_for_tv(det or DETECT_TV, dof, rate, pw), MIN_DEFAULT_N)
-    _check_n(n, needed, "a TV deviation", det, pw)
+    _check_n(n, needed, "a TV deviation", det, power)
     d = _draws(sampler, p, q, protocol, n, seed, B, name, chunk, needed)
     t0 = time.perf_counter()
     counts = np.bincount(d.tokens, minlength=law.shape[0])
@@ -430,7 +435,7 @@ def check_acceptance(sampler, p, q, *, expected=None, scheme=None, rule=None,
     det = None if detect is None else as_real(detect, "detect", low=0.0, high=1.0,
                                                low_open=True)
     needed = max(n_for_acceptance(det or DETECT_ACCEPTANCE, a, rate, pw), MIN_DEFAULT_N)
-    _check_n(n, needed, "an acceptance difference", det, pw)
+    _check_n(n, needed, "an acceptance difference", det, power, DETECT_ACCEPTANCE)
     d = _draws(sampler, p, q, protocol, n, seed, B, name, chunk, needed)
     t0 = time.perf_counter()
     k = int(d.accepted.sum())
@@ -487,9 +492,10 @@ def check_block(block, P, Q, *, rule="lossless", n=None, seed=0,
       :func:`specbound.theory.expected_block_tokens` (``"sd"``; reported).
 
     ``L + 2`` goodness-of-fit tests at the Bonferroni share of ``false_failure_rate``.
-    Default ``n``: the largest over the parts of what :func:`check_lossless` would use at
-    position 0 (the position every block reaches), scaled by the probability of reaching
-    the last position that is tested, capped at 10**6.
+    Default ``n``: what :func:`check_lossless` would use for one position at the Bonferroni
+    share of the rate, divided by the smallest probability (at least 0.05) of reaching a
+    position, so that every position reached that often gets that many draws; capped at
+    10**6.
     """
     if not callable(block):
         raise TypeError(f"block: must be a callable, got {type(block).__name__}")
@@ -515,10 +521,10 @@ def check_block(block, P, Q, *, rule="lossless", n=None, seed=0,
     det = None if detect is None else as_real(detect, "detect", low=0.0, high=1.0,
                                                low_open=True)
     # sized so that each position reached with probability >= 0.05 gets its share of draws
-    far = max(r for r in reach if r >= min(0.05, reach[-1])) if reach[-1] < 1 else 1.0
+    far = min(r for r in reach if r >= 0.05)
     needed = max(n_for_tv(det or DETECT_TV, V - 1, alpha, pw), MIN_DEFAULT_N)
     needed = min(math.ceil(needed / far), 10**6)
-    _check_n(n, needed, "a TV deviation", det, pw)
+    _check_n(n, needed, "a TV deviation", det, power)
     n = needed if n is None else as_n(n)
     ctx = _Context(block, name, seed, "block")
     rng_h, rng_s = streams(seed)
@@ -677,7 +683,7 @@ def check_drafter_invariance(step, p, qs, *, n=None, seed=0, context_length=4,
     V, D = p.shape[0], qs.shape[0]
     needed = max(n_for_tv(det or DETECT_TV, int(np.count_nonzero(p)) - 1, rate, pw),
                  MIN_DEFAULT_N)
-    _check_n(n, needed, "a TV deviation", det, pw)
+    _check_n(n, needed, "a TV deviation", det, power)
     n = needed if n is None else as_n(n)
     ctx = _Context(step, name, seed, "keyed")
     rng_h, _ = streams(seed)
