@@ -197,3 +197,40 @@ def test_power_alone_also_refuses_a_small_n():
         check_acceptance(G.sd_batch, P8, Q8, protocol="batch", n=2000, power=0.99)
     r = check_lossless(G.sd_batch, P8, Q8, protocol="batch", n=2000, detect=0.2, power=0.9)
     assert r.passed and r.min_detectable <= 0.2
+
+
+def _rrs(p, qs, xs, rng):
+    """Recursive rejection sampling with one draft law per draft (reference for the test)."""
+    cur = np.asarray(p, float)
+    for j, x in enumerate(xs):
+        qj = qs[j]
+        if rng.random() * qj[x] < cur[x]:
+            return int(x), j
+        res = np.maximum(cur - qj, 0.0)
+        cur = res / res.sum()
+    return int(G._rows_choice(cur[None, :], np.array([rng.random()]))[0]), -1
+
+
+def test_multi_protocols_with_one_law_per_draft_and_batched():
+    """Two checks of the per-call and two of the batched variant (rate 4e-3 together)."""
+    p, q = G.realistic_pair(6, seed=8)
+    qs = np.stack([q, G.realistic_pair(6, seed=9)[1], np.full(6, 1 / 6)])
+
+    def multi(p_, q_, xs, rng):
+        return _rrs(p_, q_, xs, rng)
+
+    d = draw(multi, p, qs, protocol="multi", n=2000, seed=0)
+    assert d.B == 3 and check_lossless(d, p, qs).passed
+    assert check_acceptance(d, p, qs, scheme="specinfer").passed
+
+    def multi_batch(P, Q, XS, rng):
+        # one shared law: Q is (m, V); one law per draft: (m, B, V)
+        out = [_rrs(P[i], Q[i] if Q.ndim == 3 else [Q[i]] * XS.shape[1], XS[i], rng)
+               for i in range(XS.shape[0])]
+        return np.array([t for t, _ in out]), np.array([j for _, j in out])
+
+    rb = check_lossless(multi_batch, p, q, protocol="multi_batch", B=2, n=2000, seed=1)
+    assert rb.passed, rb
+    ra = check_acceptance(multi_batch, p, q, protocol="multi_batch", B=2, n=2000, seed=1,
+                          scheme="specinfer")
+    assert ra.passed and abs(ra.statistic - specinfer_acceptance(p, q, 2)) < 0.05

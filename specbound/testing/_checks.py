@@ -401,6 +401,8 @@ def check_acceptance(sampler, p, q, *, expected=None, scheme=None, rule=None,
     p = as_law(p, "p")
     rate = _as_rate(false_failure_rate)
     pw = _as_power(POWER if power is None else power)
+    if isinstance(sampler, Draws):
+        protocol, B = sampler.protocol, sampler.B
     given = sum(x is not None for x in (expected, scheme, rule))
     if given > 1:
         raise ValueError("expected: give at most one of expected, scheme and rule")
