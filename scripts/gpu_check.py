@@ -23,6 +23,12 @@ below, with random weights (nothing is downloaded; no network), wraps them in a
    (``ar``, ``vsps``, ``mpfr`` B = 4 over ``--batch-prompts`` prompts) beside transformers'
    batched sampling (``model.generate(do_sample=True)`` on the same left-padded batch).
 
+5. with ``--conformance``: the conformance kit (``specbound.testing``) on the device --
+   transformers' ``_speculative_sampling`` on CUDA tensors (float64 and transformers' own
+   float32 logits): emitted law = p, acceptance = 1 - TV, the ensemble weight 0.5 as the
+   interpolation rule, an L = 3 block against theory's block law; and vLLM's rejection
+   sampler where vLLM is importable (:func:`check_conformance`).
+
 Random weights give near-uniform next-token distributions, so the drafts are rarely
 accepted: the throughput rows measure the machinery (forwards, verification, bookkeeping),
 not a speed-up.  ``--tiny`` builds small models of the same architecture, for a CPU
@@ -278,6 +284,96 @@ def throughput_batched(pair, n_prompts: int, new_tokens: int) -> list[dict]:
     return rows
 
 
+def _vllm_block(device):
+    """vLLM's v1 ``rejection_sample`` as a block protocol, or ``None`` with the reason.
+
+    Built from the function's signature (draft ids, per-request draft counts, draft and
+    target probabilities, bonus ids, sampling metadata); a vLLM whose signature or metadata
+    differs is reported as not checked rather than guessed at.
+    """
+    try:
+        import torch
+        from vllm.v1.sample import rejection_sampler as rs
+    except Exception as exc:  # noqa: BLE001 - any import failure means: not importable
+        return None, f"vLLM not importable ({type(exc).__name__}: {str(exc)[:80]})"
+    fn = getattr(rs, "rejection_sample", None)
+    if fn is None:
+        return None, "vllm.v1.sample.rejection_sampler.rejection_sample not found"
+    params = list(inspect.signature(fn).parameters)
+    need = ["draft_token_ids", "num_draft_tokens", "max_spec_len", "cu_num_draft_tokens",
+            "draft_probs", "target_probs", "bonus_token_ids", "sampling_metadata"]
+    if params[:len(need)] != need:
+        return None, f"rejection_sample has parameters {params}: not the ones this check knows"
+    try:
+        from vllm.v1.sample.metadata import SamplingMetadata
+
+        fields = inspect.signature(SamplingMetadata).parameters
+        base = {k: None for k, v in fields.items() if v.default is inspect.Parameter.empty}
+    except Exception as exc:  # noqa: BLE001
+        return None, f"SamplingMetadata not built ({type(exc).__name__}: {str(exc)[:80]})"
+
+    def block(P, Q, xs, rng):
+        L = len(xs)
+        torch.manual_seed(int(rng.integers(0, 2**63 - 1)))
+        meta = SamplingMetadata(**{**base, "temperature": torch.ones(1, device=device),
+                                   "all_greedy": False, "all_random": True,
+                                   "generators": {}})
+        t = torch.as_tensor(np.asarray(P[:L]), dtype=torch.float32, device=device)
+        d = torch.as_tensor(np.asarray(Q), dtype=torch.float32, device=device)
+        bonus = torch.multinomial(torch.as_tensor(np.asarray(P[L]), dtype=torch.float32,
+                                                  device=device), 1).view(1, 1)
+        out = fn(torch.as_tensor(np.array(xs), dtype=torch.int32, device=device), [L], L,
+                 torch.tensor([L], dtype=torch.int32, device=device), d, t, bonus, meta)
+        row = [int(v) for v in out[0].tolist() if int(v) >= 0]
+        return row, len(row) - 1
+
+    return block, ""
+
+
+def check_conformance(device, n: int) -> list[dict]:
+    """The conformance kit on ``device``: transformers' sampler (and vLLM's where importable)
+    against the exact laws, each check at false-failure rate 1e-3."""
+    import torch
+
+    from specbound.testing import check_acceptance, check_block, check_induced, check_lossless, draw
+    from specbound.testing.adapters import transformers_block, transformers_step
+    from specbound.testing.gallery import realistic_pair
+
+    p, q = realistic_pair(8, seed=4, noise=1.5)
+    pairs = [realistic_pair(8, seed=10 + i) for i in range(4)]
+    P = np.stack([a for a, _ in pairs])
+    Q = np.stack([b for _, b in pairs[:3]])
+    rows = []
+
+    def add(name, res):
+        rows.append(dict(check=name, ok=bool(res.passed), pvalue=f"{res.pvalue:.3g}",
+                         n=res.n, min_detectable=f"{res.min_detectable:.3g}",
+                         seconds=f"{res.seconds_total:.1f}"))
+
+    for dt in (torch.float64, torch.float32):
+        tag = str(dt).replace("torch.", "")
+        d = draw(transformers_step(device=device, dtype=dt), p, q, n=n, seed=1)
+        add(f"transformers {tag}: law = p", check_lossless(d, p, q))
+        add(f"transformers {tag}: acceptance = 1 - TV", check_acceptance(d, p, q))
+    d = draw(transformers_step(assistant_ensemble_weight=0.5, device=device), p, q, n=n,
+             seed=2)
+    add("transformers w=0.5: interpolation law", check_induced(d, p, q, "interpolation",
+                                                               lam=0.5))
+    add("transformers L=3 block", check_block(transformers_block(device=device), P, Q, n=n,
+                                              seed=3))
+    block, why = _vllm_block(device)
+    if block is None:
+        rows.append(dict(check=f"vLLM rejection sampler: not checked ({why})", ok=True,
+                         pvalue="", n=0, min_detectable="", seconds=""))
+    else:
+        try:
+            add("vLLM rejection sampler L=3 block", check_block(block, P, Q, n=n, seed=4))
+        except (TypeError, ValueError) as exc:
+            rows.append(dict(check=f"vLLM rejection sampler: call failed ({str(exc)[:120]})",
+                             ok=False, pvalue="", n=0, min_detectable="", seconds=""))
+    return rows
+
+
 def _md(rows: list[dict]) -> str:
     if not rows:
         return "(none)\n"
@@ -299,9 +395,24 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-prompts", type=int, default=16,
                     help="prompts of the batched throughput rows (default 16)")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
+    ap.add_argument("--conformance", action="store_true",
+                    help="run only the conformance kit's checks on the device")
+    ap.add_argument("--conformance-n", type=int, default=20_000,
+                    help="sampler calls per conformance check (default 20,000)")
     args = ap.parse_args(argv)
 
     import torch
+
+    if args.conformance:
+        rows = check_conformance(args.device, args.conformance_n)
+        ok = all(r["ok"] for r in rows)
+        text = "\n".join(["# Conformance kit on the device", "", _md(rows), "",
+                          "ALL CHECKS PASSED" if ok else "SOME CHECKS FAILED", ""])
+        print(text)
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text)
+        return 0 if ok else 1
 
     from specbound import sim
 

@@ -8,6 +8,10 @@
 #      generate of every decoder of sim.DECODERS, and the first-token chi-square goodness of
 #      fit of every decoder against the target's processed law (fails below p = 1e-6).
 #   3. the tests marked gpu (pytest -m gpu).
+#   3b. the conformance kit (specbound.testing) on CUDA tensors: transformers'
+#      _speculative_sampling (law = p, acceptance = 1 - TV, ensemble weight as the
+#      interpolation rule, an L = 3 block) and vLLM's rejection sampler where vLLM is
+#      importable (scripts/gpu_check.py --conformance; CONFORMANCE_N calls per check).
 #   4. Zhou et al. (2026, arXiv:2607.26627)'s benchmark findings need 7B models and task
 #      suites: set ZHOU_BENCHMARK to a command that runs them and it runs here; unset, the step
 #      says it was not run (the embedded-scale analogues are paper_figs' INDEX rows
@@ -74,6 +78,9 @@ sys.exit(0 if ok else 1)
 PYEOF
 
 step "tests marked gpu" "$PY" -m pytest -q -p no:cacheprovider -n 0 -m gpu tests/
+
+step "conformance kit on cuda" timeout 600 "$PY" scripts/gpu_check.py --device cuda \
+    --conformance --conformance-n "${CONFORMANCE_N:-20000}" --out "$DEST/gpu_conformance.md"
 
 if [ -n "${ZHOU_BENCHMARK:-}" ]; then
     step "Zhou et al. benchmark (ZHOU_BENCHMARK)" bash -c "$ZHOU_BENCHMARK"

@@ -1149,6 +1149,135 @@ command("log", "log the target's and drafts' next-token distributions along the 
         "own samples (resumable)", _log_arguments)(_log_run)
 
 
+# ----------------------------------------------------------------------------- check-sampler
+# A self-contained command: its own argument setup and action (specbound.testing).
+
+_CHECK_PROTOCOLS = ("step", "batch", "multi", "block", "keyed")
+
+
+def _check_sampler_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", metavar="MODULE:FUNCTION", type=_nonempty_text,
+                   help="the sampler, by import path (e.g. mypkg.sampling:my_step)")
+    p.add_argument("--protocol", required=True, choices=_CHECK_PROTOCOLS,
+                   help="how the sampler is called: step(p, q, x, rng) -> (token, accepted); "
+                        "batch: the same over rows; multi(p, q, xs, rng) -> (token, index or "
+                        "-1); block(P, Q, xs, rng) -> (tokens, n_accepted); keyed(p, q, x, "
+                        "key, context) -> token")
+    p.add_argument("--factory", action="store_true",
+                   help="FUNCTION builds the sampler: call it with no arguments first (e.g. "
+                        "specbound.testing.adapters:transformers_step)")
+    p.add_argument("--vocab-size", type=_int_in(2, 100_000), default=8,
+                   help="vocabulary of the test case (default 8): a Zipf-like target and a "
+                        "noisy draft, specbound.testing.gallery.realistic_pair")
+    p.add_argument("--B", type=_int_in(1, 64), default=2, help="drafts per call (multi)")
+    p.add_argument("--L", type=_int_in(1, 16), default=3, help="block length (block)")
+    p.add_argument("--scheme", default=None, choices=["specinfer", "mpfr", "gls"],
+                   help="multi: also check the acceptance against this scheme's exact value")
+    p.add_argument("--n", type=_int_in(100, 10**9), default=None,
+                   help="sampler calls per check (default: enough to catch a TV deviation "
+                        "of 0.01 with probability 0.99)")
+    p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0, help="seed (default 0)")
+    p.add_argument("--case-seed", type=_int_in(0, INT64_MAX), default=0,
+                   help="seed of the test case's laws (default 0)")
+    p.add_argument("--false-failure-rate", type=_real, default=1e-3,
+                   help="probability that a correct sampler fails a check (default 1e-3)")
+
+
+def _import_sampler(args):
+    import importlib
+
+    mod_name, sep, attr = args.target.partition(":")
+    if not sep or not mod_name or not attr:
+        _fail("MODULE:FUNCTION", f"{args.target[:80]!r} is not of the form MODULE:FUNCTION")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a sampler in the current folder, as `python -m`
+    try:
+        obj = importlib.import_module(mod_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's
+        _fail("MODULE:FUNCTION", f"cannot import {mod_name!r} ({type(exc).__name__}: {exc})")
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            _fail("MODULE:FUNCTION", f"{mod_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if args.factory:
+        if not callable(obj):
+            _fail("--factory", f"{attr!r} is not callable")
+        obj = obj()
+    if not callable(obj):
+        _fail("MODULE:FUNCTION", f"{attr!r} is not callable")
+    return obj
+
+
+def _check_sampler_run(args: argparse.Namespace) -> int:
+    if not 0 < args.false_failure_rate <= 0.5:
+        _fail("--false-failure-rate", f"must be in (0, 0.5], got {args.false_failure_rate:g}")
+    sampler = _import_sampler(args)
+    import numpy as np
+
+    from specbound import testing as T
+    from specbound.testing.gallery import realistic_pair
+
+    V, cs = args.vocab_size, args.case_seed
+    common = dict(n=args.n, seed=args.seed, false_failure_rate=args.false_failure_rate,
+                  name=args.target)
+    p, q = realistic_pair(V, cs)
+    runs = []
+    if args.protocol in ("step", "batch"):
+        rate = args.false_failure_rate
+        try:
+            d = T.draw(sampler, p, q, protocol=args.protocol, seed=args.seed, name=args.target,
+                       n=args.n or _default_n(p, q, rate))
+        except (ValueError, TypeError) as exc:
+            if not str(exc).startswith("sampler: "):
+                raise
+            print(f"check FAILED: {_one_line(str(exc))}")
+            return EXIT_INTERNAL
+        runs += [lambda: T.check_lossless(d, p, q, false_failure_rate=rate),
+                 lambda: T.check_acceptance(d, p, q, false_failure_rate=rate)]
+    elif args.protocol == "multi":
+        runs.append(lambda: T.check_lossless(sampler, p, q, protocol="multi", B=args.B,
+                                             **common))
+        if args.scheme:
+            runs.append(lambda: T.check_acceptance(sampler, p, q, protocol="multi", B=args.B,
+                                                   scheme=args.scheme, **common))
+    elif args.protocol == "block":
+        pairs = [realistic_pair(V, cs + 17 * i) for i in range(args.L + 1)]
+        P = np.stack([a for a, _ in pairs])
+        Q = np.stack([b for _, b in pairs[:args.L]])
+        runs.append(lambda: T.check_block(sampler, P, Q, **common))
+    else:
+        qs = np.stack([q, realistic_pair(V, cs + 1)[1], np.full(V, 1.0 / V)])
+        runs.append(lambda: T.check_drafter_invariance(sampler, p, qs, **common))
+    ok = True
+    for run in runs:
+        try:
+            res = run()
+        except (ValueError, TypeError) as exc:
+            if not str(exc).startswith("sampler: "):
+                raise
+            print(f"check FAILED: {_one_line(str(exc))}")
+            return EXIT_INTERNAL
+        print(res)
+        ok &= res.passed
+    return EXIT_OK if ok else EXIT_INTERNAL
+
+
+def _default_n(p, q, rate: float) -> int:
+    """The larger of check_lossless's and check_acceptance's default sample sizes."""
+    from specbound import theory
+    from specbound.testing import _checks as C
+
+    a = 1.0 - float(theory.tv_distance(p, q))
+    dof = int((p > 0).sum()) - 1
+    return max(C.n_for_tv(C.DETECT_TV, dof, rate, C.POWER),
+               C.n_for_acceptance(C.DETECT_ACCEPTANCE, a, rate, C.POWER), C.MIN_DEFAULT_N)
+
+
+command("check-sampler", "check a speculative sampler (MODULE:FUNCTION) against the exact "
+        "laws with specbound.testing (exit 0 pass, 1 fail, 2 usage)",
+        _check_sampler_arguments)(_check_sampler_run)
+
+
 # ----------------------------------------------------------------------------- entry
 
 

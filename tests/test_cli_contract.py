@@ -160,6 +160,11 @@ BAD = [
     (["log", "--out", "/tmp/x", "--max-stored", "0"], "--max-stored"),
     (["log", "--out", "/tmp/x", "--drafts", "bogus:1"], "--drafts"),
     (["log", "--out", "/tmp/x", "--temperature", TINY], "--temperature"),
+    # check-sampler (tests/test_testing_cli.py holds its runs)
+    (["check-sampler", "specbound.testing.gallery:sd_step"], "--protocol"),
+    (["check-sampler", "nosuchmodule_xyz:f", "--protocol", "step"], "MODULE:FUNCTION"),
+    (["check-sampler", "specbound.testing.gallery:sd_step", "--protocol", "step", "--n", "5"],
+     "--n"),
 ]
 if NO_CUDA:
     BAD += [(["generate", "hi", "--key", "1", "--device", "cuda"], "--device"),

@@ -1,7 +1,7 @@
 """The documentation in ``docs/`` stays true to the code.
 
-- every public name (``__all__`` of ``specbound.theory``, ``.sim``, ``.llm``, ``.sweep`` and
-  ``.results``) is listed on its page;
+- every public name (``__all__`` of ``specbound.theory``, ``.sim``, ``.llm``, ``.sweep``,
+  ``.results`` and ``.testing``) is listed on its page;
 - every test the documentation names (``tests/FILE.py::TEST``) exists;
 - every relative link and ``#anchor`` resolves, and every ``docs/mathematics.md §N`` that the
   code cites is a section of that page;
@@ -32,6 +32,7 @@ PAGES = {
     "specbound.llm": "llm.md",
     "specbound.sweep": "sweep.md",
     "specbound.results": "sweep.md",
+    "specbound.testing": "testing.md",
 }
 
 

@@ -96,7 +96,7 @@ def test_there_is_a_notebook():
 def test_tutorial_notebooks_are_readable():
     """Each numbered tutorial opens with prose, reads the quick-mode switch, and draws."""
     numbered = [p for p in NOTEBOOKS if p.name[:2].isdigit()]
-    assert [p.name[:2] for p in numbered] == ["01", "02", "03", "04", "05"]
+    assert [p.name[:2] for p in numbered] == ["01", "02", "03", "04", "05", "06"]
     for path in numbered:
         nb = nbformat.read(path, as_version=4)
         assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")

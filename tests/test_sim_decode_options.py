@@ -19,8 +19,8 @@ from specbound.sim.decode import (
 )
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import context_label, key_id
+from specbound.testing.strategies import prob_vectors
 from tests._stats import assert_gof, assert_not_gof, assert_within_se, bonferroni
-from tests.strategies import prob_vectors
 
 TARGET = MarkovLM(np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]))
 DRAFT = MarkovLM(np.array([[0.2, 0.5, 0.3], [0.4, 0.2, 0.4], [0.3, 0.5, 0.2]]))

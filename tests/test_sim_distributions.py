@@ -22,8 +22,8 @@ from specbound.sim.distributions import (
     zipf,
     zipf_law,
 )
+from specbound.testing.strategies import prob_pairs, prob_vectors
 from tests._stats import assert_within_se
-from tests.strategies import prob_pairs, prob_vectors
 
 
 def _is_prob(x, shape):

@@ -21,8 +21,8 @@ from specbound.sim.gof import (
     gof_test,
     multinomial_exact_gof,
 )
+from specbound.testing.strategies import prob_vectors
 from tests._stats import FAILURE_RATE
-from tests.strategies import prob_vectors
 
 
 def _ks_crit(n: int, rate: float) -> float:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from specbound.sim import _kernels as K
 from specbound.sim import _reference as R
-from tests.strategies import prob_pairs, prob_vectors
+from specbound.testing.strategies import prob_pairs, prob_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 _TAB = np.empty((1, 1))

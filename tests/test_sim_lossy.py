@@ -17,8 +17,8 @@ from specbound import theory
 from specbound.sim import sample_induced
 from specbound.sim.gof import bonferroni_alpha, chisquare_gof, counts_from_samples
 from specbound.sim.lossy import LOSSY_RULES
+from specbound.testing.strategies import prob_pairs
 from specbound.theory.lossy import induced_distribution
-from tests.strategies import prob_pairs
 
 N = 200_000
 

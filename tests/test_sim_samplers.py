@@ -13,7 +13,7 @@ from specbound.sim import _kernels as K
 from specbound.sim import _reference as R
 from specbound.sim.prf import context_label
 from specbound.sim.samplers import Step, clock_shape
-from tests.strategies import prob_pairs, prob_vectors
+from specbound.testing.strategies import prob_pairs, prob_vectors
 
 ALL = SAMPLERS
 sample_step_reference = R.sample_step

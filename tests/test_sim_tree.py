@@ -12,6 +12,7 @@ from scipy import stats
 
 from specbound.sim import simulate_tree_verification
 from specbound.sim.gof import bonferroni_alpha, chisquare_gof
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import block_efficiency
 from specbound.theory.tree import (
     eta_allowed,
@@ -21,7 +22,6 @@ from specbound.theory.tree import (
     tree_block_efficiency,
     tree_emitted_distribution,
 )
-from tests.strategies import prob_pairs
 
 N = 200_000
 L = 3

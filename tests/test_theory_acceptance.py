@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import (
     active_set_bound,
     exact_acceptance,
@@ -41,7 +42,6 @@ from specbound.theory import (
 )
 from specbound.theory._gls import RatioStructure
 from tests._stats import assert_within_se
-from tests.strategies import prob_pairs
 
 EXACT = 1e-12  # tolerance for identities that hold exactly up to rounding
 GLS_TOL = 1e-10  # the GLS quadrature targets ~1e-13; the contract is 1e-8

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from specbound.sim import MarkovLM
 from specbound.sim import expected_block_tokens as sim_block_tokens
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import exact_acceptance, pml_bound, tv_distance
 from specbound.theory.blocks import (
     BLOCK_SCHEMES,
@@ -17,7 +18,6 @@ from specbound.theory.blocks import (
     expected_block_tokens,
     mpfr_multiplicity_law,
 )
-from tests.strategies import prob_pairs
 
 
 def _fns(target, draft):

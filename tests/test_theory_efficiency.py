@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import block_efficiency
-from tests.strategies import prob_pairs
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 lookahead = st.integers(0, 64)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import lossy as L
 from specbound.theory import tree as T
-from tests.strategies import prob_pairs
 
 ATOL = 1e-9
 

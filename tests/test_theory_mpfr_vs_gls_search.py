@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from specbound.testing.strategies import prob_pairs
 from specbound.theory import exact_acceptance
-from tests.strategies import prob_pairs
 
 MARGIN = 1e-10
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specbound.testing.strategies import prob_pairs, prob_vectors
 from specbound.theory import lossy as L
 from specbound.theory import tree as T
-from tests.strategies import prob_pairs, prob_vectors
 
 ATOL = 1e-9
 P3 = np.array([0.5, 0.3, 0.2])

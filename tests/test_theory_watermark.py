@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
+from specbound.testing.strategies import prob_vectors
 from specbound.theory import _nulls as N
 from specbound.theory import (
     aaronson_entropy_bound,
@@ -37,7 +38,6 @@ from specbound.theory import (
 )
 from specbound.theory import watermark as W
 from tests._stats import assert_gof, assert_within_se, binom_ok
-from tests.strategies import prob_vectors
 
 PARAMS = {
     "aaronson": {},

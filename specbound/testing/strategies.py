@@ -1,13 +1,34 @@
-"""Hypothesis strategies for probability vectors and (p, q) pairs.
+"""Hypothesis strategies for probability vectors, (p, q) pairs and multi-draft sets.
 
 The strategies deliberately include the awkward cases: zeros, one-hot vectors, near-uniform
-vectors, Zipf-like (heavy-tailed) vectors and very skewed vectors, at sizes 1..200.
+vectors, Zipf-like (heavy-tailed) vectors and very skewed vectors, at sizes 1..200.  They
+are the package's own test strategies (one home), public so that a test of any sampler can
+draw the same cases::
+
+    from hypothesis import given, settings
+    from specbound.testing import check_lossless
+    from specbound.testing.strategies import example_rate, prob_pairs
+
+    @settings(max_examples=20, derandomize=True)
+    @given(prob_pairs(max_size=16))
+    def test_my_sampler(pq):
+        p, q = pq
+        assert check_lossless(my_step, p, q, n=20_000,
+                              false_failure_rate=example_rate(1e-3, 20)).passed
+
+:func:`example_rate` splits one overall false-failure rate across hypothesis' examples (the
+Bonferroni bookkeeping of :func:`specbound.sim.gof.bonferroni_alpha`).  Needs hypothesis
+(the ``testing`` extra); nothing else in :mod:`specbound.testing` does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
+
+from specbound.sim.gof import bonferroni_alpha
+
+__all__ = ["KINDS", "prob_vectors", "prob_pairs", "multi_draft_sets", "example_rate"]
 
 KINDS = ("dirichlet", "sparse", "onehot", "near_uniform", "zipf", "skewed")
 
@@ -76,3 +97,28 @@ def prob_pairs(draw, min_size: int = 1, max_size: int = 200, kinds=KINDS, abs_co
     q = np.asarray(q, dtype=np.float64)
     q = q / q.sum()
     return p, q
+
+
+@st.composite
+def multi_draft_sets(draw, min_size: int = 2, max_size: int = 32, max_B: int = 4,
+                     kinds=KINDS, identical=None):
+    """``(p, qs)`` with ``qs`` of shape ``(B, n)``: one draft law per draft (``B`` in
+    ``1..max_B``).  ``identical=True`` repeats one ``q`` (i.i.d. drafts), ``False`` draws
+    each law on its own, ``None`` either."""
+    B = draw(st.integers(1, max_B))
+    p, q = draw(prob_pairs(min_size=min_size, max_size=max_size, kinds=kinds))
+    same = draw(st.booleans()) if identical is None else identical
+    if same:
+        qs = np.broadcast_to(q, (B, q.shape[0])).copy()
+    else:
+        qs = np.stack([q] + [draw(prob_vectors(n=q.shape[0], kinds=kinds))
+                             for _ in range(B - 1)])
+    return p, qs
+
+
+def example_rate(total_rate: float, max_examples: int) -> float:
+    """Per-example false-failure rate so that ``max_examples`` hypothesis examples together
+    fail by chance with probability at most ``total_rate`` (union bound:
+    ``total_rate / max_examples``; hypothesis may also replay a failing example while
+    shrinking, which only happens after a failure)."""
+    return bonferroni_alpha(total_rate, max_examples)
