@@ -764,8 +764,9 @@ def _sb_ngram_run(pair, ids, n, rnd, L=4):
             "target_forwards_per_token": res.target_forwards_per_token,
             "outside_over_forward": res.outside_seconds / res.forward_seconds,
             "drafted_share": sum(drafted) / len(drafted),
+            # None (left out of the medians) for a run without decisions
             "acceptance": (float(res.decision_accepted.mean()) if res.decision_accepted.size
-                           else float("nan"))}
+                           else None)}
 
 
 def _hf_lookup_run(pair, ids, n, seed, L=4):
