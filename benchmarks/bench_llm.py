@@ -48,6 +48,24 @@ Modes (one per invocation):
   float32 and the reduced-precision processed next-token distributions over every context
   of the shipped log (``specbound.llm.shipped_log()``).  ``bench_llm_dtype.csv``.
 
+- ``--ngram``: prompt lookup, one prompt per type (``code``: a HumanEval prompt; ``chat``: a
+  ShareGPT prompt; ``edit``: "fix the typo in this function" built from a HumanEval prompt
+  whose answer quotes it) x temperature (``--temps``, default 0.3,0.7,1.0; top-k 50):
+  ``vsps`` with ``ngram:3`` against ``ar`` and against transformers' prompt lookup
+  (``generate(do_sample=True, prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``,
+  same prompt, same L, same processing, no end-of-sequence), rounds as above; per row
+  AATPS, target forwards per token, the share of blocks that drafted (specbound), and the
+  exact break-even acceptance (below).  ``bench_llm_ngram.csv``.
+
+Break-even of prompt lookup: a block that drafts ``k`` tokens costs one ``(k + 1)``-token
+target forward, ``c_k`` single-token forwards (measured once per run: the median of 9
+timed forwards of each width over the prompt's cache), and emits ``1 + A`` tokens, ``A``
+its accepted drafts; plain sampling emits one token per single-token forward.  Drafting
+pays where ``E[1 + A] > c_k``: with a per-token acceptance ``a`` of independent decisions
+``E[1 + A] = (1 - a^(k+1)) / (1 - a)``; the smallest ``a`` with
+``(1 - a^(k+1)) / (1 - a) >= c_k`` is the break-even reported beside the measured
+acceptance (``accepted drafts / decisions``).
+
 Batched decoding (``--batch``): ``--prompts`` chat prompts (half HumanEval, half ShareGPT)
 x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched forward per
 step over every live prompt) against the same prompts decoded one at a time by
@@ -679,8 +697,147 @@ def run_batch(pair, n, rounds, n_prompts=16, L=4, out_dir=None):
     return path
 
 
+NGRAM_COLUMNS = ["prompt_type", "temperature", *COLUMNS, "drafted_share", "acceptance",
+                 "verify_cost_ratio", "break_even_acceptance"]
+
+
+def _edit_prompt(code: str) -> str:
+    """A prompt whose answer quotes it: a HumanEval prompt with one typo to fix."""
+    for word, typo in ((" the ", " teh "), ("return", "retrun"), (" a ", " an ")):
+        if word in code:
+            code = code.replace(word, typo, 1)
+            break
+    return ("Fix the typo in this function and write the whole function again, unchanged "
+            f"otherwise:\n\n{code}")
+
+
+def _ngram_prompts():
+    from specbound.llm import prompts
+
+    code = prompts("humaneval", 2, seed=0)
+    return {"code": code[0], "chat": prompts("sharegpt", 1, seed=0)[0],
+            "edit": _edit_prompt(code[1])}
+
+
+def _verify_cost(pair, ids, k, reps=9):
+    """Median time of a ``(k + 1)``-token target forward over the prompt's cache divided by
+    that of a 1-token forward (the exact cost ratio of a drafted block)."""
+    import copy
+
+    import torch
+
+    base = pair.target_logprobs(torch.as_tensor(ids[:-1])[None], use_cache=True)
+
+    def timed(width):
+        xs = []
+        for _ in range(reps):
+            cache = copy.deepcopy(base.cache)
+            x = torch.as_tensor([list(ids[-1:]) + [int(ids[-1])] * width])
+            t0 = time.perf_counter()
+            pair.target_logprobs(x, cache=cache, use_cache=True, num_positions=width + 1)
+            xs.append(time.perf_counter() - t0)
+        return _spread(xs)[0]
+
+    return timed(k) / timed(0)
+
+
+def _break_even(c, k=4):
+    """Smallest per-token acceptance ``a`` with ``(1 - a^(k+1)) / (1 - a) >= c``."""
+    from scipy.optimize import brentq
+
+    def gain(a):
+        return sum(a ** i for i in range(k + 1)) - c
+
+    if gain(0.0) >= 0:
+        return 0.0
+    return float(brentq(gain, 0.0, 1.0)) if gain(1.0) >= 0 else float("nan")
+
+
+def _sb_ngram_run(pair, ids, n, rnd, L=4):
+    from specbound.llm import generate
+
+    t0 = time.perf_counter()
+    res = generate(pair, ids, "vsps", L=L, max_new_tokens=n, stop_at_eos=False, seed=rnd)
+    sec = time.perf_counter() - t0
+    drafted = [d.shape[1] > 0 for d in res.drafts]
+    return {"n_tokens": res.n_generated, "seconds": sec, "aatps": res.aatps,
+            "target_forwards_per_token": res.target_forwards_per_token,
+            "outside_over_forward": res.outside_seconds / res.forward_seconds,
+            "drafted_share": sum(drafted) / len(drafted),
+            # None (left out of the medians) for a run without decisions
+            "acceptance": (float(res.decision_accepted.mean()) if res.decision_accepted.size
+                           else None)}
+
+
+def _hf_lookup_run(pair, ids, n, seed, L=4):
+    """transformers' prompt lookup: ``generate(do_sample=True,
+    prompt_lookup_num_tokens=L)``; target forwards counted with a hook."""
+    import torch
+
+    t = torch.as_tensor(ids, dtype=torch.long)[None, :]
+    calls = []
+    hook = pair.target.register_forward_pre_hook(lambda *a: calls.append(1))
+    kw = dict(pair.generation_kwargs(), max_new_tokens=n, eos_token_id=None,
+              pad_token_id=pair.tokenizer.eos_token_id, prompt_lookup_num_tokens=L,
+              max_matching_ngram_size=3)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    try:
+        with torch.no_grad():
+            out = pair.target.generate(t, attention_mask=torch.ones_like(t), **kw)
+    finally:
+        hook.remove()
+    sec = time.perf_counter() - t0
+    return {"n_tokens": int(out.shape[1] - t.shape[1]), "seconds": sec,
+            "aatps": (out.shape[1] - t.shape[1]) / len(calls),
+            "target_forwards_per_token": len(calls) / (out.shape[1] - t.shape[1])}
+
+
+def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command=""):
+    """vsps with ngram:3 against ar and transformers' prompt lookup, prompt type x T."""
+    texts = _ngram_prompts()
+    out = []
+    before = _machine_load()
+    print(f"{len(texts)} prompt types x T in {list(temps)} x {n} new tokens, L = {L}, "
+          f"{rounds} rounds; {before[1]}")
+    for T in temps:
+        tp = pair.with_processing(temperature=T)
+        ng = tp.with_draft("ngram:3")
+        for kind, text in texts.items():
+            ids = tp.encode_prompt(text)
+            _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
+            c = _verify_cost(tp, ids, L)
+            rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r)),
+                    ("specbound vsps ngram:3",
+                     lambda r, ng=ng, ids=ids: _sb_ngram_run(ng, ids, n, r, L)),
+                    ("transformers prompt lookup",
+                     lambda r, tp=tp, ids=ids: _hf_lookup_run(tp, ids, n, r, L))]
+            print(f"-- {kind} ({len(ids)} prompt tokens), T = {T}, verify cost ratio "
+                  f"{c:.2f}")
+            meas = _measure(rows, rounds)
+            extra = (*EXTRA, "drafted_share", "acceptance")
+            for name, _ in rows:
+                ref = None if name == "specbound ar" else "specbound ar"
+                row = _summary(meas, name, ref, extra)
+                row.update(prompt_type=kind, temperature=T, verify_cost_ratio=c,
+                           break_even_acceptance=_break_even(c, L))
+                out.append(row)
+            r = _ratios(meas, "specbound vsps ngram:3", "transformers prompt lookup")
+            out.append({"prompt_type": kind, "temperature": T,
+                        "row": "vsps ngram:3 / transformers prompt lookup", "rounds": len(r),
+                        "ratio_to": "transformers prompt lookup",
+                        "ratio_median": _spread(r)[0], "ratio_min": min(r),
+                        "ratio_max": max(r), "ratios": " ".join(f"{x:.3f}" for x in r)})
+    after = _machine_load()
+    _print_table(out, ["prompt_type", "temperature", "row", "tok_s_median", "ratio_to",
+                       "ratio_median", "ratio_min", "ratio_max", "aatps", "drafted_share",
+                       "acceptance", "break_even_acceptance"])
+    return _write("bench_llm_ngram.csv", out, NGRAM_COLUMNS, out_dir, before, after, command)
+
+
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
-        drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command=""):
+        drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command="",
+        temps=None):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -703,6 +860,9 @@ def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_di
     if mode == "sweep":
         return run_sweep(pair, n, rounds or (1 if quick else ROUNDS), ks, Ls, out_dir,
                          command)
+    if mode == "ngram":
+        return run_ngram(pair, n, rounds or (1 if quick else ROUNDS),
+                         temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command)
     if mode == "dtype":
         return run_dtype(pair, n, rounds or (1 if quick else ROUNDS), out_dir, command)
     if mode in ("tree", "tree-only"):
@@ -740,6 +900,9 @@ def main(argv=None):
     g.add_argument("--sweep", action="store_true", help="vsps with early_exit:k drafts vs ar")
     g.add_argument("--memory", action="store_true", help="peak memory, one subprocess a case")
     g.add_argument("--dtype", action="store_true", help="float32 vs bfloat16 vs int8")
+    g.add_argument("--ngram", action="store_true",
+                   help="vsps with ngram:3 vs ar and transformers' prompt lookup")
+    ap.add_argument("--temps", default=None, help="temperatures of --ngram (0.3,0.7,1.0)")
     g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     ap.add_argument("--prompts", type=int, default=16, help="prompts of the batched modes")
     ap.add_argument("--ks", default="1,2,4,8", help="early_exit layers of --sweep")
@@ -750,13 +913,14 @@ def main(argv=None):
     mode = next((m for m, on in (("tree", a.tree), ("tree-only", a.tree_only),
                                  ("batch", a.batch), ("batch-hf", a.batch_hf),
                                  ("threads", a.threads_compare), ("sweep", a.sweep),
-                                 ("memory", a.memory), ("dtype", a.dtype)) if on), "default")
+                                 ("memory", a.memory), ("dtype", a.dtype),
+                                 ("ngram", a.ngram)) if on), "default")
     command = "python -m benchmarks.bench_llm " + " ".join(
         sys.argv[1:] if argv is None else argv)
     run(mode, a.quick, a.tokens, a.threads, a.rounds, a.out,
         [d for d in a.drafts.split(",") if d], a.all, a.prompts,
         tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
-        command.strip())
+        command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None)
 
 
 if __name__ == "__main__":

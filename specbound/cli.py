@@ -559,7 +559,8 @@ def default_drafts(n_layers: int) -> list[str]:
 
 
 _SYNTAX = {"temperature": "temperature:T", "early_exit": "early_exit:K",
-           "quantized": "quantized:BITS[:GROUP]", "model": "model:ID_OR_PATH"}
+           "quantized": "quantized:BITS[:GROUP]", "ngram": "ngram:N[:K]",
+           "model": "model:ID_OR_PATH"}
 
 
 def _safetensors_summary(folder: Path):
@@ -786,7 +787,9 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
                    help="watermark context window: how many preceding tokens key each "
                         "token's pivot (default 4); 0: the key alone, no context")
     p.add_argument("--draft", default="temperature:1.5", type=_nonempty_text,
-                   help="draft spec (default temperature:1.5)")
+                   help="draft spec: temperature:T, early_exit:K, quantized:BITS[:GROUP], "
+                        "ngram:N[:K] (prompt lookup, no model; no match: an ar step) or "
+                        "model:ID_OR_PATH (default temperature:1.5)")
     p.add_argument("--max-new-tokens", type=_int_in(0, MAX_TOKENS), default=128,
                    help="default 128")
     p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0,

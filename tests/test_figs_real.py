@@ -643,3 +643,27 @@ def test_refresh_index_csv_produces_only_where_real_lossy_has_run(tmp_path):
     (tmp_path / "real_lossy.csv").write_text("y\n")
     assert _real_log.refresh_index_csv(tmp_path, name, produce) and calls == [None]
     assert _real_log.refresh_index_csv(tmp_path, name, produce) and calls == [None]  # fresh
+
+
+def test_real_ngram_quick(tmp_path):
+    """The prompt-lookup study in quick mode: one prompt x 6 tokens per configuration."""
+    _needs_llm()
+    from paper_figs import real_ngram as ng
+
+    written = ng.main(tmp_path, quick=True)
+    assert {p.suffix for p in written} == {".png", ".csv"}
+    S = pd.read_csv(tmp_path / "real_ngram.csv")
+    from paper_figs import _real_runs as rr
+
+    specs = rr.resolve(ng.SPECS, rr.QUICK)
+    assert list(dict.fromkeys(S["config"])) == [ng.label(s) for s in specs]
+    assert ((S["aatps"] >= 1) & (S["aatps"] <= 5)).all()
+    ngram = S[S["draft"] == ng.NGRAM]
+    # a lookup costs no model forward: at most one target forward per generated token
+    assert (ngram["target_forwards_per_token"] <= 1).all()
+    pred = S[S["decoder"].isin(["vsps", "mpfr"])]
+    assert pred["predicted_aatps"].between(1, 5).all()
+    assert S[S["decoder"].isin(["ar", "specinfer"])]["predicted_aatps"].isna().all()
+    K = pd.read_csv(tmp_path / "real_ngram_keyed.csv")
+    assert len(K) == 3 and K["same_tokens"].between(0, 1).all()
+    assert (K["log10_p_median"] <= 0).all()

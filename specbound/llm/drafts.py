@@ -26,6 +26,19 @@ draft changes; the target itself is never modified.
     paper, Frantar et al. 2023, arXiv:2210.17323) and stored dequantized: each group takes
     at most :math:`2^{BITS}` distinct values.  Embedding, norms and LM head are shared with
     the target, unquantized (as GPTQ/AWQ leave them).
+``ngram:N`` or ``ngram:N:K`` (N >= 1, K >= 1)
+    Prompt lookup, no model: the last ``N`` committed tokens (prompt plus text so far) are
+    looked up among their earlier occurrences in an index kept up to date token by token
+    (:mod:`specbound.llm.ngram`), and the block drafts what followed the most recent one,
+    at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  Its draft law is a
+    point mass (``q`` one-hot) on the looked-up token; with ``B`` drafts, the continuations
+    of the ``B`` most recent occurrences whose continuations differ (the law after a path:
+    one equal weight per continuation through it).  Where no occurrence exists the block
+    has no draft: the decoder's one-token step from the target's law (an ``ar`` step, one
+    single-token target forward), never a drafted fallback, since on a CPU a derived draft
+    costs more than it saves (``ngram:N:K:ar`` names this fallback explicitly; it is the
+    only one).  It costs no model forward (``n_draft_forwards`` stays 0; the lookups' wall
+    time is ``draft_seconds``).  ``pair.draft`` is the target itself, never called.
 ``model:ID_OR_PATH``
     A separate model (``"embedded"``, a Hugging Face model id, a local folder or a ``.gguf``
     file, loaded like the target).  Its tokenizer must equal the target's (same vocabulary,
@@ -53,10 +66,13 @@ from specbound.llm._loading import load_model
 torch = require_llm_extra()
 nn = torch.nn
 
-__all__ = ["DRAFT_DESCRIPTIONS", "DRAFT_KINDS", "DraftSpec", "parse_draft", "TemperatureHead",
-           "divide_logits", "rtn_quantize", "make_draft", "layer_count", "view_temperature"]
+__all__ = ["DRAFT_DESCRIPTIONS", "DRAFT_KINDS", "NGRAM_FALLBACKS", "DraftSpec", "parse_draft",
+           "TemperatureHead", "divide_logits", "rtn_quantize", "make_draft", "layer_count",
+           "view_temperature"]
 
-DRAFT_KINDS = ("temperature", "early_exit", "quantized", "model")
+DRAFT_KINDS = ("temperature", "early_exit", "quantized", "ngram", "model")
+#: the only fallback of an ``ngram`` draft where no occurrence exists (an ``ar`` step)
+NGRAM_FALLBACKS = ("ar",)
 QUANT_BITS = (2, 3, 4)
 DEFAULT_GROUP = 64
 
@@ -68,11 +84,14 @@ DRAFT_DESCRIPTIONS = MappingProxyType({
                   "weights (no copy)",
     "quantized": "the target's decoder-layer weights re-quantized to BITS bits, "
                  "round-to-nearest per group (default 64 weights), made locally",
+    "ngram": "prompt lookup: the continuation of the most recent earlier occurrence of the "
+             "last N tokens (q one-hot, at most K tokens, no model forward; no occurrence: "
+             "an ar step)",
     "model": "a separate model with the target's tokenizer (e.g. Qwen2.5-0.5B-Instruct for "
              "Qwen2.5-7B-Instruct)",
 })
-_USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]' or "
-          "'model:ID_OR_PATH'")
+_USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]', "
+          "'ngram:N[:K]' or 'model:ID_OR_PATH'")
 
 
 def _float_text(t: float) -> str:
@@ -93,22 +112,27 @@ class DraftSpec:
 
     Attributes
     ----------
-    kind : {"temperature", "early_exit", "quantized", "model"}
+    kind : {"temperature", "early_exit", "quantized", "ngram", "model"}
     value : float, int or str
-        ``T``, ``K``, ``BITS`` or the model source.
+        ``T``, ``K``, ``BITS``, ``N`` or the model source.
     group_size : int or None
         Quantization group (``quantized`` only).
+    proposals : int or None
+        ``K`` of ``ngram:N:K``: at most this many drafted tokens per block (None: ``L``).
     """
 
     kind: str
     value: float | int | str
     group_size: int | None = None
+    proposals: int | None = None
 
     def __str__(self) -> str:
         if self.kind == "temperature":
             return f"temperature:{_float_text(self.value)}"
         if self.kind == "quantized" and self.group_size != DEFAULT_GROUP:
             return f"quantized:{self.value}:{self.group_size}"
+        if self.kind == "ngram" and self.proposals is not None:
+            return f"ngram:{self.value}:{self.proposals}"
         return f"{self.kind}:{self.value}"
 
     @property
@@ -122,6 +146,30 @@ def _int(text: str, what: str) -> int:
         return int(text)
     except ValueError:
         raise ValueError(f"draft: {what} must be an integer, got {text!r}") from None
+
+
+def _parse_ngram(rest: str) -> DraftSpec:
+    """``N``, ``N:K`` or ``N:K:FALLBACK`` of an ``ngram`` draft (FALLBACK: ``ar`` only)."""
+    parts = rest.split(":")
+    if len(parts) > 3:
+        raise ValueError(f"draft: ngram takes N, N:K or N:K:FALLBACK, got 'ngram:{rest}'")
+    n = _int(parts[0].strip(), "ngram N")
+    if n < 1:
+        raise ValueError(f"draft: ngram N (the looked-up n-gram's length) must be >= 1, got "
+                         f"{n} in 'ngram:{rest}'")
+    k = None
+    if len(parts) >= 2:
+        k = _int(parts[1].strip(), "ngram K")
+        if k < 1:
+            raise ValueError(f"draft: ngram K (drafted tokens per block) must be >= 1, got "
+                             f"{k} in 'ngram:{rest}'")
+    if len(parts) == 3 and parts[2].strip() not in NGRAM_FALLBACKS:
+        raise ValueError(
+            f"draft: ngram fallback {parts[2].strip()!r} in 'ngram:{rest}' is not known; the "
+            f"only fallback is {list(NGRAM_FALLBACKS)} (no occurrence: an ar step from the "
+            "target's law; a drafted fallback would cost draft forwards where nothing is "
+            "looked up)")
+    return DraftSpec("ngram", n, None, k)
 
 
 def parse_draft(draft) -> DraftSpec:
@@ -161,6 +209,8 @@ def parse_draft(draft) -> DraftSpec:
         if group < 2:
             raise ValueError(f"draft: quantized GROUP must be >= 2, got {group}")
         return DraftSpec("quantized", bits, group)
+    if kind == "ngram":
+        return _parse_ngram(rest)
     if not rest.strip():
         raise ValueError("draft: model needs a model id or path, e.g. 'model:embedded'")
     return DraftSpec("model", rest.strip())
@@ -401,6 +451,8 @@ def make_draft(target, tokenizer, draft, *, device, dtype):
         return spec, _replace_layers(target, list(layers)[: spec.value]), None
     if spec.kind == "quantized":
         return spec, _quantized_draft(target, spec.value, spec.group_size), None
+    if spec.kind == "ngram":  # no model: the target stands in for it and is never called
+        return spec, target, None
     model, tok, info = load_model(spec.value, device=device, dtype=dtype, name="draft")
     if not _same_vocab(tok, tokenizer):
         va, vb = tok.get_vocab(), tokenizer.get_vocab()

@@ -372,6 +372,13 @@ class PairBackend:
             raise ValueError(f"prefix_cache: must be a PrefixCache or None, got "
                              f"{type(prefix_cache).__name__}")
         self.prefix_cache = prefix_cache
+        spec = getattr(pair, "draft_spec", None)
+        #: the prompt-lookup drafter of an ``ngram`` draft (no draft model; None otherwise)
+        self.ngram = None
+        if getattr(spec, "kind", None) == "ngram":
+            from specbound.llm.ngram import NgramDrafter
+
+            self.ngram = NgramDrafter(spec.value, spec.proposals, pair.vocab_size)
         self.target_seconds = 0.0
         self.draft_seconds = 0.0
         self.n_target_forwards = 0
@@ -459,6 +466,8 @@ class PairBackend:
         self.d_rows: list[tuple] = [()]
         self._q_block: dict = {}
         self._p_block: dict = {}  # share_forwards: the target's law at the block's nodes
+        if self.ngram is not None:
+            self.ngram.reset(self.committed)
         if len(self.committed) > 1:
             out = self._prefill("t", self.committed[:-1])
             self.t_cache, self.t_len = out.cache, len(self.committed) - 1
@@ -476,9 +485,32 @@ class PairBackend:
                 self.d_len = n
         return self.committed[n:]
 
+    def block_length(self, ell: int, B: int = 1) -> int:
+        """The length of the next block, at most ``ell``: ``ell`` for a model draft; for an
+        ``ngram`` draft the lookup's (:meth:`specbound.llm.ngram.NgramDrafter.plan`; 0
+        without an occurrence: the block is the decoder's one-token step from the target's
+        law, an ``ar`` step).  Called by the decision logic before every block."""
+        if self.ngram is None:
+            return ell
+        t0 = time.perf_counter()
+        n = self.ngram.plan(ell, B)
+        self.draft_seconds += time.perf_counter() - t0
+        return n
+
+    def _ngram_step(self, paths) -> np.ndarray:
+        """An ``ngram`` draft's laws after ``paths`` (no forward; the time is draft time)."""
+        t0 = time.perf_counter()
+        q = self.ngram.laws(paths)
+        self.draft_seconds += time.perf_counter() - t0
+        for p, row in zip(paths, q, strict=True):
+            self._q_block[p] = row
+        return q
+
     def draft_step(self, paths) -> np.ndarray:
         """Draft distributions after each path: one batched forward at one depth."""
         paths = self._paths(paths, same_length=True)
+        if self.ngram is not None:
+            return self._ngram_step(paths)
         s = len(paths[0])
         if self.share_forwards:
             if s and (self.t_len != len(self.committed)
@@ -678,6 +710,8 @@ class PairBackend:
             self.d_rows = [()]
         self._q_block = {}
         self.committed.extend(tokens)
+        if self.ngram is not None:
+            self.ngram.extend(tokens)
         if self.progress is not None:
             self.progress.update(len(tokens))
         if self.stop_tokens and any(t in self.stop_tokens for t in tokens):

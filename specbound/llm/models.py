@@ -346,6 +346,9 @@ class ModelPair:
         divided by ``T`` as :class:`~specbound.llm.drafts.TemperatureHead` does, then
         processed -- bit for bit what the draft's own forward returns)."""
         shared = which == "shared"
+        if which == "draft" and self.draft_spec.kind == "ngram":
+            raise ValueError(f"draft: {str(self.draft_spec)!r} is a prompt lookup, not a model: "
+                             "it has no forward (its laws are made by generate's backend)")
         model = self.draft if which == "draft" else self.target
         cache_kw, keep_ok = self._opts["draft" if which == "draft" else "target"]
         ids = self._as_ids(input_ids, "input_ids")

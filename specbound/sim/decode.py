@@ -54,6 +54,12 @@ sequence itself.
 ``finished`` (optional attribute)
     When a backend sets it to True (e.g. after committing a real model's end-of-sequence
     token), the run stops after the current block.
+``block_length(ell, B) -> int`` (optional)
+    Called before every block of a drafting decoder with the block's length ``ell``; the
+    block is made this long instead (clipped to ``0 .. ell``).  A draft that proposes only
+    where it finds something (a prompt lookup) returns 0 where it does not: the block then
+    drafts nothing and is the decoder's one-token step from the target's law (its bonus
+    token), an autoregressive step.
 
 Randomness
 ----------
@@ -904,6 +910,10 @@ class _Run:
         while (self.generated < self.N and (max_blocks is None or blocks < max_blocks)
                and not getattr(self.backend, "finished", False)):
             ell = min(self.L, self.N - self.generated)
+            if self.kind != "token" and hasattr(self.backend, "block_length"):
+                # a backend whose draft sets the block length (a prompt lookup); 0: no draft,
+                # the block is the decoder's one-token step from the target's law
+                ell = min(max(int(self.backend.block_length(ell, self.B)), 0), ell)
             self.h_len = len(self.tokens)
             n_dec = len(self.dec_ok)
             k = block(self, ell)

@@ -1,0 +1,174 @@
+"""Prompt-lookup (n-gram) drafts on the real embedded model, against the derived draft.
+
+A draft of another family than every derived one: ``ngram:3`` proposes the continuation of
+the most recent earlier occurrence of the last 3 tokens in the prompt and the text so far
+(``specbound.llm.drafts``; q is a point mass, with B drafts the continuations of the B most
+recent distinct occurrences, no model forward; no occurrence: an ``ar`` step).  On the
+study's 64 prompts (settings: ``paper_figs._real_runs``: HumanEval, ShareGPT and ShareGPT
+summarisation requests, 64 new tokens, temperature 1, top-k 50, whole-prefix keyed labels)
+it runs ``vsps`` (L = 4), ``specinfer`` B = 2, ``mpfr`` B = 2 and B = 4 with ``ngram:3``,
+beside ``ar`` and ``vsps`` / ``mpfr`` B = 2 with the derived draft D0 (``temperature:1.5``;
+those runs are shared with ``real_crosscheck`` in ``real_runs.csv``).
+
+Per configuration and prompt type: AATPS (tokens per block), the theory's predicted AATPS
+(each decision's exact acceptance at its realised context, ``specbound.llm.
+decision_acceptance``: for a point-mass draft in ``vsps`` it is ``p`` of the drafted token;
+``specinfer`` has no per-context scheme: NaN), target forwards per generated token, and the
+configuration's generated tokens per CPU second (the whole batched run's process CPU time,
+so one value per configuration).  Keyed rows: ``mpfr`` with ``ngram:3`` (B = 2, 4) against
+``mpfr`` B = 2 with D0 under the same key: the share of prompts whose 64 tokens are equal
+(drafter invariance of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3; the two
+differ only through float32 rounding of the batched forwards), and the median and largest
+detection log10 p-value (``specbound.llm.detect``, whole-prefix labels) of each.
+
+Cost at full scale: four new configurations of 64 prompts x 64 tokens; the blocks without
+an occurrence are single-token steps, so each costs about one ``ar`` configuration (about a
+minute on the reference machine's two workers); the derived-draft rows come from the shared
+store.  ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens.
+
+Outputs: ``real_ngram.csv`` (``config, decoder, B, draft, prompt_type, n_prompts, n_blocks,
+aatps, predicted_aatps, target_forwards_per_token, tokens_per_cpu_second``),
+``real_ngram_keyed.csv`` (``config, reference, same_tokens, n_prompts,
+log10_p_median, log10_p_max``), ``real_ngram.png``.
+
+Run: ``python -m paper_figs.real_ngram [--quick] [--out DIR] [--executor SPEC] [--target
+MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paper_figs import _real_runs as rr
+from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
+
+FIGURE = True
+NAME = "real_ngram"
+PARAMS = rr.PARAMS
+NGRAM = "ngram:3"
+#: the n-gram configurations and the derived-draft ones they are set against (``draft``
+#: None: the settings' D0)
+SPECS = (rr.RunSpec("ar"), rr.RunSpec("vsps"), rr.RunSpec("mpfr", B=2),
+         rr.RunSpec("vsps", draft=NGRAM), rr.RunSpec("specinfer", B=2, draft=NGRAM),
+         rr.RunSpec("mpfr", B=2, draft=NGRAM), rr.RunSpec("mpfr", B=4, draft=NGRAM))
+TYPES = {"humaneval": "code", "sharegpt": "chat", "sharegpt_summarize": "summaries"}
+
+
+def label(spec: rr.RunSpec) -> str:
+    if spec.decoder == "ar":
+        return "ar"
+    b = "" if spec.B == 1 else f" B={spec.B}"
+    return f"{spec.decoder}{b} {spec.draft}"
+
+
+def _predicted(sub: pd.DataFrame, decoder: str) -> float:
+    """Realised AATPS minus the mean per-block (accepted - predicted) drafts (NaN for a
+    decoder without a per-context scheme; a run without decisions predicts itself)."""
+    from specbound.sim import DECODER_SCHEME
+
+    if decoder not in DECODER_SCHEME:
+        return math.nan
+    blocks = emitted = pred = acc = 0.0
+    for _, r in sub.iterrows():
+        e = rr.parse(r["emitted"], np.int64)
+        blocks += e.size
+        emitted += e.sum()
+        pred += rr.parse(r["dec_predicted"], float).sum()
+        acc += rr.parse(r["dec_accepted"], float).sum()
+    return float((emitted - acc + pred) / blocks)
+
+
+def summary_rows(df: pd.DataFrame, specs) -> pd.DataFrame:
+    rows = []
+    for sp in specs:
+        sub = rr.select(df, sp)
+        rate = float(sub["n_generated"].sum() / sub["cpu_seconds"].sum())
+        groups = [(TYPES.get(k, k), g) for k, g in sub.groupby("prompt_set", sort=False)]
+        for kind, g in [*groups, ("all", sub)]:
+            n_blocks = int(g["n_blocks"].sum())
+            rows.append({"config": label(sp), "decoder": sp.decoder, "B": sp.B,
+                         "draft": "" if sp.decoder == "ar" else sp.draft,
+                         "prompt_type": kind, "n_prompts": len(g), "n_blocks": n_blocks,
+                         "aatps": float(g["n_generated"].sum() / n_blocks),
+                         "predicted_aatps": _predicted(g, sp.decoder),
+                         "target_forwards_per_token": float(g["n_target_evals"].sum()
+                                                            / g["n_generated"].sum()),
+                         "tokens_per_cpu_second": rate})
+    return pd.DataFrame(rows)
+
+
+def keyed_rows(df: pd.DataFrame, specs, s) -> pd.DataFrame:
+    from specbound import llm
+
+    by = {(sp.decoder, sp.B, sp.draft): sp for sp in specs}
+    ref = by[("mpfr", 2, s.draft)]
+    ref_tok = [t for t, _ in rr.sequences(rr.select(df, ref))]
+    rows = []
+    for sp in (by[("mpfr", 2, NGRAM)], by[("mpfr", 4, NGRAM)], ref):
+        seqs = rr.sequences(rr.select(df, sp))
+        same = [np.array_equal(t, u) for (t, _), u in zip(seqs, ref_tok, strict=True)]
+        logp = [llm.detect(t, s.key, window=None, prompt_length=n).log_pvalue / math.log(10)
+                for t, n in seqs]
+        rows.append({"config": label(sp), "reference": label(ref),
+                     "same_tokens": float(np.mean(same)), "n_prompts": len(seqs),
+                     "log10_p_median": float(np.median(logp)),
+                     "log10_p_max": float(np.max(logp))})
+    return pd.DataFrame(rows)
+
+
+def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, **params):
+    s = rr.settings(quick, **resolve_params(PARAMS, quick, params))
+    specs = rr.resolve(SPECS, s)
+    df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
+    S = summary_rows(df, specs)
+    K = keyed_rows(df, specs, s)
+    for k, v in s.columns().items():
+        S[f"setting_{k}"] = v
+    return S, K
+
+
+def plot(S: pd.DataFrame, png: Path) -> None:
+    plt = setup_matplotlib()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    configs = list(dict.fromkeys(S["config"]))
+    kinds = list(dict.fromkeys(S["prompt_type"]))
+    w = 0.8 / max(len(configs), 1)
+    for i, c in enumerate(configs):
+        sub = S[S["config"] == c].set_index("prompt_type").reindex(kinds)
+        x = np.arange(len(kinds)) + (i - (len(configs) - 1) / 2) * w
+        a1.bar(x, sub["aatps"], w, label=c, hatch="//" if NGRAM in c else None,
+               edgecolor="0.3", linewidth=0.4)
+        a1.plot(x, sub["predicted_aatps"], "k_", ms=6)
+    a1.set_xticks(np.arange(len(kinds)), kinds)
+    a1.set_ylabel("AATPS (bars); predicted (black ticks)")
+    a1.set_title("Tokens per block by prompt type", fontsize=10)
+    a1.legend(fontsize=6, ncol=2)
+    allr = S[S["prompt_type"] == "all"]
+    a2.barh(allr["config"], allr["tokens_per_cpu_second"], color="0.6")
+    a2.set_xlabel("generated tokens per CPU second (whole batched run)")
+    a2.set_title("Cost: ngram:3 spends no draft forward", fontsize=10)
+    a2.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
+    """Run (or resume); write the CSVs and the PNG into ``out_dir`` (``params``: the keywords
+    of ``paper_figs._real_runs.PARAMS``)."""
+    S, K = compute(out_dir, quick=quick, executor=executor, **params)
+    csv = out_path(out_dir, f"{NAME}.csv")
+    kcsv = out_path(out_dir, f"{NAME}_keyed.csv")
+    S.to_csv(csv, index=False, float_format="%.10g")
+    K.to_csv(kcsv, index=False, float_format="%.10g")
+    png = out_path(out_dir, f"{NAME}.png")
+    plot(S, png)
+    return [png, csv, kcsv, out_path(out_dir, f"{rr.RUNS}.csv")]
+
+
+if __name__ == "__main__":
+    cli(main, __doc__, PARAMS, NAME)
