@@ -76,3 +76,50 @@ def test_a_fault_in_the_producer_turns_the_verdict(tmp_path, monkeypatch, claim_
         module.main(tmp_path / "fault", quick=True)
     bad = verdict(tmp_path / "fault")
     assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+def _real_faults():
+    from dataclasses import replace
+
+    import specbound.sim as sim
+    import specbound.theory.tree as tree
+
+    kls, sim_tree = tree.kl_truncation_sd, sim.simulate_tree_verification
+
+    def halved(p, q, rule, **kw):  # a biased sampler: truncation verification counted as
+        r = sim_tree(p, q, "lossless", **kw)  # lossless, half its accepted tokens dropped
+        return replace(r, accepted_per_block=r.accepted_per_block // 2) if rule == \
+            "truncation" else r
+
+    return {
+        # claim: (module, attribute, fault, producer) — KL_SD that never vanishes; a
+        # mechanism that loses tokens
+        "zhou_thm1": (tree, "kl_truncation_sd", lambda p, q, A: kls(p, q, A) + 0.05,
+                      "produce_thm1"),
+        "zhou_prop1": (sim, "simulate_tree_verification", halved, "produce_prop1"),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["zhou_thm1", "zhou_prop1"])
+def test_a_fault_in_the_real_path_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
+    """The real-model column of a proved row with empirical content (Theorem 1 along real
+    paths, Proposition 1 on real trees): the producer on the shipped log reproduces the
+    sentence intact and not with one fault injected at its source."""
+    from paper_figs.claims import zhou_real
+
+    module, attr, fake, producer = _real_faults()[claim_id]
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        folder.mkdir()
+        getattr(zhou_real, producer)(folder)
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.REAL]
+
+    got = verdict(tmp_path / "intact")
+    assert got.verdict == E.REPRODUCED, (claim_id, got)
+    with monkeypatch.context() as m:
+        m.setattr(module, attr, fake)
+        bad = verdict(tmp_path / "fault")
+    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)

@@ -444,6 +444,9 @@ class Claim:
     #: such a claim's synthetic and real-model columns check the implementation, and a
     #: column that would read *reproduced* reads :data:`PROVED` (see :func:`evaluate`)
     proved: str = ""
+    #: for a proved claim: the empirical content of the sentence its real-model column tests
+    #: (empty: none); that column keeps its verdict (*reproduced* counts as reproduced)
+    empirical: str = ""
 
     def __post_init__(self):
         if self.untestable and (self.synthetic is not None or self.real is not None):
@@ -451,6 +454,9 @@ class Claim:
                              "evidence")
         if self.untestable and self.proved:
             raise ValueError(f"{self.id}: a claim is either untestable or proved, not both")
+        if self.empirical and not (self.proved and self.real is not None):
+            raise ValueError(f"{self.id}: empirical content is tested by the real-model "
+                             "column of a proved claim")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.paper not in PAPERS:
@@ -464,7 +470,8 @@ class Claim:
                                                           self.paper_data), strict=True)
                              if f is not None],
                 "studies": list(self.studies), "scale": self.scale or None,
-                "untestable": self.untestable or None, "proved": self.proved or None}
+                "untestable": self.untestable or None, "proved": self.proved or None,
+                "empirical": self.empirical or None}
 
 
 @dataclass(frozen=True)
@@ -510,7 +517,8 @@ def evaluate(out_dir, claims: Iterable[Claim] | None = None, numbers=None) -> li
         cols = {SYNTHETIC: _run(cl.synthetic, data), REAL: _run(cl.real, data),
                 PAPER_DATA: _run(cl.paper_data, nums)}
         if cl.proved:
-            cols = {c: _as_proved(o) if c != PAPER_DATA else o for c, o in cols.items()}
+            keep = (PAPER_DATA, REAL) if cl.empirical else (PAPER_DATA,)
+            cols = {c: o if c in keep else _as_proved(o) for c, o in cols.items()}
         verdict = NOT_TESTABLE if cl.untestable else \
             combine_columns(cols[c].verdict for c in (SYNTHETIC, REAL))
         out.append(Row(cl, cols, verdict))
@@ -707,6 +715,9 @@ def _section(title: str, rows: list[Row], tinfo: dict) -> list[str]:
             lines.append(f"- not testable at embedded scale: {_cell(cl.untestable)}")
         if cl.proved:
             lines.append(f"- holds by algebra: {_cell(cl.proved)}")
+        if cl.empirical:
+            lines.append(f"- empirical content, tested by the real-model column: "
+                         f"{_cell(cl.empirical)}")
         params = _params_of(cl, tinfo)
         if params:
             lines.append(f"- **non-default study parameters**: {'; '.join(params)}")
