@@ -236,7 +236,7 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
     path = record_timing(out, name, time.perf_counter() - t0, args.quick,
                          params=params_json(values.changed))
     print(f"[{name}] timing recorded in {path}", file=sys.stderr)
-    from paper_figs.claims.engine import INDEX, write_index
+    from paper_figs.index import INDEX, write_index
 
     if (Path(out) / INDEX).exists():  # a folder with a verdict: keep it (and its mode) current
         index_path, _ = write_index(out)

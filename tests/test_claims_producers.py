@@ -123,3 +123,49 @@ def test_a_fault_in_the_real_path_producer_turns_the_verdict(tmp_path, monkeypat
         m.setattr(module, attr, fake)
         bad = verdict(tmp_path / "fault")
     assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+def _exactness_faults():
+    import specbound.sim as sim
+    import specbound.theory as theory
+
+    sample, bound = sim.sample_emitted, theory.aaronson_entropy_bound
+
+    def biased(p, q, scheme, B, n, seed):  # 1% of the draws of the likeliest token moved on
+        y = np.asarray(sample(p, q, scheme, B, n=n, seed=seed)).copy()
+        top = int(np.argmax(p))
+        hit = np.flatnonzero(y == top)
+        y[hit[: hit.size // 100]] = (top + 1) % len(p)
+        return y
+
+    return {
+        # claim: (module, attribute, fault, producer of paper_figs.claims.exactness)
+        "liu_exactness": (sim, "sample_emitted", biased, "produce"),
+        "liu_eq3": (theory, "aaronson_entropy_bound", lambda P: bound(P) + 0.2,
+                    "produce_score"),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["liu_exactness", "liu_eq3"])
+def test_a_fault_in_an_exactness_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
+    """The INDEX-time producers of the exactness rows: the exact samplers' emitted law
+    (a sampler biased by 1% of one token's draws is caught) and Eq. 3's expected score
+    against its bound (a bound shifted by 0.2 is caught)."""
+    from paper_figs.claims import exactness
+
+    module, attr, fake, producer = _exactness_faults()[claim_id]
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        folder.mkdir()
+        getattr(exactness, producer)(folder)
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC]
+
+    got = verdict(tmp_path / "intact")
+    assert got.verdict == E.REPRODUCED, (claim_id, got)
+    with monkeypatch.context() as m:
+        m.setattr(module, attr, fake)
+        bad = verdict(tmp_path / "fault")
+    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)

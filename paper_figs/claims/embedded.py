@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paper_figs.claims.data import refresh_from_log, write_csv
-from paper_figs.claims.engine import Part, few, fmt, ordering, outcome
+from paper_figs.claims.rules import few, fmt, ordering
+from paper_figs.claims.verdicts import Part, outcome
 
 FILE = "claims_truncation_embedded.csv"
 P_BASES = (0.1, 0.3)
@@ -103,7 +105,6 @@ def below_real(data):
         groups.append((f"{draft}, p_base = {pb:g}", g.groupby("prompt_id")["d"].mean(), kl))
     o = outcome(rule_below(groups).parts)
     n_ctx = int(df.groupby(["draft", "p_base"]).size().iloc[0])
-    from dataclasses import replace
 
     return replace(o, sample=f"{df['prompt_id'].nunique()} prompts, {n_ctx} logged contexts "
                              "per draft (real distribution log)")

@@ -13,25 +13,20 @@ Table 6, as a fraction), :data:`ROUGE_MARGIN` for Table 15's values, :data:`FPR_
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from paper_figs.claims import _pairs as P
-from paper_figs.claims.engine import (
+from paper_figs.claims.data import BadInput, MissingData, rows
+from paper_figs.claims.exactness import exactness_synth, score_bound_synth
+from paper_figs.claims.multidraft import active_set_synth, nonidentical_synth
+from paper_figs.claims.paper_numbers import load
+from paper_figs.claims.rules import (
     EXACT_ATOL,
-    LIU,
-    NOT_REPRODUCED,
-    PAPER,
-    REFUTED,
-    REPRODUCED,
-    BadInput,
-    Claim,
-    MissingData,
-    Part,
     at_least,
     bound_family,
-    combine,
     crit,
     equivalence,
     exact,
@@ -39,9 +34,18 @@ from paper_figs.claims.engine import (
     fmt,
     in_range,
     ordering,
-    outcome,
-    rows,
     sweep,
+)
+from paper_figs.claims.verdicts import (
+    LIU,
+    NOT_REPRODUCED,
+    PAPER,
+    REFUTED,
+    REPRODUCED,
+    Claim,
+    Part,
+    combine,
+    outcome,
 )
 from specbound.theory.acceptance import exact_acceptance
 
@@ -124,7 +128,6 @@ def pml_bound_real(data):
 
 
 def _with(o, **kw):
-    from dataclasses import replace
 
     return replace(o, **kw)
 
@@ -301,7 +304,6 @@ def dominates_synth(data):
 def dominates_real(data):
     """On the real model MWS emits PFR's tokens (same key): where the AATPS are identical
     per prompt and the ANLPPT-U equal, the pair is an identity (shown, not counted)."""
-    from dataclasses import replace
 
     groups = []
     for b, name in BASELINES:
@@ -386,7 +388,6 @@ def mpfr_inv_real(data):
 
 def _paper_effect(pattern, a, b, keys, what, table) -> str:
     """The paper's own effect beside a real-model sample (the largest |Δ| of the table)."""
-    from paper_figs.claims.paper_numbers import load
 
     try:
         pairs = P.paper_pairs(load(), pattern, a, b, keys)
@@ -740,7 +741,6 @@ def drift_synth(data):
     :data:`DRIFT_ENTROPY` nats) count for MSE and MSE-PSEUDO; the package's default model
     (``wm_drafter_substitution``, about 2.6 nats) gives PFR's part and shows its MSE and
     MSE-PSEUDO drifts, counted only where the entropy sweep is missing."""
-    from dataclasses import replace
 
     default = default_exc = None
     try:
@@ -948,25 +948,21 @@ _s_nowm, _r_nowm, _p_nowm = _single("pfr", "pfr_nowm")
 
 
 def _score_bound(data):
-    from paper_figs.claims.exactness import score_bound_synth
 
     return score_bound_synth(data)
 
 
 def _exactness(data):
-    from paper_figs.claims.exactness import exactness_synth
 
     return exactness_synth(data)
 
 
 def _nonidentical(data):
-    from paper_figs.claims.multidraft import nonidentical_synth
 
     return nonidentical_synth(data)
 
 
 def _active_set(data):
-    from paper_figs.claims.multidraft import active_set_synth
 
     return active_set_synth(data)
 

@@ -10,27 +10,16 @@ thresholds and pairs the sentence names.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from paper_figs.claims import zhou_real
-from paper_figs.claims.engine import (
-    EXACT_ATOL,
-    NOT_REPRODUCED,
-    PAPER,
-    REPRODUCED,
-    ZHOU,
-    Claim,
-    MissingData,
-    Part,
-    equivalence,
-    exact,
-    fmt,
-    ordering,
-    outcome,
-    rows,
-    universal,
-)
+from paper_figs.claims.collab import table1_real, tradeoff_real
+from paper_figs.claims.data import MissingData, rows
+from paper_figs.claims.embedded import below_real
+from paper_figs.claims.rules import EXACT_ATOL, equivalence, exact, fmt, ordering, universal
+from paper_figs.claims.verdicts import NOT_REPRODUCED, PAPER, REPRODUCED, ZHOU, Claim, Part, outcome
 
 #: Eq. 10: a Monte Carlo Δ_ℓ within ±0.02 of the closed form (2% of the range [0, 1] of Δ_ℓ;
 #: the study's 2,000,000 draws per point give a standard error of about 0.003 at its smallest
@@ -219,7 +208,6 @@ def speccascade_synth(data):
                                                       strict=True)), "")
     first = next(iter(verdicts))
     o = verdicts[first]
-    from dataclasses import replace
 
     return replace(o, reading="; ".join(f"{r}: {x.verdict}" for r, x in verdicts.items())
                    + f" (verdict: {first})")
@@ -415,19 +403,16 @@ def eagle3_paper(numbers):
 
 
 def _table1(data):
-    from paper_figs.claims.collab import table1_real
 
     return table1_real(data)
 
 
 def _tradeoff(data):
-    from paper_figs.claims.collab import tradeoff_real
 
     return tradeoff_real(data)
 
 
 def _below(data):
-    from paper_figs.claims.embedded import below_real
 
     return below_real(data)
 

@@ -44,17 +44,8 @@ import numpy as np
 import pandas as pd
 
 from paper_figs.claims.data import refresh_from_log, write_csv
-from paper_figs.claims.engine import (
-    EXACT_ATOL,
-    REPRODUCED,
-    Part,
-    at_least,
-    exact,
-    few,
-    fmt,
-    outcome,
-    universal,
-)
+from paper_figs.claims.rules import EXACT_ATOL, at_least, exact, few, fmt, universal
+from paper_figs.claims.verdicts import REPRODUCED, Part, outcome
 
 THM1_FILE = "claims_thm1_path.csv"
 PROP1_FILE = "claims_prop1_paths.csv"
