@@ -53,13 +53,17 @@ def _faults():
                        E.PROVED),
         "zhou_thm1": (theorem1_study, "kl_truncation_sd",
                       lambda p, q, A: kls(p, q, A) + 0.1, E.PROVED),
+        # a Δ_ℓ that ignores the pair: no adaptation to the draft's distance
+        "zhou_lenience_adapts": (lenience_study, "lenience_delta",
+                                 lambda p, q, ell, **k: 0.0 * ldelta(p, q, ell, **k) + 0.3,
+                                 E.REPRODUCED),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["zhou_induced_forms", "zhou_ceiling_cap",
                                       "zhou_lenience_eq10", "zhou_lemma1", "zhou_prop1",
-                                      "zhou_thm1"])
+                                      "zhou_thm1", "zhou_lenience_adapts"])
 def test_a_fault_in_the_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
     module, attr, fake, intact = _faults()[claim_id]
     claim = BY_ID[claim_id]
@@ -169,3 +173,29 @@ def test_a_fault_in_an_exactness_producer_turns_the_verdict(tmp_path, monkeypatc
         m.setattr(module, attr, fake)
         bad = verdict(tmp_path / "fault")
     assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["zhou_eta", "zhou_minp"])
+def test_a_fault_in_the_producer_turns_a_refutation(tmp_path, monkeypatch, claim_id):
+    """The sign sentences of §5.1 are refuted by the intact study (pairs where the loss of
+    truncation exceeds its gain); a Lemma 1 decomposition whose gain counts the loss back
+    (gain + loss + 0.01) makes ΔBE > 0 everywhere and the verdict *reproduced*: the verdict
+    is the study's, not a constant of the rule."""
+    from paper_figs import lemma1_study
+
+    ted = lemma1_study.truncation_efficiency_delta
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC].verdict
+
+    lemma1_study.main(tmp_path / "intact", quick=True)
+    assert verdict(tmp_path / "intact") == E.REFUTED
+    with monkeypatch.context() as m:
+        m.setattr(lemma1_study, "truncation_efficiency_delta",
+                  lambda P, Q, A: (lambda g, lo: (np.asarray(g) + np.asarray(lo) + 0.01, lo))(
+                      *ted(P, Q, A)))
+        lemma1_study.main(tmp_path / "fault", quick=True)
+    assert verdict(tmp_path / "fault") == E.REPRODUCED
