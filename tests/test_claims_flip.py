@@ -435,6 +435,23 @@ def f_eta(p, ok):
     return E.SYNTHETIC
 
 
+def f_eta_trend(p, ok):
+    """Six pairs per draft, ΔBE rising with ε by 0.02 to 0.025 a step; the failing folder's
+    sharp draft falls at the last step."""
+    rows = []
+    for d in ("noisy", "sharp"):
+        for k in range(6):
+            for j, e in enumerate((1e-3, 1e-2, 0.1)):
+                net = 0.01 + j * (0.02 + 0.001 * k)
+                if not ok and d == "sharp" and j == 2:
+                    net = 0.0
+                rows.append({"family": "zipf", "family_param": 1.0, "pair": k, "draft": d,
+                             "truncation": "eta", "param": e, "net": net, "gain": 0.1,
+                             "loss": 0.05, "direct": net})
+    _csv(p, "lemma1_study.csv", rows)
+    return E.SYNTHETIC
+
+
 def f_minp(p, ok):
     def net(d, b):
         if not ok and b == 0.1 and d == "sharp":
@@ -557,7 +574,8 @@ FLIPS = {
     "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
-    "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
+    "zhou_minp": f_minp, "zhou_eta_trend": f_eta_trend, "zhou_thm1": f_thm1,
+    "zhou_prop1": f_prop1,
     "zhou_speccascade_gain": f_speccascade, "zhou_trunc_ceiling": f_trunc_ceiling,
     "zhou_truncation_below_sampling": f_below, "zhou_table1_ablation": f_table1,
     "zhou_collab_tradeoff": f_tradeoff, "zhou_judge_mix": f_judge_mix,
