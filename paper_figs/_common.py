@@ -364,7 +364,7 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
                             params=params_json(values.changed))
     for path in written or []:
         print(path)
-    from paper_figs.claims.engine import INDEX, write_index
+    from paper_figs.index import INDEX, write_index
 
     # a folder with a verdict: keep it (and its mode) current; a custom-parameters folder
     # gets its verdict like the default folders of make reproduce

@@ -8,10 +8,13 @@ INDEX, with "not run" where data are missing; a folder that does not exist or ho
 is an error (exit 2).  ``python -m paper_figs.index --list --json`` (or ``--json``) prints
 the claims registry (``id``, ``paper``, ``location``, ``kind``, ``statement``, ``rule``,
 ``flip_test``); reading commands never write.  ``--tally`` prints the registry's counts in
-one line (paper claims per paper, package checks), the line the README quotes.  The rules,
-verdicts and rendering live in :mod:`paper_figs.claims.engine`, the data access and the
-input schemas in :mod:`paper_figs.claims.data` (imported, so running this file as
-``__main__`` shares their classes with every importer).
+one line (paper claims per paper, package checks), the line the README quotes.  The engine is
+split by concern: the verdict vocabulary (:mod:`paper_figs.claims.verdicts`), the rule kinds
+(:mod:`paper_figs.claims.rules`), the data access and input schemas
+(:mod:`paper_figs.claims.data`), the evaluation (:mod:`paper_figs.claims.evaluation`) and the
+rendering (:mod:`paper_figs.claims.render`); this module is the public entry the studies'
+machinery calls (imported, so running this file as ``__main__`` shares their classes with
+every importer).
 """
 
 from __future__ import annotations
@@ -22,20 +25,15 @@ import sys
 from pathlib import Path
 
 from paper_figs._common import OUT_DIR
-from paper_figs.claims.engine import (  # noqa: F401  (the public names of the INDEX)
-    INDEX,
-    NOT_RUN,
-    TIMINGS,
-    VERDICTS,
-    MissingData,
-    evaluate,
+from paper_figs.claims.data import MissingData  # noqa: F401  (the public names of the INDEX)
+from paper_figs.claims.evaluation import evaluate, summary, summary_line  # noqa: F401
+from paper_figs.claims.render import (  # noqa: F401
     registry_json,
     registry_tally,
     render,
-    summary,
-    summary_line,
     write_index,
 )
+from paper_figs.claims.verdicts import INDEX, NOT_RUN, TIMINGS, VERDICTS  # noqa: F401
 
 
 def _print(text: str) -> int:

@@ -91,10 +91,12 @@ def f_pml_ge_lml(p, ok):
 
 
 def f_eq4(p, ok):
+    """Eq. 4 as stated (the best worst-case matching probability): the race meets or beats
+    the limit on every pair; the failing folder has a pair where it falls below."""
     tv = np.array([0.2, 0.5])
     limit = (1 - tv) / (1 + tv)
     _csv(p, "bounds_vs_drafts.csv", {"B": [1, 1], "tv": tv,
-                                     "exact_mpfr": limit - 0.01 if ok else limit + 0.01})
+                                     "exact_mpfr": limit + 0.01 if ok else limit - [0, 0.01]})
     return E.SYNTHETIC
 
 
@@ -305,9 +307,12 @@ def f_adapts(p, ok):
 
 
 def f_below(p, ok):
+    """Decided by KL(induced ‖ p_Θ): the failing folder's verification emits p_Θ (KL 0), and
+    its E[log p] proxy (not counted) points the same way in both folders."""
     rows = [{"draft": "t", "p_base": 0.1, "prompt_id": k, "position": k,
-             "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)) * (1 if ok else -1),
-             "logp_truncation_sampling": -1.0, "kl_to_truncated": 0.1} for k in range(12)]
+             "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)),
+             "logp_truncation_sampling": -1.0,
+             "kl_to_truncated": 0.1 + 0.01 * (k % 3) if ok else 0.0} for k in range(12)]
     _csv(p, "claims_truncation_embedded.csv", rows)
     return E.REAL
 
@@ -430,6 +435,23 @@ def f_eta(p, ok):
     return E.SYNTHETIC
 
 
+def f_eta_trend(p, ok):
+    """Six pairs per draft, ΔBE rising with ε by 0.02 to 0.025 a step; the failing folder's
+    sharp draft falls at the last step."""
+    rows = []
+    for d in ("noisy", "sharp"):
+        for k in range(6):
+            for j, e in enumerate((1e-3, 1e-2, 0.1)):
+                net = 0.01 + j * (0.02 + 0.001 * k)
+                if not ok and d == "sharp" and j == 2:
+                    net = 0.0
+                rows.append({"family": "zipf", "family_param": 1.0, "pair": k, "draft": d,
+                             "truncation": "eta", "param": e, "net": net, "gain": 0.1,
+                             "loss": 0.05, "direct": net})
+    _csv(p, "lemma1_study.csv", rows)
+    return E.SYNTHETIC
+
+
 def f_minp(p, ok):
     def net(d, b):
         if not ok and b == 0.1 and d == "sharp":
@@ -448,6 +470,37 @@ def f_thm1(p, ok):
     _csv(p, "theorem1_study.csv", {"pair": ["a"] * 6, "truncation": ["min-p"] * 6, "t": t,
                                    "kl_sd": 0.5 * (1 - t), "kl_tree_D1": tree})
     return E.SYNTHETIC
+
+
+def f_thm1_real(p, ok):
+    """Theorem 1 along a real path: KL_SD quadratic in the distance to p, KL_EAGLE constant;
+    the failing folder has one context at t = 0.99 where KL_SD is not below KL_EAGLE."""
+    rows = []
+    for tr in ("min-p 0.1", "η ε=0.02"):
+        for t in (0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0):
+            below = 40 - (not ok and t == 0.99 and tr == "min-p 0.1")
+            rows.append({"draft": "a", "truncation": tr, "t": t, "contexts": 60, "multi": 40,
+                         "kl_sd_mean": 0.3 * (1 - t) ** 2, "kl_tree_mean": 0.7,
+                         "kl_tree_min": 0.05, "sd_below_tree": below})
+    _csv(p, "claims_thm1_path.csv", rows)
+    return E.REAL
+
+
+def f_prop1_real(p, ok):
+    """Proposition 1 on real paths: the Monte Carlo gain of the mechanism is 0.5 ± noise
+    per path; the failing folder's truncation rule accepts 0.5 tokens fewer than lossless."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for pid in range(6):
+        for start in (0, 4):
+            mc_l = 1.5 + 0.05 * rng.standard_normal()
+            rows.append({"draft": "a", "truncation": "min-p 0.1", "D": 1, "prompt_id": pid,
+                         "start": start, "walks": 500, "be_lossless": 1.5,
+                         "be_truncation": 2.0, "mc_lossless": mc_l,
+                         "mc_truncation": mc_l + (0.5 if ok else -0.5)
+                         + 0.05 * rng.standard_normal()})
+    _csv(p, "claims_prop1_paths.csv", rows)
+    return E.REAL
 
 
 def f_prop1(p, ok):
@@ -521,7 +574,8 @@ FLIPS = {
     "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
-    "zhou_minp": f_minp, "zhou_thm1": f_thm1, "zhou_prop1": f_prop1,
+    "zhou_minp": f_minp, "zhou_eta_trend": f_eta_trend, "zhou_thm1": f_thm1,
+    "zhou_prop1": f_prop1,
     "zhou_speccascade_gain": f_speccascade, "zhou_trunc_ceiling": f_trunc_ceiling,
     "zhou_truncation_below_sampling": f_below, "zhou_table1_ablation": f_table1,
     "zhou_collab_tradeoff": f_tradeoff, "zhou_judge_mix": f_judge_mix,
@@ -585,7 +639,28 @@ def f_rouge_values_real(p, ok):
 #: another column, or a second source of one column (the drift's entropy sweep, the real
 #: model's Table 15 values)
 PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper, "liu_drift": f_drift_entropy,
-               "liu_rouge_values": f_rouge_values_real}
+               "liu_rouge_values": f_rouge_values_real, "zhou_thm1": f_thm1_real,
+               "zhou_prop1": f_prop1_real}
+
+
+@pytest.mark.parametrize("claim_id", ["zhou_thm1", "zhou_prop1"])
+def test_the_empirical_content_of_a_proved_row_is_counted(tmp_path, claim_id):
+    """A proved row whose real-model column tests the sentence's empirical content: that
+    column reads *reproduced* (not *proved*) and decides the row over a proved synthetic
+    column, and a failing real column makes the row fail."""
+    assert BY_ID[claim_id].proved and BY_ID[claim_id].empirical
+    for ok in (True, False):
+        folder = tmp_path / str(ok)
+        folder.mkdir()
+        FLIPS[claim_id](folder, True)
+        PAPER_FLIPS[claim_id](folder, ok)
+        (row,) = E.evaluate(folder, [BY_ID[claim_id]], numbers=_numbers({}))
+        assert row.columns[E.SYNTHETIC].verdict == E.PROVED
+        want = E.REPRODUCED if ok else row.columns[E.REAL].verdict
+        assert row.verdict == want and (ok or want in BAD), (ok, row.verdict)
+        assert E.summary([row])[E.REPRODUCED] == int(ok)
+    with pytest.raises(ValueError, match="empirical content"):
+        E.Claim("x", E.ZHOU, "l", E.PAPER, "s", "r", "f", empirical="why")
 
 
 @pytest.mark.parametrize("claim_id", sorted(PAPER_FLIPS))

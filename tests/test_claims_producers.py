@@ -53,13 +53,17 @@ def _faults():
                        E.PROVED),
         "zhou_thm1": (theorem1_study, "kl_truncation_sd",
                       lambda p, q, A: kls(p, q, A) + 0.1, E.PROVED),
+        # a Δ_ℓ that ignores the pair: no adaptation to the draft's distance
+        "zhou_lenience_adapts": (lenience_study, "lenience_delta",
+                                 lambda p, q, ell, **k: 0.0 * ldelta(p, q, ell, **k) + 0.3,
+                                 E.REPRODUCED),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["zhou_induced_forms", "zhou_ceiling_cap",
                                       "zhou_lenience_eq10", "zhou_lemma1", "zhou_prop1",
-                                      "zhou_thm1"])
+                                      "zhou_thm1", "zhou_lenience_adapts"])
 def test_a_fault_in_the_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
     module, attr, fake, intact = _faults()[claim_id]
     claim = BY_ID[claim_id]
@@ -76,3 +80,122 @@ def test_a_fault_in_the_producer_turns_the_verdict(tmp_path, monkeypatch, claim_
         module.main(tmp_path / "fault", quick=True)
     bad = verdict(tmp_path / "fault")
     assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+def _real_faults():
+    from dataclasses import replace
+
+    import specbound.sim as sim
+    import specbound.theory.tree as tree
+
+    kls, sim_tree = tree.kl_truncation_sd, sim.simulate_tree_verification
+
+    def halved(p, q, rule, **kw):  # a biased sampler: truncation verification counted as
+        r = sim_tree(p, q, "lossless", **kw)  # lossless, half its accepted tokens dropped
+        return replace(r, accepted_per_block=r.accepted_per_block // 2) if rule == \
+            "truncation" else r
+
+    return {
+        # claim: (module, attribute, fault, producer) — KL_SD that never vanishes; a
+        # mechanism that loses tokens
+        "zhou_thm1": (tree, "kl_truncation_sd", lambda p, q, A: kls(p, q, A) + 0.05,
+                      "produce_thm1"),
+        "zhou_prop1": (sim, "simulate_tree_verification", halved, "produce_prop1"),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["zhou_thm1", "zhou_prop1"])
+def test_a_fault_in_the_real_path_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
+    """The real-model column of a proved row with empirical content (Theorem 1 along real
+    paths, Proposition 1 on real trees): the producer on the shipped log reproduces the
+    sentence intact and not with one fault injected at its source."""
+    from paper_figs.claims import zhou_real
+
+    module, attr, fake, producer = _real_faults()[claim_id]
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        folder.mkdir()
+        getattr(zhou_real, producer)(folder)
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.REAL]
+
+    got = verdict(tmp_path / "intact")
+    assert got.verdict == E.REPRODUCED, (claim_id, got)
+    with monkeypatch.context() as m:
+        m.setattr(module, attr, fake)
+        bad = verdict(tmp_path / "fault")
+    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+def _exactness_faults():
+    import specbound.sim as sim
+    import specbound.theory as theory
+
+    sample, bound = sim.sample_emitted, theory.aaronson_entropy_bound
+
+    def biased(p, q, scheme, B, n, seed):  # 1% of the draws of the likeliest token moved on
+        y = np.asarray(sample(p, q, scheme, B, n=n, seed=seed)).copy()
+        top = int(np.argmax(p))
+        hit = np.flatnonzero(y == top)
+        y[hit[: hit.size // 100]] = (top + 1) % len(p)
+        return y
+
+    return {
+        # claim: (module, attribute, fault, producer of paper_figs.claims.exactness)
+        "liu_exactness": (sim, "sample_emitted", biased, "produce"),
+        "liu_eq3": (theory, "aaronson_entropy_bound", lambda P: bound(P) + 0.2,
+                    "produce_score"),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["liu_exactness", "liu_eq3"])
+def test_a_fault_in_an_exactness_producer_turns_the_verdict(tmp_path, monkeypatch, claim_id):
+    """The INDEX-time producers of the exactness rows: the exact samplers' emitted law
+    (a sampler biased by 1% of one token's draws is caught) and Eq. 3's expected score
+    against its bound (a bound shifted by 0.2 is caught)."""
+    from paper_figs.claims import exactness
+
+    module, attr, fake, producer = _exactness_faults()[claim_id]
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        folder.mkdir()
+        getattr(exactness, producer)(folder)
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC]
+
+    got = verdict(tmp_path / "intact")
+    assert got.verdict == E.REPRODUCED, (claim_id, got)
+    with monkeypatch.context() as m:
+        m.setattr(module, attr, fake)
+        bad = verdict(tmp_path / "fault")
+    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", ["zhou_eta", "zhou_minp"])
+def test_a_fault_in_the_producer_turns_a_refutation(tmp_path, monkeypatch, claim_id):
+    """The sign sentences of §5.1 are refuted by the intact study (pairs where the loss of
+    truncation exceeds its gain); a Lemma 1 decomposition whose gain counts the loss back
+    (gain + loss + 0.01) makes ΔBE > 0 everywhere and the verdict *reproduced*: the verdict
+    is the study's, not a constant of the rule."""
+    from paper_figs import lemma1_study
+
+    ted = lemma1_study.truncation_efficiency_delta
+    claim = BY_ID[claim_id]
+
+    def verdict(folder):
+        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
+        return row.columns[E.SYNTHETIC].verdict
+
+    lemma1_study.main(tmp_path / "intact", quick=True)
+    assert verdict(tmp_path / "intact") == E.REFUTED
+    with monkeypatch.context() as m:
+        m.setattr(lemma1_study, "truncation_efficiency_delta",
+                  lambda P, Q, A: (lambda g, lo: (np.asarray(g) + np.asarray(lo) + 0.01, lo))(
+                      *ted(P, Q, A)))
+        lemma1_study.main(tmp_path / "fault", quick=True)
+    assert verdict(tmp_path / "fault") == E.REPRODUCED

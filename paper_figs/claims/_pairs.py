@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from paper_figs.claims.engine import MissingData, few, rows
+from paper_figs.claims.data import MissingData, rows
+from paper_figs.claims.rules import few
 
 REAL_RUNS = "real_runs.csv"
 

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from paper_figs.claims.engine import (
+from paper_figs.claims.data import MissingData, rows
+from paper_figs.claims.rules import equivalence, exact, fmt, ordering
+from paper_figs.claims.verdicts import (
     CHECK,
     LIU,
     NOT_REPRODUCED,
     REFUTED,
     REPRODUCED,
     Claim,
-    MissingData,
     Part,
-    equivalence,
-    fmt,
-    ordering,
+    combine,
     outcome,
-    rows,
 )
 
 #: Monte Carlo against an exact acceptance: within ±0.02
@@ -92,7 +90,6 @@ def rule_mc_exact(rows_, label: str):
     MC_MARGIN), per logged context; the parts are summarised per scheme."""
     parts = [equivalence(f"{label} row {i}", mc - ex, se, MC_MARGIN)
              for i, (mc, ex, se) in enumerate(rows_)]
-    from paper_figs.claims.engine import combine
 
     v = combine(p.verdict for p in parts)
     worst = max(parts, key=lambda p: abs(p.z) if p.z is not None else 0)
@@ -184,7 +181,6 @@ CEILING = "ceiling only (residual, default)"
 def rule_ceiling_lenience(df, by):
     """Under the residual completion the "ceiling only" rule and lenience have the same
     acceptance and distortion at every ℓ (exact; a difference refutes it)."""
-    from paper_figs.claims.engine import exact
 
     parts = []
     for fam, g in df.groupby(by, sort=False):

@@ -42,23 +42,15 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from paper_figs.claims.data import refresh_from_log, write_csv
-from paper_figs.claims.engine import (
-    NOT_DISTINGUISHABLE,
-    NOT_TESTABLE,
-    REPRODUCED,
-    MissingData,
-    Part,
-    few,
-    fmt,
-    ordering,
-    outcome,
-)
+from paper_figs.claims.data import MissingData, refresh_from_log, write_csv
+from paper_figs.claims.rules import few, fmt, ordering
+from paper_figs.claims.verdicts import NOT_DISTINGUISHABLE, NOT_TESTABLE, REPRODUCED, Part, outcome
 
 FILE = "claims_collaborative_embedded.csv"
 #: the parameter grid of Table 1 (λ) and of the Table 5 ablation (ℓ)
@@ -180,7 +172,6 @@ def rule_table1(df):
             parts.append(_below(f"{draft}, λ = {g:g}: ceiling row below CoS",
                                 _paired(df, draft, "t1_ceiling", "cos", g),
                                 "H²(CoS) − H²(ceiling)"))
-    from dataclasses import replace
 
     return replace(outcome(parts), sample=_sample(df))
 
@@ -209,7 +200,6 @@ def rule_tradeoff(df):
                       "not built: AutoJudge is trained on task outcomes the embedded model "
                       "cannot supply, and against a divergence from p the best judge never "
                       "fires", None, False, "not testable at embedded scale"))
-    from dataclasses import replace
 
     return replace(outcome(parts), sample=_sample(df))
 

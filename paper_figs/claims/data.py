@@ -176,6 +176,15 @@ SCHEMAS: dict[str, Schema] = {
         text=("draft",), numeric=("p_base", "prompt_id", "position", "logp_verification",
                                   "logp_truncation_sampling", "kl_to_truncated"),
         keys=("draft", "p_base", "prompt_id", "position")),
+    "claims_thm1_path.csv": Schema(
+        text=("draft", "truncation"), numeric=("t", "contexts", "multi", "kl_sd_mean",
+                                               "kl_tree_mean", "kl_tree_min", "sd_below_tree"),
+        keys=("draft", "truncation", "t")),
+    "claims_prop1_paths.csv": Schema(
+        text=("draft", "truncation"), numeric=("D", "prompt_id", "start", "walks",
+                                               "be_lossless", "mc_lossless", "be_truncation",
+                                               "mc_truncation"),
+        keys=("draft", "truncation", "D", "prompt_id", "start")),
     "claims_collaborative_embedded.csv": Schema(
         text=("draft", "rule"), numeric=("param", "prompt_id", "position", "acceptance",
                                          "hellinger"),

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from paper_figs.claims.data import code_signature, refresh, write_csv
-from paper_figs.claims.engine import NOT_REPRODUCED, REPRODUCED, Part, fmt, outcome
+from paper_figs.claims.rules import at_least, exact, family_crit, fmt
+from paper_figs.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Part, combine, outcome
 
 FILE = "claims_exactness.csv"
 N_DRAWS = 200_000
@@ -139,7 +140,6 @@ def rule_score_bound(df):
     """The closed form at least the bound on every distribution (exact), and the Monte
     Carlo mean score of the race at least the bound (no violation beyond 3σ, a violation of
     0.02 visible)."""
-    from paper_figs.claims.engine import at_least, combine, exact, family_crit
 
     c = family_crit(len(df))
     mc = [at_least("", float(r["mc_mean"] - r["bound"]), float(r["mc_se"]), 0.02, c=c)

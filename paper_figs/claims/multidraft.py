@@ -46,19 +46,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs.claims.data import code_signature, refresh, write_csv
-from paper_figs.claims.engine import (
-    EXACT_ATOL,
-    REPRODUCED,
-    MissingData,
-    Part,
-    bound_family,
-    combine,
-    equivalence,
-    exact,
-    fmt,
-    outcome,
-)
+from paper_figs.claims.data import MissingData, code_signature, refresh, write_csv
+from paper_figs.claims.rules import EXACT_ATOL, bound_family, equivalence, exact, fmt
+from paper_figs.claims.verdicts import REPRODUCED, Part, combine, outcome
 
 SEED = 2609
 MARGIN = 0.02

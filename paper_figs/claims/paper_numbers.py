@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from paper_figs.claims.engine import MissingData
+from paper_figs.claims.data import MissingData
 
 PATH = Path(__file__).resolve().parent / "paper_numbers.csv"
 #: below this many units (seeds, prompts) a standard error uses the t reference

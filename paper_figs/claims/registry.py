@@ -32,8 +32,6 @@ NOT_COVERED = (
      "not transcribed into paper_numbers.csv yet: no paper's-own-data column rests on them"),
     ("zhou", "Fig. 1", "the gap to truncation sampling grows with task difficulty",
      "no task suite at embedded scale (the embedded model is at floor on the benchmarks)"),
-    ("zhou", "§5.1, Fig. 5", "η-sampling's gain grows with ε",
-     "not yet a rule of its own: zhou_eta tests the sign of ΔBE over ε, not its trend"),
     ("zhou", "Fig. 6", "η-sampling against typical acceptance",
      "Fig. 6 has no printed numbers and typical acceptance at the paper's scale needs its "
      "task suites"),
