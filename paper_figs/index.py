@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from paper_figs._common import OUT_DIR
+from paper_figs._common import OUT_DIR, heartbeat
 from paper_figs.claims.data import MissingData  # noqa: F401  (the public names of the INDEX)
 from paper_figs.claims.evaluation import evaluate, summary, summary_line  # noqa: F401
 from paper_figs.claims.render import (  # noqa: F401
@@ -72,7 +72,11 @@ def main(argv=None) -> int:
                  "reproduce)")
     if not any(args.out.glob("*.csv")):
         ap.error(f"--out: no study output (CSV) in {args.out}; nothing to judge")
-    path, counts = write_index(args.out)
+    # a full folder takes about 15 s (INDEX-time CSVs may be recomputed): never in silence
+    print(f"[index] writing {args.out / INDEX} (every claim, from the CSVs) ...",
+          file=sys.stderr, flush=True)
+    with heartbeat("[index]", f"writing {INDEX}"):
+        path, counts = write_index(args.out)
     print(f"[index] wrote {path}")
     print(f"[index] paper claims: {summary_line(counts)}")
     return 0

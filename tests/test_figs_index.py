@@ -162,6 +162,8 @@ def test_cli_on_a_partial_output_folder(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "paper_figs.index", "--out", str(tmp_path)],
                           cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the command says what it is doing before the wait (never a silent 15 s)
+    assert f"[index] writing {tmp_path / ix.INDEX}" in proc.stderr
     text = (tmp_path / ix.INDEX).read_text()
     assert "not run" in text and "no rows for summary of vsps" in text
 
