@@ -733,6 +733,9 @@ def _measure(args, specs, meta) -> dict:
     max_tokens = 64 if args.max_tokens is None else args.max_tokens
     texts = (llm.prompts("humaneval", per_set, seed=PROMPT_SEED)
              + llm.prompts("sharegpt", per_set, seed=PROMPT_SEED))
+    # unformatted prompts cut to --max-tokens: at most one token a character (and a BOS)
+    _check_profile_memory(args, meta, specs or default_drafts(1),
+                          min(max_tokens, max(map(len, texts)) + 1), "--max-tokens")
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         n_layers = layer_count(pair.target)
@@ -851,6 +854,45 @@ def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_toke
     weights = int(meta.get("parameters") or 0) * size
     return {"kv_cache": kv, "logits": logits, "weights": weights,
             "total": kv + logits + weights}
+
+
+def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None) -> dict | None:
+    """An estimate (bytes) of what ``specbound log`` and ``models --measure`` hold at their
+    peak for one prompt of ``positions`` tokens, from the target's config
+    (``target_metadata``): the target's KV cache while it samples (``2 * layers * kv_heads *
+    head_dim * bytes`` per position); the log-probabilities of every position, float32 --
+    the target's logits and log-softmax, and one array per draft, all held at once
+    (``(2 + drafts) * positions * vocab * 4``); the weights, once more for each
+    ``quantized:`` draft (a quantized copy is dequantized to the model's dtype).  None when
+    the config does not say."""
+    layers, heads, hd, vocab = (meta.get(k) for k in ("layers", "kv_heads", "head_dim",
+                                                      "vocab_size"))
+    if not all(isinstance(x, int) and x > 0 for x in (layers, heads, hd, vocab)):
+        return None
+    size = _DTYPE_BYTES.get(dtype or meta.get("dtype") or "float32", 4)
+    drafts = list(drafts)
+    kv = positions * 2 * heads * hd * size * layers
+    logits = (2 + len(drafts)) * positions * vocab * 4
+    copies = 1 + sum(str(d).startswith("quantized:") for d in drafts)
+    weights = int(meta.get("parameters") or 0) * size * copies
+    return {"kv_cache": kv, "logits": logits, "weights": weights,
+            "total": kv + logits + weights}
+
+
+def _check_profile_memory(args, meta, drafts, positions: int, flag: str) -> None:
+    """Refuse a ``log`` or ``models --measure`` run whose estimate (:func:`profile_memory`)
+    exceeds the available memory, naming ``flag`` (the flag that sets the positions)."""
+    limit = meta.get("context_window")
+    if isinstance(limit, int):
+        positions = min(positions, limit)
+    est = profile_memory(meta, drafts, positions, args.dtype)
+    free = available_memory(args.device)
+    if est is None or free is None or est["total"] <= free:
+        return
+    _fail(flag, f"the run would need about {_gib(est['total'])} of memory (log-probabilities "
+                f"{_gib(est['logits'])}, KV cache {_gib(est['kv_cache'])}, weights "
+                f"{_gib(est['weights'])}), more than the {_gib(free)} available; use a "
+                f"smaller {flag} or fewer --drafts")
 
 
 def _gib(n: int) -> str:
@@ -1088,6 +1130,10 @@ command("detect", "test text for the keyed watermark (needs the key, not the mod
 # ----------------------------------------------------------------------------- log
 
 
+#: the kinds of the default drafts of ``specbound log`` (for its memory estimate)
+_LOG_DEFAULT_DRAFT_KINDS = ("temperature:0.5", "temperature:1.5", "early_exit:1", "quantized:3")
+
+
 def _log_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", type=_nonempty_text,
@@ -1123,7 +1169,8 @@ def _log_run(args: argparse.Namespace) -> int:
         _fail("--out", f"{args.out!r} exists and is not a folder")
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
     _check_device(args)
-    _check_early_exit(target_metadata(args.target), specs or [], "--drafts")
+    meta = target_metadata(args.target)
+    _check_early_exit(meta, specs or [], "--drafts")
     texts, labels = [], []
     for name in args.sets:
         try:
@@ -1133,6 +1180,10 @@ def _log_run(args: argparse.Namespace) -> int:
         for i, t in enumerate(got):
             texts.append(t)
             labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
+    # a token has at least one character: the longest prompt bounds the prompt tokens
+    prompt_tokens = max(map(len, texts)) + (0 if args.no_chat else CHAT_OVERHEAD_TOKENS)
+    _check_profile_memory(args, meta, specs or _LOG_DEFAULT_DRAFT_KINDS,
+                          prompt_tokens + args.max_new_tokens, "--max-new-tokens")
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         if specs is None:
