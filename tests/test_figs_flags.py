@@ -55,6 +55,7 @@ INVALID = {
     "real_bounds": {"--log": ["/does/not/exist"], "--B": _INTS, "--contexts": [*_INT, "-1"],
                     "--mc-contexts": [*_INT, "-1"], "--trials": _POS},
     "real_crosscheck": _REAL_RUNS,
+    "real_ngram": _REAL_RUNS,
     "real_lossy": {"--log": ["/does/not/exist"], "--contexts": [*_INT, "-1"]},
     "real_watermarks": {**_REAL_RUNS, "--L": _INTS, "--B": _INTS, "--T": _INTS,
                         "--T-subst": _INTS},
