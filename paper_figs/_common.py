@@ -213,6 +213,14 @@ def resolve_params(table, quick: bool, given: dict | None = None) -> Values:
     return out
 
 
+def share(values, name: str, names, nbytes) -> float:
+    """A ``memory`` estimate ``nbytes`` that grows with the product of several parameters
+    ``names``, counted once: on ``name`` when its value is the largest of them (the first
+    one on ties), else 0 -- so the flag named by a refusal is the one that was made large."""
+    top = max(names, key=lambda k: values[k])
+    return nbytes if top == name else 0
+
+
 def check_memory(table, values: Values) -> None:
     """Refuse, naming the flag and the estimate, a run whose arrays (the sum of the
     parameters' ``memory`` estimates) exceed the memory available (``MemAvailable``); the

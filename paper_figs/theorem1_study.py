@@ -65,7 +65,10 @@ PARAMS = (
           # proposals, accept flags, tokens) of one checked point: measured (tracemalloc)
           # 200 bytes a draw, about 25 float64 arrays of draws
           memory=lambda v: 26 * v.draws * 8),
-    Param("vocab", "int", V, V, "tokens of every target", low=2),
+    Param("vocab", "int", V, V, "tokens of every target", low=2,
+          # the pairs, truncation masks and per-point laws and counts of the vocabulary:
+          # measured (tracemalloc) at most 280 bytes a token (100,000 tokens, 1,000 draws)
+          memory=lambda v: 36 * 8 * v.vocab),
     Param("zipf", "floats", ZIPF_S, ZIPF_S, "Zipf exponents of the targets (one pair each)",
           low=0, unique=False),
     Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf)",
