@@ -21,7 +21,9 @@ Contract (tested by ``tests/test_cli_contract.py``):
 
 - every flag is validated before any model or tokenizer is loaded, and a ``generate`` run
   whose estimated memory (:func:`generate_memory`, from the target's config) exceeds the
-  available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``;
+  available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``, as is
+  a ``log`` or ``models --measure`` run whose estimate (:func:`profile_memory`) exceeds it,
+  naming ``--max-new-tokens`` or ``--max-tokens``;
 - a user error (bad flag or input, a missing file, a device that is not there, an error
   raised by the library) prints exactly one line ``specbound COMMAND: error: --FLAG: ...``
   on standard error, nothing on standard output, and exits with status 2;
