@@ -858,13 +858,14 @@ def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_toke
             "total": kv + logits + weights}
 
 
-def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None) -> dict | None:
+def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None,
+                   scored: int | None = None) -> dict | None:
     """An estimate (bytes) of what ``specbound log`` and ``models --measure`` hold at their
-    peak for one prompt of ``positions`` tokens, from the target's config
-    (``target_metadata``): the target's KV cache while it samples (``2 * layers * kv_heads *
-    head_dim * bytes`` per position); the log-probabilities of every position, float32 --
-    the target's logits and log-softmax, and one array per draft, all held at once
-    (``(2 + drafts) * positions * vocab * 4``); the weights, once more for each
+    peak for one prompt of ``positions`` tokens, ``scored`` of them (default all) with
+    log-probabilities, from the target's config (``target_metadata``): the target's KV
+    cache while it samples (``2 * layers * kv_heads * head_dim * bytes`` per position); the
+    log-probabilities, float32 -- the target's logits and log-softmax, and one array per
+    draft, all held at once (``(2 + drafts) * scored * vocab * 4``); the weights, once more for each
     ``quantized:`` draft (a quantized copy is dequantized to the model's dtype).  None when
     the config does not say."""
     layers, heads, hd, vocab = (meta.get(k) for k in ("layers", "kv_heads", "head_dim",
@@ -874,20 +875,22 @@ def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None)
     size = _DTYPE_BYTES.get(dtype or meta.get("dtype") or "float32", 4)
     drafts = list(drafts)
     kv = positions * 2 * heads * hd * size * layers
-    logits = (2 + len(drafts)) * positions * vocab * 4
+    logits = (2 + len(drafts)) * (positions if scored is None else scored) * vocab * 4
     copies = 1 + sum(str(d).startswith("quantized:") for d in drafts)
     weights = int(meta.get("parameters") or 0) * size * copies
     return {"kv_cache": kv, "logits": logits, "weights": weights,
             "total": kv + logits + weights}
 
 
-def _check_profile_memory(args, meta, drafts, positions: int, flag: str) -> None:
+def _check_profile_memory(args, meta, drafts, positions: int, flag: str,
+                          scored: int | None = None) -> None:
     """Refuse a ``log`` or ``models --measure`` run whose estimate (:func:`profile_memory`)
     exceeds the available memory, naming ``flag`` (the flag that sets the positions)."""
     limit = meta.get("context_window")
     if isinstance(limit, int):
         positions = min(positions, limit)
-    est = profile_memory(meta, drafts, positions, args.dtype)
+        scored = None if scored is None else min(scored, limit)
+    est = profile_memory(meta, drafts, positions, args.dtype, scored)
     free = available_memory(args.device)
     if est is None or free is None or est["total"] <= free:
         return
@@ -1184,8 +1187,10 @@ def _log_run(args: argparse.Namespace) -> int:
             labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
     # a token has at least one character: the longest prompt bounds the prompt tokens
     prompt_tokens = max(map(len, texts)) + (0 if args.no_chat else CHAT_OVERHEAD_TOKENS)
+    # the log scores the sampled positions only (the prompt's logits are not computed)
     _check_profile_memory(args, meta, specs or _LOG_DEFAULT_DRAFT_KINDS,
-                          prompt_tokens + args.max_new_tokens, "--max-new-tokens")
+                          prompt_tokens + args.max_new_tokens, "--max-new-tokens",
+                          scored=args.max_new_tokens)
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         if specs is None:

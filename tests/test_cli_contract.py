@@ -259,6 +259,9 @@ def test_log_and_measure_refuse_a_run_larger_than_the_memory(capsys, no_loading,
     assert est["logits"] == 4 * 1000 * 49152 * 4
     assert est["kv_cache"] == 1000 * 2 * 3 * 64 * 4 * 30
     assert est["weights"] == 2 * 4 * meta["parameters"]
+    # the log scores its sampled positions only
+    est = cli.profile_memory(meta, ["temperature:0.5"], 1000, scored=64)
+    assert est["logits"] == 3 * 64 * 49152 * 4 and est["weights"] == 4 * meta["parameters"]
     monkeypatch.setattr(cli, "available_memory", lambda device=None: 2**30)
     code, out, err = _run(capsys, ["log", "--out", str(tmp_path / "log"), "--prompts", "1",
                                    "--max-new-tokens", "8000", "--quiet"])
