@@ -858,16 +858,24 @@ def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_toke
             "total": kv + logits + weights}
 
 
+#: resident memory of a run before its arrays: the interpreter, torch, the tokenizer
+#: (measured: about 530 MiB above the weights and arrays of a short ``specbound log``)
+RUNTIME_BYTES = 512 * 2**20
+
+
 def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None,
                    scored: int | None = None) -> dict | None:
     """An estimate (bytes) of what ``specbound log`` and ``models --measure`` hold at their
     peak for one prompt of ``positions`` tokens, ``scored`` of them (default all) with
     log-probabilities, from the target's config (``target_metadata``): the target's KV
     cache while it samples (``2 * layers * kv_heads * head_dim * bytes`` per position); the
-    log-probabilities, float32 -- the target's logits and log-softmax, and one array per
-    draft, all held at once (``(2 + drafts) * scored * vocab * 4``); the weights, once more for each
-    ``quantized:`` draft (a quantized copy is dequantized to the model's dtype).  None when
-    the config does not say."""
+    log-probabilities, float32 -- the target's logits, log-softmax and copies, and each
+    draft's, all held at once (``(4 + 3 * drafts) * scored * vocab * 4``); the weights, once
+    more for each ``quantized:`` draft (a quantized copy is dequantized to the model's
+    dtype); the interpreter, torch and the tokenizer (:data:`RUNTIME_BYTES`).  Calibrated on
+    the embedded model (peak RSS of ``specbound log`` with two drafts at 16 and 400 new
+    tokens: 1.55 and 2.25 GiB, 9.5 float32 vocabulary arrays per scored position).  None
+    when the config does not say."""
     layers, heads, hd, vocab = (meta.get(k) for k in ("layers", "kv_heads", "head_dim",
                                                       "vocab_size"))
     if not all(isinstance(x, int) and x > 0 for x in (layers, heads, hd, vocab)):
@@ -875,11 +883,11 @@ def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None,
     size = _DTYPE_BYTES.get(dtype or meta.get("dtype") or "float32", 4)
     drafts = list(drafts)
     kv = positions * 2 * heads * hd * size * layers
-    logits = (2 + len(drafts)) * (positions if scored is None else scored) * vocab * 4
+    logits = (4 + 3 * len(drafts)) * (positions if scored is None else scored) * vocab * 4
     copies = 1 + sum(str(d).startswith("quantized:") for d in drafts)
     weights = int(meta.get("parameters") or 0) * size * copies
-    return {"kv_cache": kv, "logits": logits, "weights": weights,
-            "total": kv + logits + weights}
+    return {"kv_cache": kv, "logits": logits, "weights": weights, "runtime": RUNTIME_BYTES,
+            "total": kv + logits + weights + RUNTIME_BYTES}
 
 
 def _check_profile_memory(args, meta, drafts, positions: int, flag: str,

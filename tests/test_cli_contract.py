@@ -254,14 +254,14 @@ def test_log_and_measure_refuse_a_run_larger_than_the_memory(capsys, no_loading,
     and the estimate before anything loads."""
     meta = cli.target_metadata("embedded")
     est = cli.profile_memory(meta, ["temperature:0.5", "quantized:3"], 1000)
-    # SmolLM2-135M, float32: the target's logits and log-softmax and one array per draft;
+    # SmolLM2-135M, float32: 4 vocabulary arrays per position for the target, 3 per draft;
     # 30 layers x 3 KV heads x 64 dims per position; the weights twice (one quantized copy)
-    assert est["logits"] == 4 * 1000 * 49152 * 4
+    assert est["logits"] == (4 + 3 * 2) * 1000 * 49152 * 4
     assert est["kv_cache"] == 1000 * 2 * 3 * 64 * 4 * 30
     assert est["weights"] == 2 * 4 * meta["parameters"]
     # the log scores its sampled positions only
     est = cli.profile_memory(meta, ["temperature:0.5"], 1000, scored=64)
-    assert est["logits"] == 3 * 64 * 49152 * 4 and est["weights"] == 4 * meta["parameters"]
+    assert est["logits"] == 7 * 64 * 49152 * 4 and est["weights"] == 4 * meta["parameters"]
     monkeypatch.setattr(cli, "available_memory", lambda device=None: 2**30)
     code, out, err = _run(capsys, ["log", "--out", str(tmp_path / "log"), "--prompts", "1",
                                    "--max-new-tokens", "8000", "--quiet"])
