@@ -141,6 +141,7 @@ HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
         ("fidelity_entropy", "--contexts", "10000000"),
         ("fidelity_entropy", "--tokens", "100000000"),
         ("wm_detection", "--prompts", "100000000"),
+        ("wm_detection", "--null-keys", "100000000"),
         ("wm_drafter_substitution", "--tokens", "100000000"),
         ("wm_multidraft_scaling", "--seeds", "100000000"),
         ("wm_single_draft_frontier", "--prompts", "100000000")]
