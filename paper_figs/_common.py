@@ -88,8 +88,9 @@ class Param:
     #: ``check(values)``: a message when this parameter does not fit the others (a list
     #: length, a subset), else None -- checked once every parameter is converted
     check: Any = None
-    #: ``memory(values)``: an estimate (bytes) of the arrays the study allocates, checked
-    #: against the available memory before the study starts
+    #: ``memory(values)``: an estimate (bytes) of the arrays this parameter scales; the
+    #: estimates of a study's parameters add up to the study's, checked against the
+    #: available memory before the study starts (the largest one names the flag)
     memory: Any = None
 
     @property
@@ -212,9 +213,18 @@ def resolve_params(table, quick: bool, given: dict | None = None) -> Values:
     return out
 
 
+def share(values, name: str, names, nbytes) -> float:
+    """A ``memory`` estimate ``nbytes`` that grows with the product of several parameters
+    ``names``, counted once: on ``name`` when its value is the largest of them (the first
+    one on ties), else 0 -- so the flag named by a refusal is the one that was made large."""
+    top = max(names, key=lambda k: values[k])
+    return nbytes if top == name else 0
+
+
 def check_memory(table, values: Values) -> None:
-    """Refuse, naming the flag and the estimate, a run whose arrays (each parameter's
-    ``memory`` estimate) exceed the memory available (``MemAvailable``)."""
+    """Refuse, naming the flag and the estimate, a run whose arrays (the sum of the
+    parameters' ``memory`` estimates) exceed the memory available (``MemAvailable``); the
+    flag named is the parameter with the largest estimate."""
     est = {p.name: int(p.memory(values)) for p in table if p.memory is not None}
     if not est:
         return
@@ -222,9 +232,10 @@ def check_memory(table, values: Values) -> None:
 
     free = available_memory()
     name = max(est, key=est.get)
-    if free is not None and est[name] > free:
+    total = sum(est.values())
+    if free is not None and total > free:
         raise ValueError(f"{name}: the study's arrays would need about "
-                         f"{est[name] / 2**30:.1f} GiB of memory, more than the "
+                         f"{total / 2**30:.1f} GiB of memory, more than the "
                          f"{free / 2**30:.1f} GiB available")
 
 

@@ -72,7 +72,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import Param, out_path
+from paper_figs._common import Param, out_path, share
 from specbound._io import atomic_write
 from specbound.sim import metrics
 from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
@@ -167,17 +167,32 @@ class Settings:
 FULL = Settings(n_prompts=1000, max_new_tokens=128, n_seeds=3)
 QUICK = Settings(vocab_size=200, n_prompts=4, max_new_tokens=12, n_seeds=2, quick=True)
 
+_SIZES = ("prompts", "tokens", "seeds")
+
+
+def decode_memory(v) -> int:
+    """Bytes a study's sweep holds for its decoded texts: every prompt, new token and seed
+    of a task (the decoder's records, measured with tracemalloc at 150 bytes a generated
+    token at their peak, and the generated tokens, pivots and cumulative scores kept for
+    every drafter and seed) in each of the two processes of the default pool -- at most 256
+    bytes a token and process."""
+    return 2 * 256 * v.prompts * v.tokens * v.seeds
+
+
 def settings_params(full: Settings, quick: Settings) -> tuple[Param, ...]:
     """The parameters ``vocab``, ``prompts``, ``tokens``, ``seeds`` of a study whose settings
     are ``full`` (full mode) and ``quick`` (``--quick``): see :func:`with_params`."""
     return (
         Param("vocab", "int", full.vocab_size, quick.vocab_size,
               "vocabulary of the synthetic LMs", low=2),
-        Param("prompts", "int", full.n_prompts, quick.n_prompts, "prompts", low=1),
+        Param("prompts", "int", full.n_prompts, quick.n_prompts, "prompts", low=1,
+              memory=lambda v: share(v, "prompts", _SIZES, decode_memory(v))),
         Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
-              "new tokens per prompt", low=1),
+              "new tokens per prompt", low=1,
+              memory=lambda v: share(v, "tokens", _SIZES, decode_memory(v))),
         Param("seeds", "int", full.n_seeds, quick.n_seeds,
-              "independent seeds (watermark keys) per prompt", low=1),
+              "independent seeds (watermark keys) per prompt", low=1,
+              memory=lambda v: share(v, "seeds", _SIZES, decode_memory(v))),
     )
 
 

@@ -72,6 +72,7 @@ from paper_figs._common import (
     out_path,
     resolve_params,
     setup_matplotlib,
+    share,
     write_table_and_figure,
 )
 from specbound import sim, theory
@@ -99,10 +100,24 @@ class Config:
 FULL = Config(1000, 48, 128, (0.3, 0.47, 1.0, 2.0, 3.0), (2, 4, 6, 8), (1, 2, 3, 4), 48,
               (0.3, 0.47, 1.0, 2.0), 80, (64, 128))
 QUICK = Config(200, 3, 12, (0.47, 2.0), (2, 4), (2,), 6, (0.47, 2.0), 4, (12,))
+_DECODE_SIZES = ("prompts", "drift_prompts", "tokens")
+
+
+def _decode_memory(v) -> int:
+    """Bytes of the decoded texts a family's task holds: the runs of up to four decoders of
+    every prompt and new token (the decoders' records and generated tokens, at most 256
+    bytes a token, measured with tracemalloc on the synthetic watermark studies' decoder at
+    150 bytes), in each of the two processes of the default pool; the exact part (vocabulary
+    x contexts) is ``--contexts``'s own estimate."""
+    return 2 * 4 * 256 * (v.prompts + v.drift_prompts) * v.tokens
+
+
 PARAMS = (
     Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size, "vocabulary of the LMs", low=2),
-    Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1),
-    Param("tokens", "int", FULL.new_tokens, QUICK.new_tokens, "new tokens per prompt", low=1),
+    Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1,
+          memory=lambda v: share(v, "prompts", _DECODE_SIZES, _decode_memory(v))),
+    Param("tokens", "int", FULL.new_tokens, QUICK.new_tokens, "new tokens per prompt", low=1,
+          memory=lambda v: share(v, "tokens", _DECODE_SIZES, _decode_memory(v))),
     Param("entropy", "floats", FULL.entropies, QUICK.entropies,
           "target entropies (nats) of the calibrated LMs", low=0,
           check=lambda v: None if max(v.entropy) < math.log(v.vocab) else
@@ -110,13 +125,17 @@ PARAMS = (
     Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1),
     Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1),
     Param("contexts", "int", FULL.n_contexts, QUICK.n_contexts,
-          "contexts of the exact token-level comparison", low=1),
+          "contexts of the exact token-level comparison", low=1,
+          # the contexts' target and draft laws and exact_acceptance's temporaries: measured
+          # (tracemalloc, 200 contexts x 2,000 tokens) 21.4 float64 arrays of contexts x vocab
+          memory=lambda v: 24 * 8 * v.contexts * v.vocab),
     Param("drift_entropy", "floats", FULL.drift_entropies, QUICK.drift_entropies,
           "target entropies of the TPR-drift section (each one of --entropy)", low=0,
           check=lambda v: next((f"{h:g} is not one of --entropy" for h in v.drift_entropy
                                 if not any(math.isclose(h, x) for x in v.entropy)), None)),
     Param("drift_prompts", "int", FULL.drift_prompts, QUICK.drift_prompts,
-          "prompts of the TPR-drift section", low=2),
+          "prompts of the TPR-drift section", low=2,
+          memory=lambda v: share(v, "drift_prompts", _DECODE_SIZES, _decode_memory(v))),
     Param("drift_T", "ints", FULL.drift_T, QUICK.drift_T,
           "detection budgets T_eval of the TPR-drift section (at most --tokens)", low=1,
           check=lambda v: next((f"{T} exceeds --tokens {v.tokens}" for T in v.drift_T

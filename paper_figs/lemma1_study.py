@@ -46,6 +46,7 @@ from paper_figs._common import (
     out_path,
     resolve_params,
     setup_matplotlib,
+    share,
     write_table_and_figure,
 )
 from specbound.sim.distributions import noisy_draft, softmax_gaussian, temperature_draft, zipf
@@ -63,11 +64,22 @@ DRAFTS = (("noisy", 0.1), ("noisy", 0.3), ("noisy", 0.5), ("sharpened", 0.8),
 P_BASES = tuple(np.round(np.arange(0.1, 0.91, 0.1), 2))
 EPSILONS = tuple(np.geomspace(1e-4, 0.3, 12))
 PARAMS = (
-    Param("vocab", "int", 200, 50, "tokens n of every target", low=2),
-    Param("targets", "int", 8, 2, "targets per family and family parameter", low=1),
+    Param("vocab", "int", 200, 50, "tokens n of every target", low=2,
+          memory=lambda v: share(v, "vocab", ("vocab", "targets"), _memory(v))),
+    Param("targets", "int", 8, 2, "targets per family and family parameter", low=1,
+          memory=lambda v: share(v, "targets", ("vocab", "targets"), _memory(v))),
     Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0, high=1),
     Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0, high=1),
 )
+
+
+def _memory(v) -> int:
+    """Bytes of the study's peak: the six batches of targets and one family's drafts,
+    masks, truncated targets and temporaries (measured with tracemalloc: 157 bytes per
+    target and token, about 20 float64 arrays of targets x vocab), and the table's rows
+    (about 700 bytes each, one per family, draft, truncation parameter and target)."""
+    rows = 6 * len(DRAFTS) * (len(v.p_base) + len(v.eps)) * v.targets
+    return 20 * 8 * v.targets * v.vocab + 700 * rows
 
 
 def targets(quick: bool, **params) -> list[tuple[str, float, np.ndarray]]:

@@ -60,8 +60,15 @@ TRUNCATIONS = (("min-p 0.1", lambda p: min_p_allowed(p, 0.1)),
 
 
 PARAMS = (
-    Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1),
-    Param("vocab", "int", V, V, "tokens of every target", low=2),
+    Param("draws", "int", 200_000, 20_000, "Monte Carlo draws per checked point", low=1,
+          # sample_induced's and simulate_tree_verification's per-draw arrays (uniforms,
+          # proposals, accept flags, tokens) of one checked point: measured (tracemalloc)
+          # 200 bytes a draw, about 25 float64 arrays of draws
+          memory=lambda v: 26 * v.draws * 8),
+    Param("vocab", "int", V, V, "tokens of every target", low=2,
+          # the pairs, truncation masks and per-point laws and counts of the vocabulary:
+          # measured (tracemalloc) at most 280 bytes a token (100,000 tokens, 1,000 draws)
+          memory=lambda v: 36 * 8 * v.vocab),
     Param("zipf", "floats", ZIPF_S, ZIPF_S, "Zipf exponents of the targets (one pair each)",
           low=0, unique=False),
     Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf)",

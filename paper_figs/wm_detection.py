@@ -83,7 +83,15 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import (
+    DECODER_STYLE,
+    Param,
+    cli,
+    out_path,
+    resolve_params,
+    setup_matplotlib,
+    share,
+)
 from specbound.results import proportion_ci
 from specbound.sim import keyed_pivots
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
@@ -110,11 +118,24 @@ STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
 ACC_NOISE = (0.1, 0.2, 0.3, 0.5, 0.9)
 ACC_T_FULL = (4, 8, 16, 32)
 ACC_T_QUICK = (4, 8, 12)
+_NULL = ("null_texts", "null_keys")
+
+
+def _null_memory(v) -> int:
+    """Bytes of the null calibration (:func:`null_worker`): the pivots of every text under
+    every key (the list of rows and its array) and one score's cumulative sums, 4 float64
+    arrays of texts x keys x tokens (counted from the code, not measured), in each of the
+    two processes of the default pool."""
+    return 2 * 4 * 8 * v.null_texts * v.null_keys * v.tokens
+
+
 PARAMS = (
     Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens)", low=1),
     *wc.settings_params(wc.FULL, replace(wc.QUICK, n_prompts=12)),
-    Param("null_texts", "int", 200, 20, "unwatermarked texts of the null calibration", low=1),
-    Param("null_keys", "int", 50, 5, "independent keys of the null calibration", low=1),
+    Param("null_texts", "int", 200, 20, "unwatermarked texts of the null calibration", low=1,
+          memory=lambda v: share(v, "null_texts", _NULL, _null_memory(v))),
+    Param("null_keys", "int", 50, 5, "independent keys of the null calibration", low=1,
+          memory=lambda v: share(v, "null_keys", _NULL, _null_memory(v))),
     Param("acc_tokens", "int", 32, 12, "new tokens per prompt of the acceptance sweep", low=1),
     Param("acc_noise", "floats", ACC_NOISE, ACC_NOISE,
           "drafter logit-noise levels of the acceptance sweep", low=0),

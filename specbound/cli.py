@@ -21,7 +21,9 @@ Contract (tested by ``tests/test_cli_contract.py``):
 
 - every flag is validated before any model or tokenizer is loaded, and a ``generate`` run
   whose estimated memory (:func:`generate_memory`, from the target's config) exceeds the
-  available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``;
+  available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``, as is
+  a ``log`` or ``models --measure`` run whose estimate (:func:`profile_memory`) exceeds it,
+  naming ``--max-new-tokens`` or ``--max-tokens``;
 - a user error (bad flag or input, a missing file, a device that is not there, an error
   raised by the library) prints exactly one line ``specbound COMMAND: error: --FLAG: ...``
   on standard error, nothing on standard output, and exits with status 2;
@@ -733,6 +735,9 @@ def _measure(args, specs, meta) -> dict:
     max_tokens = 64 if args.max_tokens is None else args.max_tokens
     texts = (llm.prompts("humaneval", per_set, seed=PROMPT_SEED)
              + llm.prompts("sharegpt", per_set, seed=PROMPT_SEED))
+    # unformatted prompts cut to --max-tokens: at most one token a character (and a BOS)
+    _check_profile_memory(args, meta, specs or default_drafts(1),
+                          min(max_tokens, max(map(len, texts)) + 1), "--max-tokens")
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         n_layers = layer_count(pair.target)
@@ -851,6 +856,56 @@ def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_toke
     weights = int(meta.get("parameters") or 0) * size
     return {"kv_cache": kv, "logits": logits, "weights": weights,
             "total": kv + logits + weights}
+
+
+#: resident memory of a run before its arrays: the interpreter, torch, the tokenizer
+#: (measured: about 530 MiB above the weights and arrays of a short ``specbound log``)
+RUNTIME_BYTES = 512 * 2**20
+
+
+def profile_memory(meta: dict, drafts, positions: int, dtype: str | None = None,
+                   scored: int | None = None) -> dict | None:
+    """An estimate (bytes) of what ``specbound log`` and ``models --measure`` hold at their
+    peak for one prompt of ``positions`` tokens, ``scored`` of them (default all) with
+    log-probabilities, from the target's config (``target_metadata``): the target's KV
+    cache while it samples (``2 * layers * kv_heads * head_dim * bytes`` per position); the
+    log-probabilities, float32 -- the target's logits, log-softmax and copies, and each
+    draft's, all held at once (``(4 + 3 * drafts) * scored * vocab * 4``); the weights, once
+    more for each ``quantized:`` draft (a quantized copy is dequantized to the model's
+    dtype); the interpreter, torch and the tokenizer (:data:`RUNTIME_BYTES`).  Calibrated on
+    the embedded model (peak RSS of ``specbound log`` with two drafts at 16 and 400 new
+    tokens: 1.55 and 2.25 GiB, 9.5 float32 vocabulary arrays per scored position).  None
+    when the config does not say."""
+    layers, heads, hd, vocab = (meta.get(k) for k in ("layers", "kv_heads", "head_dim",
+                                                      "vocab_size"))
+    if not all(isinstance(x, int) and x > 0 for x in (layers, heads, hd, vocab)):
+        return None
+    size = _DTYPE_BYTES.get(dtype or meta.get("dtype") or "float32", 4)
+    drafts = list(drafts)
+    kv = positions * 2 * heads * hd * size * layers
+    logits = (4 + 3 * len(drafts)) * (positions if scored is None else scored) * vocab * 4
+    copies = 1 + sum(str(d).startswith("quantized:") for d in drafts)
+    weights = int(meta.get("parameters") or 0) * size * copies
+    return {"kv_cache": kv, "logits": logits, "weights": weights, "runtime": RUNTIME_BYTES,
+            "total": kv + logits + weights + RUNTIME_BYTES}
+
+
+def _check_profile_memory(args, meta, drafts, positions: int, flag: str,
+                          scored: int | None = None) -> None:
+    """Refuse a ``log`` or ``models --measure`` run whose estimate (:func:`profile_memory`)
+    exceeds the available memory, naming ``flag`` (the flag that sets the positions)."""
+    limit = meta.get("context_window")
+    if isinstance(limit, int):
+        positions = min(positions, limit)
+        scored = None if scored is None else min(scored, limit)
+    est = profile_memory(meta, drafts, positions, args.dtype, scored)
+    free = available_memory(args.device)
+    if est is None or free is None or est["total"] <= free:
+        return
+    _fail(flag, f"the run would need about {_gib(est['total'])} of memory (log-probabilities "
+                f"{_gib(est['logits'])}, KV cache {_gib(est['kv_cache'])}, weights "
+                f"{_gib(est['weights'])}), more than the {_gib(free)} available; use a "
+                f"smaller {flag} or fewer --drafts")
 
 
 def _gib(n: int) -> str:
@@ -1088,6 +1143,10 @@ command("detect", "test text for the keyed watermark (needs the key, not the mod
 # ----------------------------------------------------------------------------- log
 
 
+#: the kinds of the default drafts of ``specbound log`` (for its memory estimate)
+_LOG_DEFAULT_DRAFT_KINDS = ("temperature:0.5", "temperature:1.5", "early_exit:1", "quantized:3")
+
+
 def _log_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", type=_nonempty_text,
@@ -1123,7 +1182,8 @@ def _log_run(args: argparse.Namespace) -> int:
         _fail("--out", f"{args.out!r} exists and is not a folder")
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
     _check_device(args)
-    _check_early_exit(target_metadata(args.target), specs or [], "--drafts")
+    meta = target_metadata(args.target)
+    _check_early_exit(meta, specs or [], "--drafts")
     texts, labels = [], []
     for name in args.sets:
         try:
@@ -1133,6 +1193,12 @@ def _log_run(args: argparse.Namespace) -> int:
         for i, t in enumerate(got):
             texts.append(t)
             labels.append(f"{name} prompts(n={args.prompts}, seed={args.prompt_seed})[{i}]")
+    # a token has at least one character: the longest prompt bounds the prompt tokens
+    prompt_tokens = max(map(len, texts)) + (0 if args.no_chat else CHAT_OVERHEAD_TOKENS)
+    # the log scores the sampled positions only (the prompt's logits are not computed)
+    _check_profile_memory(args, meta, specs or _LOG_DEFAULT_DRAFT_KINDS,
+                          prompt_tokens + args.max_new_tokens, "--max-new-tokens",
+                          scored=args.max_new_tokens)
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         if specs is None:

@@ -246,6 +246,38 @@ def test_generate_refuses_a_run_larger_than_the_memory(capsys, no_loading, monke
     assert code == cli.EXIT_INTERNAL and "loaded before the flags were checked" in err
 
 
+@pytest.mark.skipif(not EMBEDDED_CACHED, reason="needs the converted embedded model's config")
+def test_log_and_measure_refuse_a_run_larger_than_the_memory(capsys, no_loading, monkeypatch,
+                                                             tmp_path):
+    """``log`` and ``models --measure``: the log-probabilities, KV cache and weights estimated
+    from the config (no weights loaded) against the available memory, refused with the flag
+    and the estimate before anything loads."""
+    meta = cli.target_metadata("embedded")
+    est = cli.profile_memory(meta, ["temperature:0.5", "quantized:3"], 1000)
+    # SmolLM2-135M, float32: 4 vocabulary arrays per position for the target, 3 per draft;
+    # 30 layers x 3 KV heads x 64 dims per position; the weights twice (one quantized copy)
+    assert est["logits"] == (4 + 3 * 2) * 1000 * 49152 * 4
+    assert est["kv_cache"] == 1000 * 2 * 3 * 64 * 4 * 30
+    assert est["weights"] == 2 * 4 * meta["parameters"]
+    # the log scores its sampled positions only
+    est = cli.profile_memory(meta, ["temperature:0.5"], 1000, scored=64)
+    assert est["logits"] == 7 * 64 * 49152 * 4 and est["weights"] == 4 * meta["parameters"]
+    monkeypatch.setattr(cli, "available_memory", lambda device=None: 2**30)
+    code, out, err = _run(capsys, ["log", "--out", str(tmp_path / "log"), "--prompts", "1",
+                                   "--max-new-tokens", "8000", "--quiet"])
+    _assert_one_line_error(code, out, err, "--max-new-tokens: the run would need about")
+    assert "1.0 GiB available" in err and not (tmp_path / "log").exists()
+    code, out, err = _run(capsys, ["models", "--measure", "--max-tokens", "100000",
+                                   "--quiet"])
+    _assert_one_line_error(code, out, err, "--max-tokens: the run would need about")
+    # default runs fit a machine with 16 GiB free: they get as far as loading
+    monkeypatch.setattr(cli, "available_memory", lambda device=None: 16 * 2**30)
+    code, out, err = _run(capsys, ["log", "--out", str(tmp_path / "log"), "--quiet"])
+    assert code == cli.EXIT_INTERNAL and "loaded before the flags were checked" in err
+    code, out, err = _run(capsys, ["models", "--measure", "--quiet"])
+    assert code == cli.EXIT_INTERNAL and "loaded before the flags were checked" in err
+
+
 def test_library_errors_are_one_line_with_the_flag(capsys, monkeypatch):
     """Errors raised by the library after the checks are re-worded to the flag's name."""
 

@@ -14,6 +14,8 @@ set to 2 GiB here, so the rows do not depend on the machine).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from paper_figs import _common
@@ -55,6 +57,7 @@ INVALID = {
     "real_bounds": {"--log": ["/does/not/exist"], "--B": _INTS, "--contexts": [*_INT, "-1"],
                     "--mc-contexts": [*_INT, "-1"], "--trials": _POS},
     "real_crosscheck": _REAL_RUNS,
+    "real_ngram": _REAL_RUNS,
     "real_lossy": {"--log": ["/does/not/exist"], "--contexts": [*_INT, "-1"]},
     "real_watermarks": {**_REAL_RUNS, "--L": _INTS, "--B": _INTS, "--T": _INTS,
                         "--T-subst": _INTS},
@@ -121,6 +124,52 @@ def test_memory_refusal_names_the_flag_and_the_estimate(capsys, small_memory):
     err = capsys.readouterr().err
     assert err == ("python -m paper_figs.prop1_study: error: --depth: the study's arrays "
                    "would need about 8.9 GiB of memory, more than the 2.0 GiB available\n")
+
+
+#: (study, flag, huge value): one run per study whose estimated arrays exceed the 2 GiB set
+#: here, refused as the command line is parsed (the flag named is the one made large)
+HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
+        ("lenience_study", "--draws", "10000000000"),
+        ("theorem1_study", "--draws", "1000000000"),
+        ("lossy_gallery", "--draws", "1000000000"),
+        ("lossy_gallery", "--vocab", "1000000"),
+        ("lemma1_study", "--vocab", "100000000"),
+        ("lemma1_study", "--targets", "100000000"),
+        ("efficiency_frontier", "--targets", "100000000"),
+        ("fidelity_lossy", "--vocab", "1000000"),
+        ("fidelity_lossy", "--contexts", "10000000"),
+        ("fidelity_entropy", "--contexts", "10000000"),
+        ("fidelity_entropy", "--tokens", "100000000"),
+        ("wm_detection", "--prompts", "100000000"),
+        ("wm_detection", "--null-keys", "100000000"),
+        ("wm_drafter_substitution", "--tokens", "100000000"),
+        ("wm_multidraft_scaling", "--seeds", "100000000"),
+        ("wm_single_draft_frontier", "--prompts", "100000000")]
+
+
+@pytest.mark.parametrize(("study", "flag", "value"), HUGE)
+def test_every_study_refuses_arrays_larger_than_the_memory(study, flag, value, capsys,
+                                                           small_memory):
+    mod = MODULES[study]
+    with pytest.raises(SystemExit) as exc:
+        _common.cli(_never, mod.__doc__, mod.PARAMS, study, ["--quick", flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert re.fullmatch(rf"python -m paper_figs\.{study}: error: {flag}: the study's arrays "
+                        r"would need about \d+\.\d GiB of memory, more than the 2\.0 GiB "
+                        r"available\n", err), err
+
+
+def test_study_memory_estimates_add_up_and_name_the_largest(small_memory):
+    """Two sizes made large together: the sum is checked, the larger one is named."""
+    from paper_figs import lossy_gallery
+
+    # 1.4 GiB of draws and 0.7 GiB of table rows: each fits 2 GiB, together they do not
+    for one in ({"draws": 24_000_000}, {"vocab": 100_000}):
+        _common.resolve_params(lossy_gallery.PARAMS, True, one)
+    with pytest.raises(ValueError, match=r"^draws: the study's arrays would need about 2\.1"):
+        _common.resolve_params(lossy_gallery.PARAMS, True,
+                               {"draws": 24_000_000, "vocab": 100_000})
 
 
 def test_duplicated_grid_values_are_refused_and_pairs_may_repeat_a_value():
