@@ -358,6 +358,8 @@ def _bullets_after(section: str, marker: str) -> set[str]:
             if paths:
                 break
             continue
+        if line.startswith("  "):  # the continuation of a bullet
+            continue
         if not line.startswith("- "):
             break
         if line.strip() == "- none":
