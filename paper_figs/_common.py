@@ -520,7 +520,8 @@ def sweep_executor(spec):
         yield ex
 
 
-#: one colour and marker per decoder of ``specbound.sim.DECODERS``, used by every figure
+#: the chosen colour and marker of each decoder of ``specbound.sim.DECODERS``, used by every
+#: figure; a decoder without an entry gets a derived one (:func:`decoder_style`)
 DECODER_STYLE = {
     "ar": ("tab:brown", "."),
     "basic_uwm": ("black", "*"),
@@ -562,14 +563,51 @@ BOUND_COLORS = {
 }
 
 
+#: colours and markers a decoder without a chosen style takes, in order (none of them is
+#: a chosen one)
+DERIVED_COLORS = ("darkgoldenrod", "teal", "navy", "crimson", "darkolivegreen", "slateblue",
+                  "sienna", "deeppink", "steelblue", "darkkhaki")
+DERIVED_MARKERS = ("<", ">", "d", "p", "H", "8", "1", "2", "3", "4")
+
+
+def derived_styles(decoders, chosen=None) -> dict[str, tuple[str, str]]:
+    """The style of every decoder of ``decoders`` (in registry order): its entry in
+    ``chosen`` (default :data:`DECODER_STYLE`), or else the next unused pair of
+    :data:`DERIVED_COLORS` and :data:`DERIVED_MARKERS`, so that a new decoder of the registry
+    needs no entry to be drawn (the derived colours cycle past the tenth)."""
+    chosen = DECODER_STYLE if chosen is None else chosen
+    out, k = {}, 0
+    for name in decoders:
+        if name in chosen:
+            out[name] = chosen[name]
+        else:
+            out[name] = (DERIVED_COLORS[k % len(DERIVED_COLORS)],
+                         DERIVED_MARKERS[k % len(DERIVED_MARKERS)])
+            k += 1
+    return out
+
+
+def decoder_style(decoder: str) -> tuple[str, str]:
+    """The (colour, marker) of ``decoder`` in every figure: its chosen style in
+    :data:`DECODER_STYLE`, or a derived one (:func:`derived_styles` over the registry)."""
+    if decoder in DECODER_STYLE:
+        return DECODER_STYLE[decoder]
+    from specbound.sim.decoders import DECODERS
+
+    styles = derived_styles(DECODERS)
+    if decoder not in styles:
+        raise ValueError(f"decoder: unknown decoder {decoder!r}; known: {list(DECODERS)}")
+    return styles[decoder]
+
+
 def decoder_color(decoder: str) -> str:
     """The colour of ``decoder`` in every figure."""
-    return DECODER_STYLE[decoder][0]
+    return decoder_style(decoder)[0]
 
 
 def decoder_marker(decoder: str) -> str:
     """The marker of ``decoder`` in every figure."""
-    return DECODER_STYLE[decoder][1]
+    return decoder_style(decoder)[1]
 
 
 #: figure labels (by prefix) of the rules, for scripts that label rows by a readable name

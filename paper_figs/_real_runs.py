@@ -126,12 +126,12 @@ def _source_message(target) -> str | None:
     """Why ``--target`` names no model (the command line's rule), or None."""
     import argparse
 
-    from specbound.cli import _source
+    from specbound.cli import model_source
 
     if target is None:
         return None
     try:
-        _source(target)
+        model_source(target)
     except argparse.ArgumentTypeError as exc:
         return str(exc)
     return None

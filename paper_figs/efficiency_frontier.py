@@ -84,11 +84,11 @@ def families(quick: bool, **params) -> list[tuple[str, np.ndarray, np.ndarray]]:
                                    ("softmax-Gaussian targets",
                                     softmax_gaussian(n, scale=2.5, size=m, seed=32)))):
         tv = np.random.default_rng(40 + k).uniform(0.1, 0.6, size=m)
-        out.append((name, P, np.stack([_draft(P[i], tv[i], 1000 * k + i) for i in range(m)])))
+        out.append((name, P, np.stack([draft_at_tv(P[i], tv[i], 1000 * k + i) for i in range(m)])))
     return out
 
 
-def _draft(p: np.ndarray, tv: float, seed: int) -> np.ndarray:
+def draft_at_tv(p: np.ndarray, tv: float, seed: int) -> np.ndarray:
     """Noisy draft at the requested TV; a very peaked target may not reach it along its
     noise direction, and then the request is lowered (by 20% at a time) until it does."""
     while True:

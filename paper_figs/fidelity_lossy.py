@@ -55,7 +55,7 @@ from paper_figs._common import (
     share,
     write_table_and_figure,
 )
-from paper_figs.efficiency_frontier import _draft
+from paper_figs.efficiency_frontier import draft_at_tv
 from specbound.sim import calibrated_lm
 from specbound.sim.distributions import temperature_draft, zipf
 from specbound.theory import block_efficiency
@@ -99,8 +99,8 @@ def families(quick: bool, **params) -> list[tuple[str, np.ndarray, np.ndarray]]:
     n, m = v.vocab, v.contexts
     P = zipf(n, 1.1, size=m, seed=31)
     tv = np.random.default_rng(40).uniform(0.1, 0.6, size=m)
-    noisy = np.stack([_draft(P[i], tv[i], i) for i in range(m)])
-    sharp = np.stack([_draft(temperature_draft(P[i], 0.6), 0.1, 5000 + i) for i in range(m)])
+    noisy = np.stack([draft_at_tv(P[i], tv[i], i) for i in range(m)])
+    sharp = np.stack([draft_at_tv(temperature_draft(P[i], 0.6), 0.1, 5000 + i) for i in range(m)])
     return [
         ("noisy", P, noisy),
         ("sharpened", P, sharp),

@@ -84,9 +84,9 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import (
-    DECODER_STYLE,
     Param,
     cli,
+    decoder_style,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -111,7 +111,7 @@ RUNS = tuple((d, d, {}, [("tokens", None)]) for d in DECODERS) + (
     ("mse_pseudo_keyed", "mse_pseudo", {"residual": "keyed"},
      [("tokens", None), ("coin", COIN_THRESHOLD)]),)
 TESTS = (("aaronson", "exact"), ("aaronson", "empirical"), ("u", "empirical"))
-STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
+STYLE = {d: decoder_style(d) for d in DECODERS}
 
 
 #: the acceptance sweep's grids (below): drafter logit-noise levels (0.3 is D0), budgets

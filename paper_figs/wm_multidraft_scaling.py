@@ -63,9 +63,9 @@ import pandas as pd
 
 from paper_figs import _wm_common as wc
 from paper_figs._common import (
-    DECODER_STYLE,
     Param,
     cli,
+    decoder_style,
     integer_ticks,
     out_path,
     resolve_params,
@@ -83,7 +83,7 @@ DECODERS = ("mpfr", "invariant")
 THEORY_BLOCKS = {"mpfr": None, "invariant": 5}  # per prompt; None = every block
 #: prompts (of seed 0) on which the compensator is evaluated
 THEORY_PROMPTS = {False: 50, True: 4}
-STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
+STYLE = {d: decoder_style(d) for d in DECODERS}
 PARAMS = (
     Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
     Param("L", "int", L, L, "lookahead", low=1),

@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import DECODER_STYLE, Param, cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import Param, cli, decoder_style, out_path, resolve_params, setup_matplotlib
 from specbound.sim import (
     DECODER_SCHEME,
     CachedLM,
@@ -91,7 +91,7 @@ THEORY_PROMPTS = {False: 50, True: 4}
 #: prompts (of seed 0) of Hu & Huang's setting (Python block loop)
 HH_PROMPTS = {False: 500, True: 4}
 LABEL_OFFSETS = {"pfr": (0, -16), "mse": (0, -13), "vsps": (0, 8)}
-STYLE = {d: DECODER_STYLE[d] for d in DECODERS}
+STYLE = {d: decoder_style(d) for d in DECODERS}
 SCORES = (("anlppt_u", "u", {"method": "chernoff"}), ("anlppt_u_exact", "u", {"method": "exact"}),
           ("anlppt_aaronson", "aaronson", {}))
 

@@ -198,7 +198,7 @@ def _nonempty_text(text: str) -> str:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
-def _source(text: str) -> str:
+def model_source(text: str) -> str:
     """'embedded', an existing path, or something that can be a Hugging Face model id."""
     _nonempty_text(text)
     if text == "embedded":
@@ -275,7 +275,7 @@ def _library_message(args, exc: BaseException) -> str:
 def _model_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that loads a model pair."""
     g = p.add_argument_group("model")
-    g.add_argument("--target", default="embedded", type=_source,
+    g.add_argument("--target", default="embedded", type=model_source,
                    help="'embedded' (default), a Hugging Face model id, a folder or a .gguf file")
     g.add_argument("--device", default=None, type=_nonempty_text,
                    help="cpu, cuda, cuda:N or mps (default: CUDA if available, else cpu)")
@@ -360,7 +360,7 @@ def _check_drafts(args, specs, flag: str) -> list[str]:
                               f"{MIN_TEMPERATURE:g} (smaller values overflow logits / T)")
         if spec.kind == "model":
             try:
-                _source(str(spec.value))
+                model_source(str(spec.value))
             except argparse.ArgumentTypeError as exc:
                 _fail(flag, f"{text[:80]!r}: {exc}")
         if str(spec) not in out:
@@ -1028,7 +1028,7 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=_int_in(0, INT64_MAX), default=None, help=_WINDOW_HELP)
     p.add_argument("--score", default="aaronson", choices=_SCORES,
                    help="aaronson (default), u, li, lattimore")
-    p.add_argument("--tokenizer", default="embedded", type=_source,
+    p.add_argument("--tokenizer", default="embedded", type=model_source,
                    help="'embedded' (default) or a Hugging Face model id / folder")
     p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_TEXT_BYTES,
                    metavar="N", help=f"refuse a text longer than N bytes (default "

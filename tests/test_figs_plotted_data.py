@@ -28,6 +28,8 @@ from paper_figs._common import (
     DECODER_STYLE,
     RULE_COLORS,
     decoder_color,
+    decoder_style,
+    derived_styles,
     rule_color,
 )
 from paper_figs.run_all import figure_modules
@@ -240,16 +242,34 @@ def test_the_readability_check_catches_a_strip_and_half_integer_ticks(tmp_path):
     plt.close(fig)
 
 
+def test_a_new_decoder_needs_no_style_entry():
+    """A decoder added to the registry without an entry in DECODER_STYLE is drawn in a
+    derived style: its own colour and marker, none of them a chosen one, and the chosen
+    styles of the other decoders unchanged."""
+    names = [*DECODERS, "toy_one", "toy_two"]
+    styles = derived_styles(names)
+    assert {d: styles[d] for d in DECODER_STYLE} == DECODER_STYLE
+    chosen_colors = {c for c, _ in DECODER_STYLE.values()}
+    new = [styles["toy_one"], styles["toy_two"]]
+    assert new[0] != new[1]
+    assert not {c for c, _ in new} & chosen_colors
+    assert len({c for c, _ in styles.values()}) == len(names)
+    with pytest.raises(ValueError, match="^decoder: "):
+        decoder_style("no_such_decoder")
+
+
 def test_one_colour_per_decoder_and_rule():
-    # the styles are the figures' own, the decoders the registry's: exactly the same names
-    assert set(DECODER_STYLE) == set(DECODERS), (
-        f"paper_figs._common.DECODER_STYLE and specbound.sim.DECODERS differ: "
-        f"{sorted(set(DECODER_STYLE) ^ set(DECODERS))}")
+    # the chosen styles name registered decoders only; every decoder of the registry has a
+    # style (chosen or derived), and no two share a colour
+    assert set(DECODER_STYLE) <= set(DECODERS), (
+        f"paper_figs._common.DECODER_STYLE names decoders the registry does not have: "
+        f"{sorted(set(DECODER_STYLE) - set(DECODERS))}")
     assert set(RULE_COLORS) - {"truncation:min-p", "truncation:eta"} == set(theory.RULES)
-    colors = [c for c, _ in DECODER_STYLE.values()]
+    styles = {d: decoder_style(d) for d in DECODERS}
+    colors = [c for c, _ in styles.values()]
     assert len(set(colors)) == len(colors)
-    markers = [m for _, m in DECODER_STYLE.values()]
-    assert len(markers) == len(DECODER_STYLE)
+    markers = [m for _, m in styles.values()]
+    assert len(markers) == len(styles)
     rules = {k: v for k, v in RULE_COLORS.items() if k != "truncation"}
     assert len(set(rules.values())) == len(rules)
     assert rule_color("SpecCascade (min-p, Eq. 13)") == RULE_COLORS["truncation:min-p"]
@@ -262,7 +282,8 @@ def test_one_colour_per_decoder_and_rule():
 
 def test_figures_use_the_packaged_style():
     """Every figure script draws through ``_common.setup_matplotlib`` (the packaged
-    ``specbound.mplstyle``) and takes decoder colours from ``_common``."""
+    ``specbound.mplstyle``) and takes decoder colours from ``_common`` (``decoder_style``:
+    the chosen style or the derived one)."""
     import inspect
 
     for mod in MODULES:
@@ -270,4 +291,4 @@ def test_figures_use_the_packaged_style():
         assert "setup_matplotlib()" in src, mod.__name__
         assert "plt.style.use" not in src and "rcParams" not in src, mod.__name__
         if "decoder" in src and "STYLE = {" in src:
-            assert "DECODER_STYLE" in src, mod.__name__
+            assert "decoder_style(" in src, mod.__name__

@@ -76,12 +76,12 @@ from specbound.llm.generation import (
     GenerationResult,
     PairBackend,
     PrefixCache,
-    _check_shared,
-    _decode_options,
-    _encode,
-    _generation_result,
-    _stop_tokens,
     as_protocol_models,
+    check_shared,
+    decode_options,
+    encode_for_pair,
+    generation_result,
+    stop_token_ids,
 )
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, speculative_decode
@@ -697,7 +697,7 @@ def _encode_all(pair, prompts, chat, template, max_new_tokens, L):
     out = []
     for i, prompt in enumerate(prompts):
         try:
-            ids, text = _encode(pair, prompt, chat, template)
+            ids, text = encode_for_pair(pair, prompt, chat, template)
         except ValueError as exc:
             msg = str(exc)
             rest = msg.split(":", 1)[1] if msg.startswith("prompt:") else " " + msg
@@ -803,10 +803,10 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
             raise ValueError("batch_verify: False (one forward per path) is not batched "
                              "across prompts")
     if rule is None:
-        unknown = sorted(set(options) - _decode_options())
+        unknown = sorted(set(options) - decode_options())
         if unknown:
             raise ValueError(f"{unknown[0]}: not an option of generate_batch (unknown: "
-                             f"{unknown}; decoder options: {sorted(_decode_options())})")
+                             f"{unknown}; decoder options: {sorted(decode_options())})")
     if not (hasattr(pair, "target_logprobs") and hasattr(pair, "_forward")):
         raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
                          f"{type(pair).__name__}")
@@ -818,7 +818,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     if draft is not None:
         pair = pair.with_draft(draft)
     if share:
-        _check_shared(pair)
+        check_shared(pair)
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
     n = len(encoded)
     seeds = split_seeds(seed, n)
@@ -835,7 +835,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         bar = tqdm(total=max_new_tokens * n, desc=f"generate_batch ({decoder}, {n} prompts)",
                    unit="tok")
     sched = _Scheduler(pair)
-    stops = _stop_tokens(pair, stop_at_eos)
+    stops = stop_token_ids(pair, stop_at_eos)
     target_lm, draft_lm = as_protocol_models(pair)
     rows, backends, bodies = [], [], []
     for i, (ids, _) in enumerate(encoded):
@@ -864,7 +864,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
             bar.close()
     total = time.perf_counter() - t0
     results = tuple(
-        _generation_result(pair, row.result, backend, text, row.finished_at)
+        generation_result(pair, row.result, backend, text, row.finished_at)
         for row, backend, (_, text) in zip(rows, backends, encoded, strict=True))
     return GenerationBatch(decoder=decoder, L=L, B=B, rows=results, total_seconds=total,
                            target_seconds=sched.seconds["target"],

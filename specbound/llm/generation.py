@@ -359,7 +359,7 @@ class PairBackend:
         self.tree = as_bool(tree, "tree")
         self.share_forwards = as_bool(share_forwards, "share_forwards")
         if self.share_forwards:
-            _check_shared(pair)
+            check_shared(pair)
         self.log = log
         self.prompt_id = as_int(prompt_id, "prompt_id")
         self.stop_tokens = frozenset(int(t) for t in _token_ids(stop_tokens, "stop_tokens",
@@ -749,7 +749,7 @@ def as_protocol_models(pair):
     return _PairLM(pair, "target"), _PairLM(pair, "draft")
 
 
-def _stop_tokens(pair, stop_at_eos: bool):
+def stop_token_ids(pair, stop_at_eos: bool):
     if not stop_at_eos:
         return ()
     tok = pair.tokenizer
@@ -764,7 +764,7 @@ def _stop_tokens(pair, stop_at_eos: bool):
     return tuple(sorted(t for t in ids if 0 <= t < pair.vocab_size))
 
 
-def _encode(pair, prompt, chat, template):
+def encode_for_pair(pair, prompt, chat, template):
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ValueError("prompt: must not be empty")
@@ -794,7 +794,7 @@ def _encode(pair, prompt, chat, template):
 
 
 
-def _check_shared(pair) -> None:
+def check_shared(pair) -> None:
     """``share_forwards`` needs a draft that is the target at another temperature."""
     from specbound.llm.drafts import view_temperature
 
@@ -815,7 +815,7 @@ def _check_pair_and_log(pair, log) -> None:
                          f"got {type(log).__name__}")
 
 
-def _decode_options() -> frozenset:
+def decode_options() -> frozenset:
     """Options of :func:`specbound.sim.speculative_decode` that ``generate`` passes through."""
     import inspect
 
@@ -841,10 +841,10 @@ def _check_lengths(pair, ids, L, max_new_tokens) -> None:
                          f"tokens + L + 1 exceed the target's context window of {limit}")
 
 
-def _generation_result(pair, res, backend, prompt_text, total) -> GenerationResult:
+def generation_result(pair, res, backend, prompt_text, total) -> GenerationResult:
     """A decoder's result with the text up to the first stop token and the backend's timings."""
     gen = res.tokens[res.prompt_length:]
-    stops = set(_stop_tokens(pair, True))
+    stops = set(stop_token_ids(pair, True))
     cut = next((i for i, t in enumerate(gen.tolist()) if t in stops), gen.size)
     text = pair.decode(gen[:cut]) if pair.tokenizer is not None else ""
     base = {f.name: getattr(res, f.name) for f in fields(res)}
@@ -944,16 +944,16 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
     progress = as_bool(progress, "progress")
     if "backend" in options:
         raise ValueError("backend: generate builds its own PairBackend")
-    unknown = sorted(set(options) - _decode_options())
+    unknown = sorted(set(options) - decode_options())
     if unknown:
         raise ValueError(f"{unknown[0]}: not an option of generate (unknown: {unknown}; "
-                         f"decoder options: {sorted(_decode_options())})")
+                         f"decoder options: {sorted(decode_options())})")
     _check_pair_and_log(pair, log)
     if draft is not None:
         pair = pair.with_draft(draft)
     if as_bool(share_forwards, "share_forwards"):
-        _check_shared(pair)
-    ids, prompt_text = _encode(pair, prompt, chat, template)
+        check_shared(pair)
+    ids, prompt_text = encode_for_pair(pair, prompt, chat, template)
     _check_lengths(pair, ids, L, max_new_tokens)
     target, draft_lm = as_protocol_models(pair)
 
@@ -964,7 +964,7 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
 
     return _drive(pair, ids, prompt_text, decoder, max_new_tokens, progress, run,
                   dict(batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
-                       stop_tokens=_stop_tokens(pair, stop_at_eos), prefix_cache=prefix_cache,
+                       stop_tokens=stop_token_ids(pair, stop_at_eos), prefix_cache=prefix_cache,
                        share_forwards=share_forwards))
 
 
@@ -984,7 +984,7 @@ def _drive(pair, ids, prompt_text, label, max_new_tokens, progress, run, backend
     finally:
         if bar is not None:
             bar.close()
-    return _generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
+    return generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- lossy rules
@@ -1023,7 +1023,7 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
     _check_pair_and_log(pair, log)
     if draft is not None:
         pair = pair.with_draft(draft)
-    ids, prompt_text = _encode(pair, prompt, as_bool(chat, "chat"), template)
+    ids, prompt_text = encode_for_pair(pair, prompt, as_bool(chat, "chat"), template)
     _check_lengths(pair, ids, L, max_new_tokens)
     target, draft_lm = as_protocol_models(pair)
 
@@ -1034,4 +1034,4 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
     return _drive(pair, ids, prompt_text, f"lossy:{rule}", max_new_tokens,
                   as_bool(progress, "progress"), run,
                   dict(log=log, prompt_id=prompt_id, prefix_cache=prefix_cache,
-                       stop_tokens=_stop_tokens(pair, as_bool(stop_at_eos, "stop_at_eos"))))
+                       stop_tokens=stop_token_ids(pair, as_bool(stop_at_eos, "stop_at_eos"))))

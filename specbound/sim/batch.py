@@ -22,9 +22,9 @@ from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim.decode import (
     REPEATS,
-    _validate,
-    _validate_options,
     speculative_decode,
+    validate_decode_args,
+    validate_decode_options,
 )
 from specbound.sim.models import PromptSet
 from specbound.sim.prf import key_id
@@ -161,7 +161,7 @@ class DecodeBatch(ResultBatch):
         })
 
 
-def _prompt_rows(prompts):
+def prompt_rows(prompts):
     if isinstance(prompts, PromptSet):
         prompts = prompts.tokens
     if isinstance(prompts, np.ndarray):
@@ -182,7 +182,7 @@ def _prompt_rows(prompts):
     return rows
 
 
-def _seeds(seed, prompts, n):
+def prompt_seeds(seed, prompts, n):
     """One seed per prompt: a PromptSet's own seeds for None, else :func:`split_seeds`."""
     if seed is None and isinstance(prompts, PromptSet):
         return list(prompts.seeds)
@@ -237,17 +237,17 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
         As :func:`~specbound.sim.speculative_decode`, and ``prompts`` empty or not integer
         sequences, ``seed`` of the wrong length.
     """
-    rows = _prompt_rows(prompts)
+    rows = prompt_rows(prompts)
     n = len(rows)
-    seeds = _seeds(seed, prompts, n)
+    seeds = prompt_seeds(seed, prompts, n)
     store = as_bool(store_drafts, "store_drafts")
     parallel = as_bool(parallel, "parallel")
-    target, draft, _, decoder, L, B, N, w, key = _validate(
+    target, draft, _, decoder, L, B, N, w, key = validate_decode_args(
         target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
     # the key is hashed once (above); ``key`` is now its digest, passed down as is
-    arrs = [_validate(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
+    arrs = [validate_decode_args(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
     repeats = as_choice(repeats, "repeats", REPEATS)
-    reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
+    reweight, unkeyed, residual = validate_decode_options(decoder, reweight, unkeyed, residual)
     options = (repeats, reweight, unkeyed, residual)
     opts = _C.option_flags(*options)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
@@ -255,7 +255,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True,
                 opts=opts, reweight=reweight)
     if p is None or any(s is None for s in states):
-        return _from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
+        return batch_from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
                                                  window=w, max_new_tokens=N, seed=g,
                                                  repeats=repeats, reweight=reweight,
                                                  unkeyed=unkeyed, residual=residual)
@@ -278,10 +278,10 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     results = [_C.build_result(spec, kid, w, tokens[i], int(n0s[i]), out, sizes[i], i, L, B,
                                store, options)
                for i in range(n)]
-    return _from_results(results, store)
+    return batch_from_results(results, store)
 
 
-def _from_results(results, store) -> DecodeBatch:
+def batch_from_results(results, store) -> DecodeBatch:
     r0 = results[0]
     fields = {f: tuple(getattr(r, f) for r in results) for f in _RAGGED}
     if not store:

@@ -45,8 +45,8 @@ from specbound.sim.models import (
     MAX_CONTEXT_LENGTH,
     MAX_VOCAB,
     SyntheticLM,
-    _as_context,
-    _as_contexts,
+    as_context,
+    as_contexts,
     log_perplexity,
     random_prompts,
 )
@@ -158,7 +158,7 @@ class CalibratedLM:
         give.  The memo holds at most :data:`MEMO_ENTRIES` float64 entries and is dropped
         when ``sharpness``, ``spread``, ``temperature`` or ``base`` change.
         """
-        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        ctxs = as_contexts(contexts, self.vocab_size, validate)
         if not ctxs:
             return self._evaluate(ctxs)
         memo = self._memo_for()
@@ -200,12 +200,12 @@ class CalibratedLM:
 
     def next_distribution(self, context) -> np.ndarray:
         """Next-token distribution after ``context`` (1-D float64, sums to 1)."""
-        return self.next_distributions([_as_context(context, self.vocab_size)],
+        return self.next_distributions([as_context(context, self.vocab_size)],
                                        validate=False)[0]
 
     def sharpness_at(self, context) -> float:
         """The power ``beta(c)`` applied after ``context`` (temperature included)."""
-        return self._beta(_as_context(context, self.vocab_size))
+        return self._beta(as_context(context, self.vocab_size))
 
     # ------------------------------------------------------------------ summaries
     def entropies(self, n_contexts=2048, *, seed=0) -> np.ndarray:

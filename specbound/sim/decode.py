@@ -18,7 +18,7 @@ the whole block loop in Numba, models evaluated inside it) whenever it covers th
 :class:`~specbound.sim.models.SyntheticLM` / :class:`~specbound.sim.models.MarkovLM` models,
 a ``PCG64`` generator and work arrays within ``_compiled.MAX_WORK``.  Every other run -- a
 given backend (a real model), other models, other generators, larger runs -- takes the
-reference loop of this module (``_Run``): the block logic in Python, each vocabulary-sized
+reference loop of this module (``BlockRun``): the block logic in Python, each vocabulary-sized
 step (exponential race, MPFR top-B, residual draw, recursive rejection) a Numba kernel
 (``_kernels``), keyed context labels BLAKE2b digests computed once per context
 (:mod:`specbound.sim.prf`; whole-prefix labels keep the hash state along the committed
@@ -248,7 +248,7 @@ _U64 = np.uint64
 # ------------------------------------------------------------------------- validation
 
 
-def _validate(target, draft, prompt, decoder, L, B, key, max_new_tokens, window):
+def validate_decode_args(target, draft, prompt, decoder, L, B, key, max_new_tokens, window):
     """The checked arguments of a run: ``(target, draft, prompt, decoder, L, B,
     max_new_tokens, window, digest)``, ``digest`` the key hashed once
     (:func:`specbound.sim.prf.key_digest`; None without a key), passed down as the key."""
@@ -448,7 +448,7 @@ def _gamma_reweight(label, w) -> np.ndarray:
     return out
 
 
-class _Run:
+class BlockRun:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
     def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
@@ -954,11 +954,11 @@ class _Run:
 #: the block function of every block kind of :data:`specbound.sim.decoders.BLOCK_KINDS`
 #: (the compiled loop has the same kinds: :func:`specbound.sim._compiled.decode_one`)
 _BLOCKS = {
-    "token": _Run.step_ar,
-    "tree": _Run.block_tree,
-    "single": _Run.block_single,
-    "gls": _Run.block_gls,
-    "specinfer": _Run.block_specinfer,
+    "token": BlockRun.step_ar,
+    "tree": BlockRun.block_tree,
+    "single": BlockRun.block_single,
+    "gls": BlockRun.block_gls,
+    "specinfer": BlockRun.block_specinfer,
 }
 
 
@@ -984,7 +984,7 @@ def _check_registry():
 _check_registry()
 
 
-def _validate_options(decoder, reweight, unkeyed, residual):
+def validate_decode_options(decoder, reweight, unkeyed, residual):
     """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder`` (the
     options its :class:`~specbound.sim.decoders.DecoderSpec` takes)."""
     spec = decoder_spec(decoder)
@@ -1095,14 +1095,14 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     and ``mws`` (delta reweight) emit exactly the ``basic_uwm`` sequence for every drafter
     (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3).
     """
-    target, draft, prompt, decoder, L, B, N, w, key = _validate(
+    target, draft, prompt, decoder, L, B, N, w, key = validate_decode_args(
         target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
     repeats = as_choice(repeats, "repeats", REPEATS)
-    reweight, unkeyed, residual = _validate_options(decoder, reweight, unkeyed, residual)
+    reweight, unkeyed, residual = validate_decode_options(decoder, reweight, unkeyed, residual)
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     rng = as_rng(seed)
-    if backend is None:  # the compiled loop (same results) where it covers the run; else _Run
+    if backend is None:  # the compiled loop (same results) where it covers the run; else BlockRun
         res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
                                       max_blocks, repeats, reweight, unkeyed, residual)
         if res is not None:
@@ -1114,7 +1114,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
             f"got {type(backend).__name__}"
         )
-    return _Run(backend, prompt, decoder, L, B, key, N, rng, w, repeats, reweight,
+    return BlockRun(backend, prompt, decoder, L, B, key, N, rng, w, repeats, reweight,
                 unkeyed, residual).run(max_blocks)
 
 
@@ -1149,7 +1149,7 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     """
     allowed = tuple(d for d in DECODERS if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr"))
     dec = as_choice(decoder, "decoder", allowed)
-    target, draft, prompt, dec, L, B, _, _, _ = _validate(
+    target, draft, prompt, dec, L, B, _, _, _ = validate_decode_args(
         target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, 0, None)
     markov = isinstance(target, MarkovLM) and isinstance(draft, MarkovLM)
     window = 1 if markov else _model_window(target, draft)

@@ -54,7 +54,7 @@ _REDRAW_BLOCK = 2_000_000
 # --------------------------------------------------------------------------------------
 # small NumPy building blocks (no validation: callers pass valid input)
 # --------------------------------------------------------------------------------------
-def _categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+def categorical_draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws from the (possibly unnormalised) non-negative vector ``probs``.
 
     ``u`` are uniforms in [0, 1); the package's one inverse CDF (``_kernels.inv_cdf``): the
@@ -103,15 +103,15 @@ def _run_mechanism(mech: _Mechanism, n: int, rng: np.random.Generator) -> np.nda
     if mech.redraw and pass_prob <= 0.0:
         # zero yield: the redraw loop would never end; the rule falls back to its other
         # completion (theory.lossy's convention), i.e. every token comes from the residual
-        return _categorical(mech.residual, rng.random(n))
-    x = _categorical(q, rng.random(n))
+        return categorical_draw(mech.residual, rng.random(n))
+    x = categorical_draw(q, rng.random(n))
     accept = rng.random(n) < h[x]
     out = x
     rejected = np.flatnonzero(~accept)
     if rejected.size == 0:
         return out
     if not mech.redraw:
-        out[rejected] = _categorical(mech.residual, rng.random(rejected.size))
+        out[rejected] = categorical_draw(mech.residual, rng.random(rejected.size))
         return out
     # rejection loop: every rejected draw redraws X ~ q and repeats the test until it
     # passes.  For speed a round gives each pending draw a row of ``m`` fresh drafts and
@@ -120,7 +120,7 @@ def _run_mechanism(mech: _Mechanism, n: int, rng: np.random.Generator) -> np.nda
     pending = rejected
     while pending.size:
         m = int(np.clip(np.ceil(3.0 / pass_prob), 1, max(1, _REDRAW_BLOCK // pending.size)))
-        xs = _categorical(q, rng.random(pending.size * m)).reshape(pending.size, m)
+        xs = categorical_draw(q, rng.random(pending.size * m)).reshape(pending.size, m)
         ok = rng.random((pending.size, m)) < h[xs]
         hit = ok.any(axis=1)
         first = ok.argmax(axis=1)

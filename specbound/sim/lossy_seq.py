@@ -22,8 +22,8 @@ verifies with speculative sampling's own step (``U q(x) <= p(x)``), so
 There is no lossy block loop of its own: both loops of the decoders run it, with the rule as
 the verification step of their single-draft block (the block of ``vsps``), the same numbers:
 
-- the Python block loop (:func:`lossy_loop`: ``_Run.block_single`` of
-  :mod:`specbound.sim.decode` with ``_Run.verify_rule``) over any
+- the Python block loop (:func:`lossy_loop`: ``BlockRun.block_single`` of
+  :mod:`specbound.sim.decode` with ``BlockRun.verify_rule``) over any
   :class:`~specbound.sim.decode.DecodeBackend` (``llm.generate_lossy`` drives it with a real
   model pair's KV-cached backend);
 - the compiled loop (:func:`specbound.sim._compiled.decode_one` with the rule's step of
@@ -50,14 +50,14 @@ from specbound._validation import as_bool, as_rng
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
-from specbound.sim.batch import DecodeBatch, _from_results, _prompt_rows, _seeds
+from specbound.sim.batch import DecodeBatch, batch_from_results, prompt_rows, prompt_seeds
 from specbound.sim.decode import (
+    BlockRun,
     DecodeBackend,
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
-    _Run,
-    _validate,
+    validate_decode_args,
 )
 from specbound.sim.decoders import decoder_spec
 from specbound.sim.lossy import context_params, rule_spec
@@ -81,14 +81,14 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
 
     The reference implementation: the single-draft block of
     :func:`specbound.sim.speculative_decode` (``vsps``'s block, the same code) with the
-    rule's verification step (``_Run.verify_rule``); any
+    rule's verification step (``BlockRun.verify_rule``); any
     :class:`~specbound.sim.decode.DecodeBackend`, rule parameters constant or callable
     ``f(p, q)`` (evaluated and validated in every context by
     :func:`specbound.theory.lossy.parse_rule_params`).  A backend that sets ``finished``
     ends the run after the current block.
     """
     check_rule_params(rule, params)
-    return _Run(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
+    return BlockRun(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
                 rule_params=params).run()
 
 
@@ -200,8 +200,8 @@ def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
 
 def _validated(target, draft, prompt, rule, L, max_new_tokens):
     rule = rule_spec(rule).name
-    target, draft, prompt, _, L, _, N, _, _ = _validate(target, draft, prompt, "vsps", L, 1, None,
-                                                     max_new_tokens, None)
+    target, draft, prompt, _, L, _, N, _, _ = validate_decode_args(
+        target, draft, prompt, "vsps", L, 1, None, max_new_tokens, None)
     return target, draft, prompt, rule, L, N
 
 
@@ -305,9 +305,9 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
         As :func:`lossy_decode`, and ``prompts`` empty or not integer sequences, ``seed`` of
         the wrong length.
     """
-    rows = _prompt_rows(prompts)
+    rows = prompt_rows(prompts)
     n = len(rows)
-    seeds = _seeds(seed, prompts, n)
+    seeds = prompt_seeds(seed, prompts, n)
     store = as_bool(store_drafts, "store_drafts")
     parallel = as_bool(parallel, "parallel")
     target, draft, _, rule, L, N = _validated(target, draft, rows[0], rule, L, max_new_tokens)
@@ -317,10 +317,10 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
     states = [_C.pcg_state(g) for g in rngs]
     plan = _plan(target, draft, L, N, store, True) if consts is not None else None
     if plan is None or any(s is None for s in states):
-        return _from_results([lossy_decode(target, draft, a, rule, L=L, max_new_tokens=N,
+        return batch_from_results([lossy_decode(target, draft, a, rule, L=L, max_new_tokens=N,
                                            seed=g, **params)
                               for a, g in zip(arrs, rngs, strict=True)], store)
     tokens, n0s, out, sizes = _run_compiled(rule, consts, plan, arrs, N, L, np.stack(states),
                                             store, parallel)
-    return _from_results([_result(rule, tokens[i], int(n0s[i]), out, sizes[i], i, L, store)
+    return batch_from_results([_result(rule, tokens[i], int(n0s[i]), out, sizes[i], i, L, store)
                           for i in range(n)], store)

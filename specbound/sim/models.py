@@ -130,7 +130,7 @@ MAX_CONTEXT_LENGTH = 256
 MAX_LAW_ENTRIES = 10**7
 
 
-def _as_context(context, vocab_size, name="context") -> np.ndarray:
+def as_context(context, vocab_size, name="context") -> np.ndarray:
     arr = asarray_named(context if context is not None else [], name, dtype=object)
     if arr.ndim > 1:
         raise ValueError(f"{name}: must be a 1-D sequence of token ids, got shape {arr.shape}")
@@ -146,7 +146,7 @@ def _as_context(context, vocab_size, name="context") -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _as_contexts(contexts, vocab_size, validate, name="contexts") -> list:
+def as_contexts(contexts, vocab_size, validate, name="contexts") -> list:
     """A list of C-contiguous int64 contexts (checked unless ``validate`` is False)."""
     if isinstance(contexts, np.ndarray) and contexts.ndim == 2:
         rows = list(contexts)
@@ -158,7 +158,7 @@ def _as_contexts(contexts, vocab_size, validate, name="contexts") -> list:
                              f"sequences)") from None
     if not as_bool(validate, "validate"):
         return rows
-    return [_as_context(r, vocab_size, name) for r in rows]
+    return [as_context(r, vocab_size, name) for r in rows]
 
 
 def _seed_u64(seed, name="seed") -> np.uint64:
@@ -274,7 +274,7 @@ class SyntheticLM:
 
     def next_distribution(self, context) -> np.ndarray:
         """Next-token distribution after ``context`` (a 1-D float64 array summing to 1)."""
-        return self._probs(_as_context(context, self.vocab_size))
+        return self._probs(as_context(context, self.vocab_size))
 
     def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
         """Next-token distributions after each of ``contexts`` (the batched model protocol).
@@ -292,7 +292,7 @@ class SyntheticLM:
         ndarray, shape (len(contexts), vocab_size)
             Row ``i`` is bit-for-bit ``next_distribution(contexts[i])``.
         """
-        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        ctxs = as_contexts(contexts, self.vocab_size, validate)
         out = np.empty((len(ctxs), self.vocab_size))
         rows = self._rows() if ctxs else _NO_ROWS
         for i, ctx in enumerate(ctxs):
@@ -425,11 +425,11 @@ class MarkovLM:
 
     def next_distribution(self, context) -> np.ndarray:
         """Next-token distribution after ``context``."""
-        return self._probs(_as_context(context, self.vocab_size))
+        return self._probs(as_context(context, self.vocab_size))
 
     def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
         """Batched :meth:`next_distribution` (see :meth:`SyntheticLM.next_distributions`)."""
-        ctxs = _as_contexts(contexts, self.vocab_size, validate)
+        ctxs = as_contexts(contexts, self.vocab_size, validate)
         out = np.empty((len(ctxs), self.vocab_size))
         for i, ctx in enumerate(ctxs):
             out[i] = self.initial if ctx.shape[0] == 0 else self.transition_matrix[ctx[-1]]
@@ -449,7 +449,7 @@ class MarkovLM:
             ``length`` not in ``[1, 32]`` (NumPy's dimension limit), or ``n**length``
             above :data:`MAX_LAW_ENTRIES` (1e7; the message gives the size it would need).
         """
-        ctx = _as_context(prompt, self.vocab_size, "prompt")
+        ctx = as_context(prompt, self.vocab_size, "prompt")
         length = as_int(length, "length", min_value=1)
         n = self.vocab_size
         # min(): a length of 10**6 is already far above the limit for n >= 2 (and a huge
@@ -507,7 +507,7 @@ def next_distributions(model, contexts, *, validate: bool = True) -> np.ndarray:
     batched = getattr(model, "next_distributions", None)
     if batched is not None:
         return batched(contexts, validate=validate)
-    rows = _as_contexts(contexts, model.vocab_size, validate)
+    rows = as_contexts(contexts, model.vocab_size, validate)
     out = np.empty((len(rows), int(model.vocab_size)))
     for i, ctx in enumerate(rows):
         out[i] = np.asarray(model.next_distribution(ctx), dtype=np.float64)
@@ -563,11 +563,11 @@ class CachedLM:
 
     def next_distribution(self, context) -> np.ndarray:
         """The wrapped model's distribution after ``context`` (a read-only cached array)."""
-        return self._lookup(_as_context(context, self.vocab_size))
+        return self._lookup(as_context(context, self.vocab_size))
 
     def next_distributions(self, contexts, *, validate: bool = True) -> np.ndarray:
         """Batched :meth:`next_distribution` (a new 2-D array; rows from the cache)."""
-        rows = _as_contexts(contexts, self.vocab_size, validate)
+        rows = as_contexts(contexts, self.vocab_size, validate)
         out = np.empty((len(rows), self.vocab_size))
         for i, ctx in enumerate(rows):
             out[i] = self._lookup(ctx)
@@ -614,7 +614,7 @@ def log_perplexity(model, tokens, prompt_length=None) -> float:
             )
         prompt_length = tokens.prompt_length
         tokens = tokens.tokens
-    toks = _as_context(tokens, model.vocab_size, "tokens")
+    toks = as_context(tokens, model.vocab_size, "tokens")
     if prompt_length is None:
         raise ValueError("prompt_length: required when tokens is a plain sequence")
     n0 = as_int(prompt_length, "prompt_length", min_value=0, max_value=toks.size)

@@ -22,7 +22,7 @@ from specbound._validation import (
     as_rng,
     check_alloc,
 )
-from specbound.sim.lossy import _categorical
+from specbound.sim.lossy import categorical_draw
 from specbound.sim.results import Estimate
 from specbound.theory.tree import TREE_RULES
 
@@ -254,7 +254,7 @@ def simulate_tree_verification(p, q=None, rule: str = "lossless", *, D: int = 1,
         tok[hit] = cand[t][first[hit]]
         miss = np.flatnonzero(~hit)
         if miss.size:
-            tok[miss] = _categorical(res, rng.random(miss.size))
+            tok[miss] = categorical_draw(res, rng.random(miss.size))
         emitted[t] = np.bincount(tok, minlength=V)
         acc_counts[t] = int(hit.sum())
         active = active[hit]

@@ -1,0 +1,396 @@
+"""The shape of the code: no import cycle and no new private coupling across modules.
+
+- **Import graph.**  The graph of ``specbound`` and of ``paper_figs`` is built from the
+  source (``ast``): every ``import`` and ``from ... import`` statement, at module level *and*
+  inside function bodies (a function-level import hides a cycle from the interpreter, not
+  from the design), with relative imports (``from . import x``, ``from .m import y``)
+  resolved against the importing module and ``from pkg import sub`` counted as an edge to
+  the submodule ``pkg.sub``.  An import of a module's own parent package is not an edge (a
+  submodule always runs its package's ``__init__`` first).  The graph must be acyclic,
+  apart from the edges of :data:`CYCLE_EXCEPTIONS`, a list that only shrinks.
+- **Private coupling** (below, :data:`PRIVATE_ALLOWED`).
+
+Cost: parsing about 150 source files, well under a second; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Import edges allowed to close a cycle, each with its reason.  Remove an entry when its
+#: edge goes; the test fails on an entry whose edge no longer exists, so the list only
+#: shrinks.
+CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("paper_figs._common", "paper_figs.claims.engine"):
+        "the study CLI (`_common.cli`) writes INDEX.md through the claims engine; the CLI "
+        "wiring moves to one module at the top when the claims engine is split, so that "
+        "`claims/` becomes a leaf the studies never import",
+    ("paper_figs._common", "paper_figs.run_all"):
+        "`_common._record` (the study CLI's timings.csv) uses `run_all.record_timing` / "
+        "`recorded_seconds`, which read the TIMINGS name of `paper_figs.index`; it moves "
+        "with the CLI wiring above",
+    ("paper_figs.claims.engine", "paper_figs.claims.registry"):
+        "the claims-internal engine <-> registry <-> claim tables cycle, removed by the "
+        "split of the claims engine into verdicts/rules/data/evaluation/render modules",
+    ("paper_figs.claims.engine", "paper_figs.claims.paper_numbers"):
+        "the same claims-internal cycle (`paper_numbers` builds its claims on the engine)",
+}
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The syntax tree of one source file (parsed once per session)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules(package: str) -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The dotted names one import statement may load (the longest known module of each
+    is taken later)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        origin = ".".join(base + ([node.module] if node.module else []))
+    else:
+        origin = node.module or ""
+    return [origin] + [f"{origin}.{a.name}" for a in node.names]
+
+
+def import_graph(package: str) -> dict[str, dict[str, int]]:
+    """``{module: {imported module of the same package: first line}}``."""
+    mods = _modules(package)
+    graph: dict[str, dict[str, int]] = {m: {} for m in mods}
+    for module, path in mods.items():
+        tree = _tree(path)
+        _add_edges(graph, module, tree, path.name == "__init__.py")
+    return graph
+
+
+def _add_edges(graph: dict[str, dict[str, int]], module: str, tree: ast.AST,
+               is_package: bool) -> None:
+    for node in ast.walk(tree):
+        for name in _imported(node, module, is_package):
+            parts = name.split(".")
+            while parts and ".".join(parts) not in graph:
+                parts.pop()
+            target = ".".join(parts)
+            if target and target != module and not module.startswith(target + "."):
+                graph[module].setdefault(target, node.lineno)
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan 1972), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def _describe(graph, comp) -> str:
+    edges = [f"  {a} -> {b} (line {graph[a][b]})" for a in comp for b in graph[a] if b in comp]
+    return f"cycle of {len(comp)} modules:\n" + "\n".join(edges)
+
+
+@pytest.mark.parametrize("package", ["specbound", "paper_figs"])
+def test_import_graph_has_no_cycle(package):
+    graph = import_graph(package)
+    for a, b in CYCLE_EXCEPTIONS:
+        if a in graph:
+            graph[a].pop(b, None)
+    found = cycles(graph)
+    assert not found, f"{package}: " + "\n".join(_describe(graph, c) for c in found)
+
+
+def test_cycle_exceptions_still_exist():
+    """An exception whose edge is gone is removed from the list (the list only shrinks)."""
+    graph = import_graph("paper_figs")
+    gone = [f"{a} -> {b}" for a, b in CYCLE_EXCEPTIONS if b not in graph.get(a, {})]
+    assert not gone, f"remove these from CYCLE_EXCEPTIONS: {gone}"
+
+
+def test_the_graph_sees_function_level_and_relative_imports():
+    """The scanner on a small tree: a cycle through a function-level ``from . import``."""
+    graph = {"p": {}, "p.a": {}, "p.b": {}}
+    for module, src in (("p.a", "def f():\n    from . import b\n"),
+                        ("p.b", "from .a import f\n")):
+        _add_edges(graph, module, ast.parse(src), False)
+    assert graph["p.a"] == {"p.b": 2}
+    assert graph["p.b"] == {"p.a": 1}
+    assert cycles(graph) == [["p.a", "p.b"]]
+
+
+# -- private coupling --------------------------------------------------------------------
+
+#: the packages whose imports are checked for private coupling
+SCANNED = ("specbound", "paper_figs", "benchmarks", "scripts")
+
+#: Cross-module private imports that remain, each with its reason: ``(importer, imported)``,
+#: where ``imported`` is ``module:_name`` for a private name and ``module`` for a private
+#: module imported from outside its package.  A new one fails the test: give what is
+#: shared a public name in the module that owns it (or move it there) instead.
+PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
+    ("benchmarks._limits", "specbound.sim._config"):
+        "benchmarks measure the compiled kernels and read their switches (threads, compile cache)",
+    ("benchmarks._limits", "specbound.sim._kernels"):
+        "benchmarks time the Numba kernels themselves",
+    ("benchmarks.bench_against", "specbound.sim._kernels"):
+        "benchmarks time the Numba kernels themselves",
+    ("benchmarks.bench_against", "specbound.sim.montecarlo:_chunks"):
+        "the benchmark reproduces the Monte Carlo's chunking to time it alone",
+    ("benchmarks.bench_decode", "specbound.sim._compiled"):
+        "the benchmark compares the compiled loop with the Python loop directly",
+    ("benchmarks.bench_decode", "specbound.sim._config"):
+        "benchmarks read the kernels' switches (threads, compile cache)",
+    ("paper_figs._common", "specbound.sim._config"):
+        "the study CLI announces a first compilation (`compile_note`); a public home for "
+        "it comes with the compiled-loop split",
+    ("paper_figs._wm_common", "specbound._io"):
+        "atomic file writes (`specbound._io`): the package's private I/O helper, shared "
+        "by the study scripts until it gets a public module",
+    ("paper_figs.claims.data", "specbound._io"):
+        "atomic file writes (see `paper_figs._wm_common`); the claims package is being split",
+    ("paper_figs.claims.engine", "specbound._io"):
+        "atomic file writes (see `paper_figs._wm_common`); the claims package is being split",
+    ("paper_figs.real_wm_rouge", "specbound._validation"):
+        "argument checks (`specbound._validation`) shared with the package's entry points",
+    ("paper_figs.run_all", "specbound._io"):
+        "atomic file writes (see `paper_figs._wm_common`)",
+    ("scripts.run_notebook", "paper_figs._common"):
+        "the notebook runner uses the studies' shared helpers (output folders, matplotlib setup)",
+    ("scripts.study_outputs", "paper_figs._wm_common"):
+        "the outputs listing reads the watermark studies' file map",
+    ("specbound.cli", "specbound.sim._config"):
+        "the CLI announces a first compilation of the kernels",
+    ("specbound.cli", "specbound.testing._checks"):
+        "`check-sampler` runs the conformance kit's checks (the kit's public face is "
+        "`specbound.testing`)",
+    ("specbound.sim._blake2b", "specbound.sim.prf:_PERSON"):
+        "the compiled BLAKE2b copies the PRF's personalisation constant, which `prf.py` owns",
+    ("specbound.sim._kernels", "specbound.sim.prf:_GOLDEN"):
+        "the Numba kernels compile the PRF's constants and mixer, which `prf.py` owns",
+    ("specbound.sim._kernels", "specbound.sim.prf:_mix"):
+        "the Numba kernels compile the PRF's mixer, which `prf.py` owns",
+    ("specbound.sim._model_kernels", "specbound.sim.prf:_GOLDEN"):
+        "the Numba kernels compile the PRF's constants, which `prf.py` owns",
+    ("specbound.sim._model_kernels", "specbound.sim.prf:_ONE"):
+        "the Numba kernels compile the PRF's constants, which `prf.py` owns",
+    ("specbound.sim._model_kernels", "specbound.sim.prf:_mix"):
+        "the Numba kernels compile the PRF's mixer, which `prf.py` owns",
+    ("specbound.sim._reference", "specbound.sim.prf:_GOLDEN"):
+        "the reference loop mirrors the PRF's constants, which `prf.py` owns",
+    ("specbound.sim._reference", "specbound.sim.prf:_ONE"):
+        "the reference loop mirrors the PRF's constants, which `prf.py` owns",
+    ("specbound.sim._reference", "specbound.sim.prf:_mix_np"):
+        "the reference loop uses the PRF's vectorised mixer, which `prf.py` owns",
+    ("specbound.testing._checks", "specbound.testing._harness:_Context"):
+        "two private halves of the conformance kit (harness and checks) of one package",
+    ("specbound.testing._checks", "specbound.testing._harness:_int_tokens"):
+        "two private halves of the conformance kit of one package",
+    ("specbound.testing._checks", "specbound.testing._harness:_readonly"):
+        "two private halves of the conformance kit of one package",
+    ("specbound.testing._checks", "specbound.testing._harness:_to_numpy"):
+        "two private halves of the conformance kit of one package",
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_container(module: str) -> str | None:
+    """The package inside which the private module ``module`` may be imported (the parent of
+    its first private component), or None for a public module."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if _private(part):
+            return ".".join(parts[:i])
+    return None
+
+
+@functools.cache
+def private_imports() -> frozenset[tuple[str, str]]:
+    """Every ``(importer, imported)`` pair of a cross-module private import in
+    :data:`SCANNED` (see :data:`PRIVATE_ALLOWED`)."""
+    mods: dict[str, Path] = {}
+    for package in SCANNED:
+        mods.update(_modules(package))
+    found: set[tuple[str, str]] = set()
+
+    def module_use(importer: str, target: str) -> None:
+        container = _private_container(target)
+        if container is not None and not (importer == container
+                                          or importer.startswith(container + ".")):
+            found.add((importer, target))
+
+    for importer, path in mods.items():
+        tree = _tree(path)
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in SCANNED:
+                        module_use(importer, alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                origin = _imported(node, importer, is_package)[0]
+                if origin.split(".")[0] not in SCANNED:
+                    continue
+                module_use(importer, origin)
+                for alias in node.names:
+                    sub = f"{origin}.{alias.name}"
+                    if sub in mods:
+                        module_use(importer, sub)
+                    elif _private(alias.name) and origin != importer:
+                        found.add((importer, f"{origin}:{alias.name}"))
+    return frozenset(found)
+
+
+def test_no_new_cross_module_private_import():
+    new = sorted(private_imports() - set(PRIVATE_ALLOWED))
+    assert not new, ("cross-module private imports (give the name a public name in the module "
+                     "that owns it, or add it to PRIVATE_ALLOWED with a reason):\n"
+                     + "\n".join(f"  {a} imports {b}" for a, b in new))
+
+
+def test_private_allowlist_only_shrinks():
+    gone = sorted(set(PRIVATE_ALLOWED) - private_imports())
+    assert not gone, f"remove these from PRIVATE_ALLOWED: {gone}"
+
+
+# -- the recipes of docs/architecture.md ---------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _registered(what: str) -> list[str]:
+    """The names a registry holds: decoders, lossy rules, claim ids, studies."""
+    if what == "decoder":
+        from specbound.sim.decoders import DECODERS
+        return list(DECODERS)
+    if what == "rule":
+        from specbound.theory import RULES
+        return list(RULES)
+    if what == "claim":
+        from paper_figs.claims.registry import CLAIMS
+        return [c.id for c in CLAIMS]
+    studies = []  # modules of paper_figs marked FIGURE = True (what run_all runs)
+    for path in sorted((ROOT / "paper_figs").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "FIGURE" for t in node.targets)
+                    and isinstance(node.value, ast.Constant) and node.value.value is True):
+                studies.append(path.stem)
+    return studies
+
+
+@functools.cache
+def _literals() -> dict[str, frozenset[str]]:
+    """The string literals of every source file (package, studies, tests, benchmarks,
+    scripts), by path relative to the repository."""
+    out = {}
+    for top in (*SCANNED, "tests"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            tree = _tree(path)
+            out[path.relative_to(ROOT).as_posix()] = frozenset(
+                n.value for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return out
+
+
+def _spelling_every(names: list[str]) -> set[str]:
+    """The source files in which every one of ``names`` is written as a string literal."""
+    return {path for path, literals in _literals().items() if set(names) <= literals}
+
+
+def _bullets_after(section: str, marker: str) -> set[str]:
+    """The backticked paths of the bullet list after the line containing ``marker``."""
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if marker in line)
+    paths: set[str] = set()
+    for line in lines[start + 1:]:
+        if not line.strip():
+            if paths:
+                break
+            continue
+        if line.startswith("  "):  # the continuation of a bullet
+            continue
+        if not line.startswith("- "):
+            break
+        if line.strip() == "- none":
+            continue
+        paths.add(line.split("`")[1])
+    return paths
+
+
+def _recipe(what: str) -> str:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    head = "### Adding a " + {"rule": "lossy rule"}.get(what, what)
+    assert head in text, f"docs/architecture.md has no section {head!r}"
+    section = text.split(head, 1)[1]
+    return section.split("\n### ", 1)[0].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("what", ["decoder", "rule", "claim", "study"])
+def test_recipe_lists_the_files_that_spell_every_registered_name(what):
+    """A recipe's file list is exactly the files a new entry must be written into."""
+    label = {"decoder": "decoder name", "rule": "rule name", "claim": "claim id",
+             "study": "study name"}[what]
+    listed = _bullets_after(_recipe(what), f"Files that spell every registered {label}")
+    actual = _spelling_every(_registered(what))
+    assert listed == actual, (f"docs/architecture.md, adding a {what}: listed but not spelling "
+                              f"every name {sorted(listed - actual)}; spelling every name but "
+                              f"not listed {sorted(actual - listed)}")
+
+
+def test_claim_recipe_names_the_tables_the_registry_gathers():
+    tree = ast.parse((ROOT / "paper_figs" / "claims" / "registry.py").read_text("utf-8"))
+    tables = {f"paper_figs/claims/{a.name}.py" for n in tree.body
+              if isinstance(n, ast.ImportFrom) and n.module == "paper_figs.claims"
+              for a in n.names}
+    assert _bullets_after(_recipe("claim"), "registry.py` gathers") == tables
