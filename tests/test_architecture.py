@@ -27,19 +27,16 @@ ROOT = Path(__file__).resolve().parents[1]
 #: edge goes; the test fails on an entry whose edge no longer exists, so the list only
 #: shrinks.
 CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("paper_figs._common", "paper_figs.claims.engine"):
-        "the study CLI (`_common.cli`) writes INDEX.md through the claims engine; the CLI "
-        "wiring moves to one module at the top when the claims engine is split, so that "
-        "`claims/` becomes a leaf the studies never import",
+    ("paper_figs._common", "paper_figs.index"):
+        "the study CLI (`_common.cli`) writes INDEX.md through `paper_figs.index`, the public "
+        "entry of the claims engine (a function-level import); `index` itself takes the "
+        "output folder and the heartbeat from `_common`, and the claims read the study log "
+        "through `_real_log`, which builds on `_common`; it goes when the CLI wiring moves "
+        "to one module at the top",
     ("paper_figs._common", "paper_figs.run_all"):
         "`_common._record` (the study CLI's timings.csv) uses `run_all.record_timing` / "
         "`recorded_seconds`, which read the TIMINGS name of `paper_figs.index`; it moves "
         "with the CLI wiring above",
-    ("paper_figs.claims.engine", "paper_figs.claims.registry"):
-        "the claims-internal engine <-> registry <-> claim tables cycle, removed by the "
-        "split of the claims engine into verdicts/rules/data/evaluation/render modules",
-    ("paper_figs.claims.engine", "paper_figs.claims.paper_numbers"):
-        "the same claims-internal cycle (`paper_numbers` builds its claims on the engine)",
 }
 
 
@@ -196,8 +193,47 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
         "by the study scripts until it gets a public module",
     ("paper_figs.claims.data", "specbound._io"):
         "atomic file writes (see `paper_figs._wm_common`); the claims package is being split",
-    ("paper_figs.claims.engine", "specbound._io"):
-        "atomic file writes (see `paper_figs._wm_common`); the claims package is being split",
+    ("paper_figs.claims.render", "specbound._io"):
+        "atomic file writes of INDEX.md (see `paper_figs._wm_common`)",
+    ("paper_figs.claims.engine", "paper_figs.claims.evaluation:_as_proved"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._as_proved` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.evaluation:_run"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._run` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_cell"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._cell` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_not_covered"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._not_covered` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_params_of"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._params_of` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_real_sample"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._real_sample` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_section"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._section` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_studies"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._studies` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.render:_verdict_cell"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._verdict_cell` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.rules:_se_text"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._se_text` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.rules:_too_small"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._too_small` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.rules:_w"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._w` (the tests move to the parts, then these go)",
+    ("paper_figs.claims.engine", "paper_figs.claims.rules:_z"):
+        "the engine facade re-exports its parts' helpers for the tests that reach them "
+        "as `engine._z` (the tests move to the parts, then these go)",
     ("paper_figs.real_wm_rouge", "specbound._validation"):
         "argument checks (`specbound._validation`) shared with the package's entry points",
     ("paper_figs.run_all", "specbound._io"):
