@@ -940,6 +940,7 @@ LLM_TABLE: dict[str, Row] = {
                             "prompt_id": "int0", "stop_tokens": "llm_stop",
                             "progress": "none", "prefix_cache": "none"}),
     "llm.PairBackend.reset": Row(_m("backend", "reset"), ["llm_prompt"]),
+    "llm.PairBackend.block_length": Row(_m("backend", "block_length"), ["L"], {"B": "int"}),
     "llm.PairBackend.draft_step": Row(_pb_draft_step, ["llm_paths0"]),
     "llm.PairBackend.verify": Row(_pb_verify, ["paths"]),
     "llm.PairBackend.commit": Row(_pb_commit, ["llm_commit"]),

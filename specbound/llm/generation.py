@@ -490,6 +490,10 @@ class PairBackend:
         ``ngram`` draft the lookup's (:meth:`specbound.llm.ngram.NgramDrafter.plan`; 0
         without an occurrence: the block is the decoder's one-token step from the target's
         law, an ``ar`` step).  Called by the decision logic before every block."""
+        for name, value, low in (("ell", ell, 0), ("B", B, 1)):
+            if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                    or value < low):
+                raise ValueError(f"{name}: must be an integer >= {low}, got {value!r:.40}")
         if self.ngram is None:
             return ell
         t0 = time.perf_counter()
