@@ -113,16 +113,25 @@ def test_a_fault_in_the_real_path_producer_turns_the_verdict(tmp_path, monkeypat
     from paper_figs.claims import zhou_real
 
     module, attr, fake, producer = _real_faults()[claim_id]
+    _intact_reproduces_fault_turns(tmp_path, monkeypatch, claim_id,
+                                   getattr(zhou_real, producer), E.REAL, (module, attr, fake))
+
+
+def _intact_reproduces_fault_turns(tmp_path, monkeypatch, claim_id, produce, column, fault):
+    """``produce`` (an INDEX-time producer) into a folder, the claim's ``column`` judged:
+    reproduced intact, not reproduced or refuted with ``fault`` = (module, attribute,
+    replacement) patched in."""
     claim = BY_ID[claim_id]
 
     def verdict(folder):
         folder.mkdir()
-        getattr(zhou_real, producer)(folder)
+        produce(folder)
         (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
-        return row.columns[E.REAL]
+        return row.columns[column]
 
     got = verdict(tmp_path / "intact")
     assert got.verdict == E.REPRODUCED, (claim_id, got)
+    module, attr, fake = fault
     with monkeypatch.context() as m:
         m.setattr(module, attr, fake)
         bad = verdict(tmp_path / "fault")
@@ -159,20 +168,9 @@ def test_a_fault_in_an_exactness_producer_turns_the_verdict(tmp_path, monkeypatc
     from paper_figs.claims import exactness
 
     module, attr, fake, producer = _exactness_faults()[claim_id]
-    claim = BY_ID[claim_id]
-
-    def verdict(folder):
-        folder.mkdir()
-        getattr(exactness, producer)(folder)
-        (row,) = E.evaluate(folder, [claim], numbers=_numbers({}))
-        return row.columns[E.SYNTHETIC]
-
-    got = verdict(tmp_path / "intact")
-    assert got.verdict == E.REPRODUCED, (claim_id, got)
-    with monkeypatch.context() as m:
-        m.setattr(module, attr, fake)
-        bad = verdict(tmp_path / "fault")
-    assert bad.verdict in (E.NOT_REPRODUCED, E.REFUTED), (claim_id, bad)
+    _intact_reproduces_fault_turns(tmp_path, monkeypatch, claim_id,
+                                   getattr(exactness, producer), E.SYNTHETIC,
+                                   (module, attr, fake))
 
 
 @pytest.mark.slow

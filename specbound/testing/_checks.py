@@ -532,15 +532,9 @@ def check_block(block, P, Q, *, rule="lossless", n=None, seed=0,
     rng_h, rng_s = streams(seed)
     xs = np.stack([draws_of(Q[i], n, rng_h) for i in range(L)], axis=1)
     Pr, Qr = _readonly(P), _readonly(Q)
-    outs = [None] * n
     t_all = time.perf_counter()
-    j = 0
-    try:
-        for j in range(n):  # noqa: B007
-            outs[j] = block(Pr, Qr, _readonly(xs[j]), rng_s)
-    except Exception as exc:
-        raise ctx.raised(exc, j, P=P, Q=Q, xs=xs[j]) from exc
-    ts = time.perf_counter() - t_all
+    outs, ts = ctx.call_each(n, lambda j: block(Pr, Qr, _readonly(xs[j]), rng_s),
+                             lambda j: dict(P=P, Q=Q, xs=xs[j]))
     fast = _blocks_fast(outs, xs, L, V)
     if fast is None:
         tok, kk = _blocks_slow(outs, xs, L, V, ctx, P, Q)

@@ -66,6 +66,19 @@ class _Context:
         return ValueError(f"sampler: {self.where(call, **inputs)} raised "
                           f"{type(exc).__name__}: {exc}")
 
+    def call_each(self, n: int, call, inputs_of):
+        """``[call(i) for i in range(n)]`` and its seconds; a call that raises becomes
+        :meth:`raised` naming that call and ``inputs_of(i)``."""
+        outs = [None] * n
+        i = 0
+        t0 = time.perf_counter()
+        try:
+            for i in range(n):  # noqa: B007 - i names the failing call
+                outs[i] = call(i)
+        except Exception as exc:
+            raise self.raised(exc, i, **inputs_of(i)) from exc
+        return outs, time.perf_counter() - t0
+
     def bad(self, what: str, call: int, err=ValueError, **inputs):
         return err(f"sampler: {self.where(call, **inputs)} returned {what}")
 
@@ -255,17 +268,10 @@ def draw(sampler, p, q, *, protocol: str = "step", n: int, seed=0, B: int | None
     if protocol == "step":
         xs = draws_of(q, n, rng_h)
         xl = xs.tolist()
-        outs = [None] * n
-        i = 0
-        t0 = time.perf_counter()
-        try:
-            for i in range(n):  # noqa: B007 - i names the failing call
-                outs[i] = sampler(pr, qr, xl[i], rng_s)
-        except Exception as exc:
-            raise ctx.raised(exc, i, p=p, q=q, x=xl[i]) from exc
-        t_s = time.perf_counter() - t0
+
         def inputs_of(i):
             return dict(p=p, q=q, x=xl[i])
+        outs, t_s = ctx.call_each(n, lambda i: sampler(pr, qr, xl[i], rng_s), inputs_of)
         toks, accs = _pairs(outs, ctx, inputs_of)
         tokens = _int_tokens(toks, ctx, V, inputs_of)
         acc = _bool_flags(accs, ctx, inputs_of)
@@ -273,17 +279,11 @@ def draw(sampler, p, q, *, protocol: str = "step", n: int, seed=0, B: int | None
         _consistent_single(tokens, acc, xs, ctx, inputs_of)
     elif protocol == "multi":
         xs = _multi_drafts(q, B, n, rng_h)
-        outs = [None] * n
-        i = 0
-        t0 = time.perf_counter()
-        try:
-            for i in range(n):  # noqa: B007
-                outs[i] = sampler(pr, qr, _readonly(xs[i]), rng_s)
-        except Exception as exc:
-            raise ctx.raised(exc, i, p=p, q=q, xs=xs[i]) from exc
-        t_s = time.perf_counter() - t0
+
         def inputs_of(i):
             return dict(p=p, q=q, xs=xs[i])
+        outs, t_s = ctx.call_each(n, lambda i: sampler(pr, qr, _readonly(xs[i]), rng_s),
+                                  inputs_of)
         toks, ids = _pairs(outs, ctx, inputs_of, "(token, accepted_index)")
         tokens = _int_tokens(toks, ctx, V, inputs_of)
         idx = _indices(ids, ctx, B, inputs_of)
