@@ -307,12 +307,18 @@ def f_adapts(p, ok):
 
 
 def f_below(p, ok):
-    """Decided by KL(induced ‖ p_Θ): the failing folder's verification emits p_Θ (KL 0), and
-    its E[log p] proxy (not counted) points the same way in both folders."""
-    rows = [{"draft": "t", "p_base": 0.1, "prompt_id": k, "position": k,
-             "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)),
-             "logp_truncation_sampling": -1.0,
-             "kl_to_truncated": 0.1 + 0.01 * (k % 3) if ok else 0.0} for k in range(12)]
+    """Decided by KL_SD against KL(p_Θ ‖ p) on the same contexts: the failing folder's
+    verification adds less distortion (0.05 nats) than truncation sampling makes to the
+    target (0.2); the KLs to the target keep the chain rule in both folders, and the E[log p]
+    proxy (not counted) points the same way in both."""
+    rows = []
+    for k in range(12):
+        sd = (0.3 if ok else 0.05) + 0.01 * (k % 3)
+        ks = 0.2 + 0.005 * (k % 2)
+        rows.append({"draft": "t", "p_base": 0.1, "prompt_id": k, "position": k,
+                     "logp_verification": -1.0 - (0.1 + 0.01 * (k % 2)),
+                     "logp_truncation_sampling": -1.0, "kl_to_truncated": sd,
+                     "kl_verification_to_target": sd + ks, "kl_sampling_to_target": ks})
     _csv(p, "claims_truncation_embedded.csv", rows)
     return E.REAL
 

@@ -197,3 +197,64 @@ def test_a_fault_in_the_producer_turns_a_refutation(tmp_path, monkeypatch, claim
                       *ted(P, Q, A)))
         lemma1_study.main(tmp_path / "fault", quick=True)
     assert verdict(tmp_path / "fault") == E.REPRODUCED
+
+
+def _below_parts(folder):
+    (row,) = E.evaluate(folder, [BY_ID["zhou_truncation_below_sampling"]],
+                        numbers=_numbers({}))
+    got = row.columns[E.REAL]
+    return got, {p.label: p for p in got.parts}
+
+
+def test_a_fault_in_the_truncation_producer_turns_the_verdict(tmp_path, monkeypatch):
+    """``zhou_truncation_below_sampling`` on the shipped log (4 drafts × 569 contexts, 12
+    prompts): intact, the drafts close to the target inside the min-p set (temperature 0.5
+    and 1.5) add less distortion than truncation itself makes (KL_SD < KL(p_Θ ‖ p)), so the
+    row is *not reproduced* while the quantized draft at p_base = 0.1 reproduces it.  Two
+    faults in the induced law of truncation verification, each at its source
+    (``specbound.theory.lossy.induced_distribution``): a verifier that emits the set's least
+    likely token (a wrong law) turns every part and the row to *reproduced*; a verifier that
+    secretly emits p_Θ (no distortion) turns the quantized part and the shown chain-rule
+    part to *not reproduced*.  Deterministic (closed forms on a fixed log)."""
+    import specbound.theory.lossy as lossy
+    from paper_figs.claims import embedded
+
+    law = lossy.induced_distribution
+    quant = "quantized:3, p_base = 0.1: KL_SD > KL(p_Θ ‖ p)"
+    chain = "quantized:3, p_base = 0.1: KL(q_Θ ‖ p) > KL(p_Θ ‖ p)"
+
+    def run(name, fake=None):
+        folder = tmp_path / name
+        folder.mkdir()
+        with monkeypatch.context() as m:
+            if fake is not None:
+                m.setattr(lossy, "induced_distribution", fake)
+            embedded.produce(folder)
+        return _below_parts(folder)
+
+    def least_likely(p, q, rule, **kw):
+        x = np.asarray(law(p, q, rule, **kw), dtype=float)
+        if rule != "truncation":
+            return x
+        out = np.zeros_like(x)
+        out[np.arange(x.shape[0]), np.where(kw["allowed"], p, np.inf).argmin(axis=1)] = 1.0
+        return out
+
+    def truncated_target(p, q, rule, **kw):
+        x = np.asarray(law(p, q, rule, **kw), dtype=float)
+        if rule != "truncation":
+            return x
+        kept = np.where(kw["allowed"], p, 0.0)
+        return kept / kept.sum(axis=1, keepdims=True)
+
+    intact, parts = run("intact")
+    assert intact.verdict == E.NOT_REPRODUCED, intact
+    assert parts[quant].verdict == E.REPRODUCED and parts[chain].verdict == E.REPRODUCED
+    assert parts["temperature:1.5, p_base = 0.1: KL_SD > KL(p_Θ ‖ p)"].verdict == \
+        E.NOT_REPRODUCED
+    wrong, wparts = run("least_likely", least_likely)
+    assert wrong.verdict == E.REPRODUCED, wrong
+    assert all(p.verdict == E.REPRODUCED for p in wparts.values() if p.counted)
+    lossless, lparts = run("truncated_target", truncated_target)
+    assert lparts[quant].verdict == E.NOT_REPRODUCED
+    assert lparts[chain].verdict != E.REPRODUCED  # KL(p_Θ ‖ p) − KL(p_Θ ‖ p) = 0

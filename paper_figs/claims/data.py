@@ -174,7 +174,8 @@ SCHEMAS: dict[str, Schema] = {
                                         keys=("pair", "J")),
     "claims_truncation_embedded.csv": Schema(
         text=("draft",), numeric=("p_base", "prompt_id", "position", "logp_verification",
-                                  "logp_truncation_sampling", "kl_to_truncated"),
+                                  "logp_truncation_sampling", "kl_to_truncated",
+                                  "kl_verification_to_target", "kl_sampling_to_target"),
         keys=("draft", "p_base", "prompt_id", "position")),
     "claims_thm1_path.csv": Schema(
         text=("draft", "truncation"), numeric=("t", "contexts", "multi", "kl_sd_mean",
