@@ -90,6 +90,19 @@ def f_pml_ge_lml(p, ok):
     return E.SYNTHETIC
 
 
+def f_pml_strict(p, ok):
+    """Strictly tighter at B > 1 where the drafts differ; equal at B = 1. The failing folder
+    has a (pair, B = 2) where PML equals LML (an LML coded as PML)."""
+    pml = np.array([0.5, 0.7, 0.6, 0.8])
+    lml = pml - np.array([0.0, 0.01, 0.02, 0.0 if not ok else 0.005])
+    _csv(p, "bounds_vs_drafts.csv", {"pair": ["a", "a", "b", "b"], "B": [1, 2, 1, 2],
+                                     "tv": [0.3, 0.3, 0.2, 0.2], "pml": pml,
+                                     "lml": np.where([True, False, True, False], pml, lml),
+                                     "pml_weak": pml - 0.01,
+                                     "lml_relaxed": pml - np.array([0.01, 0.03, 0.01, 0.02])})
+    return E.SYNTHETIC
+
+
 def f_eq4(p, ok):
     """Eq. 4 as stated (the best worst-case matching probability): the race meets or beats
     the limit on every pair; the failing folder has a pair where it falls below."""
@@ -321,6 +334,19 @@ def f_below(p, ok):
                      "kl_verification_to_target": sd + ks, "kl_sampling_to_target": ks})
     _csv(p, "claims_truncation_embedded.csv", rows)
     return E.REAL
+
+
+def f_prop44(p, ok):
+    """Drafter invariance: every prompt's sequences identical under every drafter (fraction
+    1) for PFR and MPFR; the failing folder has one prompt of eight where MPFR's output moved
+    with the drafter."""
+    rows = [{"row_type": rt, "decoder": d, "variant": "default", "drafter": dr, "B": b,
+             "n_prompts": 8, "identical_fraction": f}
+            for d, b in (("pfr", 1), ("mpfr", 4))
+            for rt, dr, f in (("drafter", "D0", None), ("pair", "D0-D1", 1.0),
+                              ("summary", "all", 1.0 if ok or d == "pfr" else 7 / 8))]
+    _csv(p, "wm_drafter_substitution.csv", rows)
+    return E.SYNTHETIC
 
 
 def _collab_rows(values):
@@ -567,7 +593,7 @@ def f_coin(p, ok):
 
 FLIPS = {
     "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_pml_bound": f_pml_bound,
-    "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4,
+    "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4, "liu_pml_strict": f_pml_strict,
     "liu_nonidentical": f_nonidentical, "liu_active_set": f_active_set,
     "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),
     "liu_pfr_vs_vsps": f_pfr_vs("vsps"), "liu_pfr_dominates": f_dominates,
@@ -576,7 +602,7 @@ FLIPS = {
     "liu_anlppt_stable": f_anlppt_stable, "liu_lppl_mpfr": f_lppl_mpfr,
     "liu_tpr_match": f_tpr_match, "liu_tpr_weaker": f_tpr_weaker, "liu_tpr_pseudo": f_tpr_pseudo,
     "liu_h0_floor": f_h0, "liu_drift": f_drift, "liu_rouge_variant": f_rouge_variant,
-    "liu_rouge_values": f_rouge_values,
+    "liu_rouge_values": f_rouge_values, "liu_prop44": f_prop44,
     "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
@@ -686,7 +712,8 @@ def test_flip_paper_column(tmp_path, claim_id):
 #: the rows decided by algebra or definition (an identity of the formulas, a bound that holds
 #: by construction, decoders that emit the same tokens by construction)
 PROVED_ROWS = {"liu_pml_ge_lml", "zhou_lemma1", "zhou_ceiling_cap", "zhou_thm1", "zhou_prop1",
-               "liu_tpr_match", "chk_identical_tokens", "chk_ceiling_equals_lenience"}
+               "liu_tpr_match", "chk_identical_tokens", "chk_ceiling_equals_lenience",
+               "liu_prop44", "liu_pml_strict"}
 
 
 def test_rows_decided_by_algebra_are_never_counted_as_reproduced(tmp_path):

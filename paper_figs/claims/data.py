@@ -82,8 +82,8 @@ _WM_SMALL = (r"(aatps|anlppt_u|lppl|tpr|rouge_l_minpair)_se", r"tpr_drift_T\d+_s
 #: a per-configuration table of a watermark study (synthetic or real model)
 WATERMARK = Schema(text=_WM_TEXT, numeric=_WM_NUM + _WM_SMALL, small_nan=_WM_SMALL)
 #: the per-drafter rows of a drafter-substitution table carry no drift (NaN there)
-SUBSTITUTION = Schema(text=_WM_TEXT, numeric=_WM_NUM + _WM_SMALL,
-                      nullable=(r"tpr_drift_T\d+(_se)?", "rouge_l_minpair",
+SUBSTITUTION = Schema(text=_WM_TEXT, numeric=_WM_NUM + _WM_SMALL + ("identical_fraction",),
+                      nullable=(r"tpr_drift_T\d+(_se)?", "rouge_l_minpair", "identical_fraction",
                                 "rouge_l_minpair_se", r"tpr_T\d+(_se)?", "aatps", "aatps_se",
                                 "anlppt_u", "anlppt_u_se"),
                       small_nan=_WM_SMALL)

@@ -35,6 +35,7 @@ from paper_figs.claims.rules import (
     in_range,
     ordering,
     sweep,
+    universal,
 )
 from paper_figs.claims.verdicts import (
     LIU,
@@ -143,6 +144,53 @@ def pml_ge_lml_synth(data):
 
 def pml_ge_lml_real(data):
     return rule_pml_ge_lml(_real_bounds(data))
+
+
+#: strictness is judged where the drafts differ measurably from the target (TV at least
+#: this): a difference of rounding size at a near-identical pair is no evidence either way
+STRICT_TV = 1e-3
+
+
+def _strict(label, d):
+    """"a > b" on every row from the exact differences ``d``: reproduced when the smallest
+    is above the rounding of the CSVs (:data:`EXACT_ATOL`), refuted by a row at or below
+    it (equality where the theorem says strict, or a violation)."""
+    d = np.asarray(d, dtype=float)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        raise MissingData(f"{label}: no rows with B > 1 and TV ≥ {STRICT_TV:g}")
+    m = float(d.min())
+    return Part(label, REPRODUCED if m > EXACT_ATOL else REFUTED,
+                f"smallest difference {fmt(m, 3)} over {d.size} rows")
+
+
+def rule_pml_strict(df):
+    """The strictness parts of Thm B.2 (PML > LML if B > 1 and P ≠ Q) and Thm B.3
+    (PML-weak > LML-relaxed if B > 1), on every (pair, B) with B > 1 and TV ≥
+    :data:`STRICT_TV`; at B = 1 both pairs of bounds coincide (shown, not counted: the
+    theorems need B > 1)."""
+    multi = df[(df["B"] > 1) & (df["tv"] >= STRICT_TV)]
+    parts = [_strict("PML > LML where B > 1, P ≠ Q (Thm B.2)", multi["pml"] - multi["lml"]),
+             _strict("PML-weak > LML-relaxed where B > 1 (Thm B.3)",
+                     multi["pml_weak"] - multi["lml_relaxed"])]
+    one = df[df["B"] == 1]
+    if len(one):
+        gap = float(np.nanmax(np.abs(np.concatenate([one["pml"] - one["lml"],
+                                                     one["pml_weak"] - one["lml_relaxed"]]))))
+        parts.append(Part("equality at B = 1", REPRODUCED if gap <= EXACT_ATOL else
+                          NOT_REPRODUCED, f"largest |difference| {fmt(gap, 2)} over "
+                          f"{len(one)} rows", None, False,
+                          "the boundary of the strictness (B > 1 is needed): shown"))
+    return outcome(parts)
+
+
+def pml_strict_synth(data):
+    return rule_pml_strict(data.csv(BOUNDS, ("B", "tv", "pml", "lml", "pml_weak",
+                                             "lml_relaxed")))
+
+
+def pml_strict_real(data):
+    return rule_pml_strict(_real_bounds(data))
 
 
 #: the extremal pairs of Eq. 4: two uniform laws on EXTREMAL_K tokens sharing m = 1..K−1 of
@@ -832,6 +880,52 @@ def rouge_variant_real(data):
                  sample=f"{_real_prompts(data)} prompts")
 
 
+#: the decoders of Prop. 4.4 (Alg. 3) and of its multi-draft extension (Alg. 4)
+PROP44_DECODERS = (("pfr", "PFR (Alg. 3)"), ("mpfr", "MPFR (Alg. 4)"))
+
+
+def rule_prop44(cells):
+    """Stopping-time drafter invariance (Prop. 4.4, Prop. C.3): on every prompt and seed the
+    sequences a keyed decoder emits with each drafter are the same sequence -- universal
+    over the prompts, the fraction of prompts whose sequences are identical across all
+    drafters is 1 for each decoder (a prompt whose output moved with the drafter refutes
+    it).  ``cells``: (label, identical fraction, prompts)."""
+    parts = [universal(label, [frac], f"a fraction {fmt(frac, 3)} of the "
+                       f"{int(n) if math.isfinite(n) else ''} prompts emit one sequence under "
+                       "every drafter".replace("  ", " ")) for label, frac, n in cells]
+    return outcome(parts)
+
+
+def _prop44(data, csv, decoders):
+    df = data.csv(csv, ("row_type", "decoder", "identical_fraction"))
+    if "variant" in df:
+        df = df[df["variant"].fillna("default") == "default"]
+    cells = []
+    for dec, label in decoders:
+        sel = df[(df["row_type"] == "summary") & (df["decoder"] == dec)]
+        if len(sel):
+            s = sel.iloc[0]
+            frac = float(s["identical_fraction"])
+            if not math.isfinite(frac):  # no fraction is no evidence, never a pass
+                raise BadInput(f"{csv}: column identical_fraction: no number on the "
+                               f"summary row of {dec}")
+            n = float(s["n_prompts"]) if "n_prompts" in s and pd.notna(s["n_prompts"]) \
+                else math.nan
+            cells.append((label, frac, n))
+    if not cells:
+        raise MissingData(f"{csv}: no summary row of PFR or MPFR")
+    return rule_prop44(cells)
+
+
+def prop44_synth(data):
+    return _prop44(data, SUBST, PROP44_DECODERS)
+
+
+def prop44_real(data):
+    return _with(_prop44(data, R_SUBST, PROP44_DECODERS), sample=f"{_real_prompts(data)} "
+                                                                 "prompts")
+
+
 TABLE15 = {"vsps": 0.394, "mse": 0.406, "mse_pseudo": 0.426, "pfr_nowm": 0.436,
            "mws": 0.922, "pfr": 0.990}
 
@@ -1015,6 +1109,16 @@ CLAIMS = [
            proved="both bounds are closed forms in the same α_i = p_i/q_i (Liu et al. 2026, "
                   "Thm B.2, B.3 prove the inequality term by term for every p, q and B), so no "
                   "(pair, B) can violate it: the rows check our two formulas' code"),
+    _claim("liu_pml_strict", "Thm B.2, B.3 (strictness)",
+           "the PML bound is strictly tighter than LML (Rowan et al. Prop. 2) when B > 1 and "
+           "P ≠ Q, and PML-weak strictly tighter than LML-relaxed when B > 1",
+           f"exact: the smallest difference over every (pair, B) with B > 1 and TV ≥ "
+           f"{STRICT_TV:g} above the rounding of the CSVs ({EXACT_ATOL:g}); equality at B = 1 "
+           "shown", pml_strict_synth, pml_strict_real, studies=("bounds_vs_drafts",
+                                                               "real_bounds"),
+           proved="for B > 1 the binomial expansion (1 + 1/α)^B > 1 + B/α is strict at any "
+                  "α_i > 0, and P ≠ Q gives some α_i > 0 (Liu et al. 2026, proofs of Thm B.2, "
+                  "B.3): the rows check our two formulas' code"),
     _claim("liu_eq4", "Eq. 4",
            "coupling without communication: P(X = Y) ≤ (1−TV)/(1+TV)",
            "exact, as stated (the best matching probability: a worst case over the pairs at "
@@ -1113,6 +1217,17 @@ CLAIMS = [
            "invariant ones (identity of the code) shown, not counted",
            rouge_variant_synth, rouge_variant_real, None,
            ("wm_drafter_substitution", "real_watermarks")),
+    _claim("liu_prop44", "Prop. 4.4, Prop. C.3, Def. 4.3",
+           "Algorithm 3 (keyed PFR speculative sampling) is stopping-time drafter invariant: "
+           "under one key the emitted tokens do not depend on the drafter (and so for its "
+           "multi-draft extension, MPFR)",
+           "universal: the fraction of prompts whose emitted sequences are identical under "
+           "every drafter (four drafters: another size, T = 0.5, T = 1.5; every seed) is 1, "
+           "per decoder (PFR; MPFR where run)", prop44_synth, prop44_real, None,
+           ("wm_drafter_substitution", "real_watermarks"),
+           proved="on {τ = τ0} the emitted prefix equals the target-side PFR chain Z_1..Z_j, "
+                  "read from the keyed clocks of the contexts only, so no drafter enters the "
+                  "tokens (Liu et al. 2026, Prop. C.3): the data check our decoders"),
     _claim("liu_rouge_values", "Table 15",
            "min-pair ROUGE-L under drafter substitution: PFR 0.990, MWS 0.922, PFR-NOWM 0.436, "
            "MSE-PSEUDO 0.426, MSE 0.406, VSpS 0.394",
