@@ -349,6 +349,34 @@ def f_prop44(p, ok):
     return E.SYNTHETIC
 
 
+def f_mpfr_scaling(p, ok):
+    """MPFR with the n-gram draft on 12 prompts: B = 2 above VSpS (B = 1) and B = 4 above
+    B = 2 per prompt; the failing folder's B = 4 falls 0.3 below B = 2 on every prompt."""
+    cfg = [{"config": f"{d} B={b} ngram:3", "decoder": d, "B": b, "draft": "ngram:3",
+            "prompt_type": "all", "n_prompts": 12, "n_blocks": 100, "aatps": 1.5}
+           for d, b in (("vsps", 1), ("mpfr", 2), ("mpfr", 4))]
+    _csv(p, "real_ngram.csv", cfg)
+    runs = []
+    for d, b, base in (("vsps", 1, 1.4), ("mpfr", 2, 1.5), ("mpfr", 4, 1.6 if ok else 1.2)):
+        for k in range(12):
+            runs.append({"decoder": d, "L": 4, "B": b, "draft": "ngram:3",
+                         "prompt_set": "sharegpt", "prompt_index": k,
+                         "aatps": base + 0.02 * (k % 3)})
+    _csv(p, "real_runs.csv", runs)
+    return E.REAL
+
+
+def f_mpfr_scaling_paper(p, ok):
+    """Tables 6, 7, 10–13 rise with B; the failing transcription has Table 11's B = 8 cell
+    0.2 below its B = 6 cell."""
+    cells = {}
+    for t in ("t6", "t7", "t10", "t11", "t12", "t13"):
+        for i, B in enumerate((2, 4, 6, 8)):
+            v = 2.5 + 0.3 * i - (0.5 if not ok and t == "t11" and B == 8 else 0.0)
+            cells[f"liu.{t}.B{B}.mpfr.aatps"] = (f"{v:.3f}", "0.005", "3")
+    return E.PAPER_DATA, _numbers(cells)
+
+
 def _collab_rows(values):
     """claims_collaborative_embedded.csv rows: ``values[(rule, param)]`` is H² per prompt
     (12 prompts, two contexts each, one draft)."""
@@ -603,6 +631,7 @@ FLIPS = {
     "liu_tpr_match": f_tpr_match, "liu_tpr_weaker": f_tpr_weaker, "liu_tpr_pseudo": f_tpr_pseudo,
     "liu_h0_floor": f_h0, "liu_drift": f_drift, "liu_rouge_variant": f_rouge_variant,
     "liu_rouge_values": f_rouge_values, "liu_prop44": f_prop44,
+    "liu_mpfr_scaling": f_mpfr_scaling,
     "zhou_induced_forms": f_induced, "zhou_lenience_eq10": f_lenience,
     "zhou_ceiling_cap": f_ceiling, "zhou_lenience_adapts": f_adapts,
     "zhou_lemma1": f_lemma1, "zhou_eta": f_eta,
@@ -672,6 +701,7 @@ def f_rouge_values_real(p, ok):
 #: model's Table 15 values)
 PAPER_FLIPS = {"zhou_table1_ablation": f_table1_paper, "liu_drift": f_drift_entropy,
                "liu_rouge_values": f_rouge_values_real, "zhou_thm1": f_thm1_real,
+               "liu_mpfr_scaling": f_mpfr_scaling_paper,
                "zhou_prop1": f_prop1_real}
 
 

@@ -119,6 +119,18 @@ SCHEMAS: dict[str, Schema] = {
     "wm_detection_acceptance_comparisons.csv": COMPARISONS,
     "real_runs.csv": Schema(text=("decoder", "draft", "prompt_set"),
                             numeric=("L", "B", "prompt_index", "aatps")),
+    # the n-gram study's summaries (the columns written today; a column added later is read
+    # by no claim until its schema names it)
+    "real_ngram.csv": Schema(
+        text=("config", "decoder", "draft", "prompt_type"),
+        numeric=("B", "n_prompts", "n_blocks", "aatps", "predicted_aatps",
+                 "target_forwards_per_token", "tokens_per_cpu_second"),
+        nullable=("predicted_aatps",),  # a decoder without a per-context scheme: NaN
+        keys=("config", "prompt_type")),
+    "real_ngram_keyed.csv": Schema(
+        text=("config", "reference"),
+        numeric=("same_tokens", "n_prompts", "log10_p_median", "log10_p_max"),
+        keys=("config",)),
     "real_crosscheck.csv": Schema(text=("decoder", "setting_target"),
                                   numeric=("aatps", "predicted_aatps", "diff", "n_prompts",
                                            "n_blocks", "setting_max_new_tokens"),
