@@ -258,3 +258,203 @@ def test_a_fault_in_the_truncation_producer_turns_the_verdict(tmp_path, monkeypa
     lossless, lparts = run("truncated_target", truncated_target)
     assert lparts[quant].verdict == E.NOT_REPRODUCED
     assert lparts[chain].verdict != E.REPRODUCED  # KL(p_Θ ‖ p) − KL(p_Θ ‖ p) = 0
+
+
+def _wrong_laws(law):
+    """Two faults in the closed forms a lossy-verification study calls: the "ceiling only"
+    law pushed 10% towards the draft (it no longer equals lenience's), and truncation +
+    ceiling emitting the target itself (no distortion at all)."""
+
+    def fake(p, q, rule, **kw):
+        x = np.asarray(law(p, q, rule, **kw), dtype=float)
+        if rule == "ceiling":
+            return 0.9 * x + 0.1 * np.asarray(q, dtype=float)
+        if rule == "truncation_ceiling":
+            return np.broadcast_to(np.asarray(p, dtype=float), x.shape).copy()
+        return x
+
+    return fake
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study,column", [("efficiency_frontier", E.SYNTHETIC),
+                                          ("real_lossy", E.REAL)])
+def test_wrong_closed_forms_in_a_frontier_study_turn_two_verdicts(tmp_path, monkeypatch,
+                                                                 study, column):
+    """``chk_ceiling_equals_lenience`` (proved intact) is refuted by a "ceiling only" law
+    that differs from lenience's, and ``zhou_trunc_ceiling`` (refuted intact: on the quick
+    grid truncation + ceiling distorts more than lenience for some ℓ) is reproduced when its
+    law carries no distortion: each verdict is the study's, not a constant of its rule.  The
+    synthetic frontier and the real-model one (shipped log), quick grids."""
+    import importlib
+
+    module = importlib.import_module(f"paper_figs.{study}")
+    claims = [BY_ID["chk_ceiling_equals_lenience"], BY_ID["zhou_trunc_ceiling"]]
+
+    def verdicts(folder):
+        rows = E.evaluate(folder, claims, numbers=_numbers({}))
+        return [r.columns[column].verdict for r in rows]
+
+    module.main(tmp_path / "intact", quick=True)
+    assert verdicts(tmp_path / "intact") == [E.PROVED, E.REFUTED]
+    with monkeypatch.context() as m:
+        m.setattr(module, "induced_distribution", _wrong_laws(module.induced_distribution))
+        module.main(tmp_path / "fault", quick=True)
+    assert verdicts(tmp_path / "fault") == [E.REFUTED, E.REPRODUCED]
+
+
+@pytest.mark.slow
+def test_an_lml_coded_as_pml_turns_the_strictness(tmp_path, monkeypatch):
+    """``liu_pml_strict`` on ``bounds_vs_drafts`` (quick grid): proved intact (PML above LML
+    by at least 0.01 on every pair with B > 1); with LML computed as PML the strict parts are
+    refuted, while ``liu_pml_ge_lml`` (≥, equality allowed) still holds."""
+    from paper_figs import bounds_vs_drafts
+
+    claims = [BY_ID["liu_pml_strict"], BY_ID["liu_pml_ge_lml"]]
+
+    def verdicts(folder):
+        return [r.columns[E.SYNTHETIC].verdict for r in E.evaluate(folder, claims)]
+
+    bounds_vs_drafts.main(tmp_path / "intact", quick=True)
+    assert verdicts(tmp_path / "intact") == [E.PROVED, E.PROVED]
+    with monkeypatch.context() as m:
+        m.setattr(bounds_vs_drafts, "lml_bound", bounds_vs_drafts.pml_bound)
+        bounds_vs_drafts.main(tmp_path / "fault", quick=True)
+    assert verdicts(tmp_path / "fault") == [E.REFUTED, E.PROVED]
+
+
+@pytest.mark.slow
+def test_a_fault_in_the_real_lemma1_turns_the_sign_sentences(tmp_path, monkeypatch):
+    """The real-model columns of ``zhou_eta`` and ``zhou_minp`` (``real_lossy``, shipped log,
+    quick): refuted intact (contexts where truncation's loss exceeds its gain); a Lemma 1
+    decomposition whose gain counts the loss back (gain + loss + 0.01) makes ΔBE > 0 on every
+    context and both columns *reproduced*."""
+    from paper_figs import real_lossy
+
+    ted = real_lossy.truncation_efficiency_delta
+    claims = [BY_ID["zhou_eta"], BY_ID["zhou_minp"]]
+
+    def verdicts(folder):
+        return [r.columns[E.REAL].verdict for r in E.evaluate(folder, claims)]
+
+    real_lossy.main(tmp_path / "intact", quick=True)
+    assert verdicts(tmp_path / "intact") == [E.REFUTED, E.REFUTED]
+    with monkeypatch.context() as m:
+        m.setattr(real_lossy, "truncation_efficiency_delta",
+                  lambda P, Q, A: (lambda g, lo: (np.asarray(g) + np.asarray(lo) + 0.01, lo))(
+                      *ted(P, Q, A)))
+        real_lossy.main(tmp_path / "fault", quick=True)
+    assert verdicts(tmp_path / "fault") == [E.REPRODUCED, E.REPRODUCED]
+
+
+@pytest.mark.slow
+def test_a_biased_monte_carlo_in_real_bounds_turns_its_rows(tmp_path, monkeypatch):
+    """``real_bounds`` (shipped log, quick: Monte Carlo on two contexts per draft, n = 4000):
+    a sampler that loses 5% of MPFR's acceptances (the study's call to
+    ``specbound.sim.estimate_acceptance``) makes the Monte Carlo fall below the PML bound
+    (``liu_pml_bound``: z about −6 per row) and away from the exact value
+    (``chk_mc_vs_exact``: beyond its ±0.02 margin), where intact neither is against the
+    sentence."""
+    import specbound.sim as sim
+    from paper_figs import real_bounds
+    from specbound.results import Estimate
+
+    est = sim.estimate_acceptance
+
+    def lossy(p, q, scheme, B=1, n=100_000, **kw):
+        e = est(p, q, scheme, B=B, n=n, **kw)
+        return Estimate(e.mean - 0.05, e.stderr, e.n) if scheme == "mpfr" else e
+
+    claims = [BY_ID["liu_pml_bound"], BY_ID["chk_mc_vs_exact"]]
+
+    def verdicts(folder):
+        return [r.columns[E.REAL].verdict for r in E.evaluate(folder, claims)]
+
+    real_bounds.main(tmp_path / "intact", quick=True)
+    intact = verdicts(tmp_path / "intact")
+    assert not set(intact) & {E.NOT_REPRODUCED, E.REFUTED, E.NOT_RUN}, intact
+    with monkeypatch.context() as m:
+        m.setattr(sim, "estimate_acceptance", lossy)
+        real_bounds.main(tmp_path / "fault", quick=True)
+    assert set(verdicts(tmp_path / "fault")) <= {E.NOT_REPRODUCED, E.REFUTED}
+
+
+#: claim: the test that runs its producer (the study code, or the INDEX-time producer) with
+#: a fault injected and asserts the verdict turns
+PRODUCER_TESTS = {
+    **dict.fromkeys(("zhou_induced_forms", "zhou_ceiling_cap", "zhou_lenience_eq10",
+                     "zhou_lemma1", "zhou_prop1", "zhou_thm1", "zhou_lenience_adapts"),
+                    "tests/test_claims_producers.py::test_a_fault_in_the_producer_turns_the_"
+                    "verdict"),
+    **dict.fromkeys(("liu_exactness", "liu_eq3"), "tests/test_claims_producers.py::test_a_"
+                    "fault_in_an_exactness_producer_turns_the_verdict"),
+    **dict.fromkeys(("zhou_eta", "zhou_minp"), "tests/test_claims_producers.py::test_a_fault_"
+                    "in_the_producer_turns_a_refutation"),
+    "zhou_truncation_below_sampling": "tests/test_claims_producers.py::test_a_fault_in_the_"
+                                      "truncation_producer_turns_the_verdict",
+    **dict.fromkeys(("chk_ceiling_equals_lenience", "zhou_trunc_ceiling"),
+                    "tests/test_claims_producers.py::test_wrong_closed_forms_in_a_frontier_"
+                    "study_turn_two_verdicts"),
+    "liu_pml_strict": "tests/test_claims_producers.py::test_an_lml_coded_as_pml_turns_the_"
+                      "strictness",
+    **dict.fromkeys(("liu_pml_bound", "chk_mc_vs_exact"), "tests/test_claims_producers.py::"
+                    "test_a_biased_monte_carlo_in_real_bounds_turns_its_rows"),
+    **dict.fromkeys(("liu_pml_ge_lml", "liu_mpfr_ge_gls", "liu_eq4"), "tests/test_figs_index."
+                    "py::test_no_paper_claim_compares_a_producer_with_itself"),
+    **dict.fromkeys(("liu_nonidentical", "liu_active_set"), "tests/test_claims_multidraft.py::"
+                    "test_perturbing_the_monte_carlo_side_moves_the_verdict"),
+    **dict.fromkeys(("zhou_collab_tradeoff", "zhou_table1_ablation"), "tests/test_claims_"
+                    "collab.py::test_perturbing_one_producer_moves_the_verdicts"),
+    **dict.fromkeys(("liu_pfr_vs_nowm", "liu_pfr_dominates", "liu_mpfr_vs_invariant",
+                     "liu_tpr_match", "liu_tpr_weaker", "chk_identical_tokens", "liu_prop44",
+                     "liu_rouge_variant", "liu_h0_floor"),
+                    "tests/test_claims_producers_wm.py::test_a_fault_in_a_watermark_study_"
+                    "turns_the_verdict"),
+    "liu_mpfr_anlppt": "tests/test_claims_producers_wm.py::test_anlppt_of_mpfr_falls_to_the_"
+                       "null_with_a_wrong_key",
+}
+
+#: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
+#: with a producer test leaves it)
+NO_PRODUCER_TEST_YET = {
+    "liu_pfr_vs_vsps": "on the quick grid (4 prompts, a t reference on 3 degrees of freedom) "
+                       "a PFR that accepts every draft (the lossy fault) still reads 'not "
+                       "distinguishable': needs a larger grid",
+    "liu_lppl_unbiased": "LPPL varies too much over 4 prompts for any fault to leave 'not "
+                         "distinguishable': needs a larger grid",
+    "liu_lppl_mpfr": "as liu_lppl_unbiased, on the multi-draft study",
+    "liu_anlppt_stable": "not run on the quick grid (MPFR's output is the same at every B "
+                         "there)",
+    "liu_tpr_pseudo": "no fault of the decoder call separates the coin detector's TPR on the "
+                      "quick grid yet",
+    "liu_drift": "the quick grid already reads 'not reproduced' (MSE's drift above the "
+                 "paper's range): a fault cannot turn it",
+    "liu_rouge_values": "the quick grid already reads 'not reproduced' (ROUGE-L far from "
+                        "Table 15's at 12 tokens): a fault cannot turn it",
+    "liu_mpfr_scaling": "its real column needs the embedded model's n-gram runs (minutes); "
+                        "flip tests cover the rule",
+    "zhou_eta_trend": "a fault that makes ΔBE grow with ε on every step is not built yet",
+    "zhou_speccascade_gain": "fidelity_lossy's quick grid takes about 100 s per run",
+    "chk_coin_gain_acceptance": "not built yet",
+    "chk_crosscheck": "its producer runs the embedded model (real_crosscheck)",
+}
+
+
+def test_every_claim_has_a_producer_test_or_says_why_not():
+    """The meta-test of the producer tests: every claim with an evidence column of ours names
+    the test that runs its producer with a fault, and that test exists; a claim without one
+    is listed with the reason.  Untestable claims (the paper's numbers only) have no
+    producer of ours."""
+    import importlib
+
+    from paper_figs.claims.registry import CLAIMS
+
+    ours = {c.id for c in CLAIMS if c.synthetic is not None or c.real is not None}
+    assert not set(PRODUCER_TESTS) & set(NO_PRODUCER_TEST_YET)
+    assert set(PRODUCER_TESTS) | set(NO_PRODUCER_TEST_YET) == ours, \
+        sorted(ours ^ (set(PRODUCER_TESTS) | set(NO_PRODUCER_TEST_YET)))
+    for node in set(PRODUCER_TESTS.values()):
+        path, name = node.split("::")
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        assert callable(getattr(module, name, None)), node
+    assert all(NO_PRODUCER_TEST_YET.values())
