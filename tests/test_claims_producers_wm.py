@@ -14,6 +14,8 @@ The faults:
   carry no signal the detector can read);
 - *drafter-blind VSpS*: vanilla speculative sampling is handed the target as its drafter,
   whatever drafter the study substitutes (its output no longer depends on the drafter);
+- *drafter-blind*: every decoder is handed the target as its drafter (the study's sweep of
+  drafters of different acceptance collapses to one drafter);
 - *low threshold*: the exact Gamma(T, 1) detection threshold halved (a shifted bound: the
   null's false-positive rate is no longer 1%).
 
@@ -64,6 +66,13 @@ def _drafter_blind_vsps(decode):
     return run
 
 
+def _drafter_blind(decode):
+    def run(target, draft, prompts, seeds, decoder, **kw):
+        return decode(target, None if draft is None else target, prompts, seeds, decoder, **kw)
+
+    return run
+
+
 def _patch(fault, module, m):
     from paper_figs import _wm_common as wc
 
@@ -72,7 +81,7 @@ def _patch(fault, module, m):
         m.setattr(module, "exact_threshold", lambda T, score: 0.5 * exact(T, score))
         return
     make = {"lossy": _lossy, "wrong key": _wrong_key,
-            "drafter-blind VSpS": _drafter_blind_vsps}[fault]
+            "drafter-blind VSpS": _drafter_blind_vsps, "drafter-blind": _drafter_blind}[fault]
     m.setattr(wc, "decode", make(wc.decode))
 
 
@@ -113,6 +122,7 @@ CASES = {
     "liu_prop44": ("wm_drafter_substitution", "lossy", E.PROVED),
     "liu_rouge_variant": ("wm_drafter_substitution", "drafter-blind VSpS", E.REPRODUCED),
     "liu_h0_floor": ("wm_detection", "low threshold", E.NOT_DISTINGUISHABLE),
+    "chk_coin_gain_acceptance": ("wm_detection", "drafter-blind", E.REPRODUCED),
 }
 
 
