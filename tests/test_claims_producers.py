@@ -407,7 +407,8 @@ PRODUCER_TESTS = {
                     "collab.py::test_perturbing_one_producer_moves_the_verdicts"),
     **dict.fromkeys(("liu_pfr_vs_nowm", "liu_pfr_dominates", "liu_mpfr_vs_invariant",
                      "liu_tpr_match", "liu_tpr_weaker", "chk_identical_tokens", "liu_prop44",
-                     "liu_rouge_variant", "liu_h0_floor", "chk_coin_gain_acceptance"),
+                     "liu_rouge_variant", "liu_h0_floor", "chk_coin_gain_acceptance",
+                     "liu_pfr_vs_vsps"),
                     "tests/test_claims_producers_wm.py::test_a_fault_in_a_watermark_study_"
                     "turns_the_verdict"),
     "liu_mpfr_anlppt": "tests/test_claims_producers_wm.py::test_anlppt_of_mpfr_falls_to_the_"
@@ -421,11 +422,9 @@ PRODUCER_TESTS = {
 #: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
 #: with a producer test leaves it)
 NO_PRODUCER_TEST_YET = {
-    "liu_pfr_vs_vsps": "on the quick grid (4 prompts, a t reference on 3 degrees of freedom) "
-                       "a PFR that accepts every draft (the lossy fault) still reads 'not "
-                       "distinguishable': needs a larger grid",
-    "liu_lppl_unbiased": "LPPL varies too much over 4 prompts for any fault to leave 'not "
-                         "distinguishable': needs a larger grid",
+    "liu_lppl_unbiased": "the quick grid reads 'not distinguishable' (4 prompts) and 16 "
+                         "prompts already 'not reproduced' (PFR's LPPL is the same at every "
+                         "L, VSpS's is not, on seed 0): a fault cannot turn it on either",
     "liu_lppl_mpfr": "as liu_lppl_unbiased, on the multi-draft study",
     "liu_anlppt_stable": "not run on the quick grid (MPFR's output is the same at every B "
                          "there)",

@@ -91,15 +91,15 @@ def runs(tmp_path_factory):
     intact (``fault=None``) or with the fault, each computed once for the module."""
     done = {}
 
-    def get(study, fault=None):
-        key = (study, fault)
+    def get(study, fault=None, **params):
+        key = (study, fault, tuple(sorted(params.items())))
         if key not in done:
             module = importlib.import_module(f"paper_figs.{study}")
             folder = tmp_path_factory.mktemp(f"{study}-{fault or 'intact'}".replace(" ", "_"))
             with pytest.MonkeyPatch.context() as m:
                 if fault is not None:
                     _patch(fault, module, m)
-                module.main(folder, quick=True)
+                module.main(folder, quick=True, **params)
             done[key] = folder
         return done[key]
 
@@ -111,7 +111,8 @@ def _verdict(folder, claim_id):
     return row.columns[E.SYNTHETIC]
 
 
-#: claim: (study, fault, the synthetic column's verdict intact on the quick grid)
+#: claim: (study, fault, the synthetic column's verdict intact on the quick grid[, the
+#: grid's parameters where the quick grid is too small])
 CASES = {
     "liu_pfr_vs_nowm": ("wm_single_draft_frontier", "lossy", E.NOT_DISTINGUISHABLE),
     "liu_pfr_dominates": ("wm_single_draft_frontier", "wrong key", E.NOT_DISTINGUISHABLE),
@@ -123,16 +124,20 @@ CASES = {
     "liu_rouge_variant": ("wm_drafter_substitution", "drafter-blind VSpS", E.REPRODUCED),
     "liu_h0_floor": ("wm_detection", "low threshold", E.NOT_DISTINGUISHABLE),
     "chk_coin_gain_acceptance": ("wm_detection", "drafter-blind", E.REPRODUCED),
+    # four prompts cannot move PFR − VSpS out of "not distinguishable"; sixteen can
+    "liu_pfr_vs_vsps": ("wm_single_draft_frontier", "lossy", E.NOT_DISTINGUISHABLE,
+                        {"prompts": 16}),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_a_fault_in_a_watermark_study_turns_the_verdict(runs, claim_id):
-    study, fault, intact = CASES[claim_id]
-    got = _verdict(runs(study), claim_id)
+    study, fault, intact, *params = CASES[claim_id]
+    params = params[0] if params else {}
+    got = _verdict(runs(study, **params), claim_id)
     assert got.verdict == intact, (claim_id, got)
-    bad = _verdict(runs(study, fault), claim_id)
+    bad = _verdict(runs(study, fault, **params), claim_id)
     assert bad.verdict in BAD, (claim_id, fault, bad)
 
 
