@@ -44,6 +44,19 @@ def f_exactness(p, ok):
     return E.SYNTHETIC
 
 
+def f_sequence(p, ok):
+    """Two-token sequences of a 2-token vocabulary: counts at n·p in the holding folder; the
+    failing one moves 2% of the draws from the pair (0, 0) to (1, 1)."""
+    law = np.array([0.4, 0.1, 0.2, 0.3])
+    counts = law * 100_000
+    if not ok:
+        counts = counts + np.array([-2000, 0, 0, 2000])
+    _csv(p, "claims_sequence_exactness.csv",
+         {"scheme": ["mpfr"] * 4, "B": [2] * 4, "w1": [0, 0, 1, 1], "w2": [0, 1, 0, 1],
+          "p": law, "count": counts.astype(int), "n": [100_000] * 4})
+    return E.SYNTHETIC
+
+
 def f_eq3(p, ok):
     _csv(p, "claims_score_bound.csv", {"entropy": [0.5, 2.0], "closed_form": [1.4, 2.7],
                                        "mc_mean": [1.4, 2.7], "mc_se": [0.004, 0.004],
@@ -620,7 +633,8 @@ def f_coin(p, ok):
 
 
 FLIPS = {
-    "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_pml_bound": f_pml_bound,
+    "liu_exactness": f_exactness, "liu_eq3": f_eq3, "liu_sequence_exactness": f_sequence,
+    "liu_pml_bound": f_pml_bound,
     "liu_pml_ge_lml": f_pml_ge_lml, "liu_eq4": f_eq4, "liu_pml_strict": f_pml_strict,
     "liu_nonidentical": f_nonidentical, "liu_active_set": f_active_set,
     "liu_mpfr_ge_gls": f_mpfr_ge_gls, "liu_pfr_vs_nowm": f_pfr_vs("pfr_nowm"),

@@ -417,6 +417,8 @@ PRODUCER_TESTS = {
                       "epsilon_turns_the_trend",
     "zhou_speccascade_gain": "tests/test_claims_producers.py::test_a_gate_that_admits_every_"
                              "token_turns_the_speccascade_gain",
+    "liu_sequence_exactness": "tests/test_claims_producers.py::test_a_lossy_block_decoder_"
+                              "turns_the_sequence_exactness",
 }
 
 #: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
@@ -510,3 +512,21 @@ def test_a_gate_that_admits_every_token_turns_the_speccascade_gain(tmp_path, mon
                   lambda P, pb: np.ones(np.shape(P), dtype=bool))
         fidelity_lossy.main(tmp_path / "fault", quick=True)
     assert verdict(tmp_path / "fault") == E.REPRODUCED
+
+
+@pytest.mark.slow
+def test_a_lossy_block_decoder_turns_the_sequence_exactness(tmp_path, monkeypatch):
+    """``liu_sequence_exactness``: the INDEX-time producer (the batch decoder on 6,000
+    prompts per cell) reproduces Thm A.6 intact; a decoder that verifies against the draft
+    instead of the target (the block's law is the draft's) is caught in every cell."""
+    import specbound.sim as sim
+    from paper_figs.claims import sequence
+
+    decode = sim.speculative_decode_batch
+
+    def lossy(target, draft, prompts, decoder, **kw):
+        return decode(draft, draft, prompts, decoder, **kw)
+
+    _intact_reproduces_fault_turns(tmp_path, monkeypatch, "liu_sequence_exactness",
+                                   sequence.produce, E.SYNTHETIC,
+                                   (sim, "speculative_decode_batch", lossy))

@@ -176,6 +176,10 @@ SCHEMAS: dict[str, Schema] = {
         text=("pair", "scheme"), numeric=("B", "token", "p", "count", "n"),
         keys=("pair", "scheme", "B", "token"), by=("pair", "scheme", "B"),
         grid=(("token",),), totals=(("count", "n"), ("p", 1.0))),
+    "claims_sequence_exactness.csv": Schema(
+        text=("scheme",), numeric=("B", "w1", "w2", "p", "count", "n"),
+        keys=("scheme", "B", "w1", "w2"), by=("scheme", "B"), grid=(("w1", "w2"),),
+        totals=(("count", "n"), ("p", 1.0))),
     "claims_score_bound.csv": Schema(numeric=("entropy", "closed_form", "mc_mean", "mc_se",
                                               "bound", "n")),
     "claims_nonidentical.csv": Schema(numeric=("case", "B", "bound", "mc_accept", "mc_blocks",

@@ -39,6 +39,7 @@ from paper_figs.claims.rules import (
     sweep,
     universal,
 )
+from paper_figs.claims.sequence import sequence_synth
 from paper_figs.claims.verdicts import (
     LIU,
     NOT_REPRODUCED,
@@ -1053,6 +1054,11 @@ def _exactness(data):
     return exactness_synth(data)
 
 
+def _sequence(data):
+
+    return sequence_synth(data)
+
+
 def _nonidentical(data):
 
     return nonidentical_synth(data)
@@ -1072,6 +1078,13 @@ CLAIMS = [
            "goodness of fit: chi-square of an independent sample of emitted tokens against p, "
            "one-sided z ≤ 3 per (pair, scheme, B)",
            _exactness, None, None, ("bounds_vs_drafts",)),
+    _claim("liu_sequence_exactness", "Thm A.6 (sequence level)",
+           "the tokens PFR and MPFR emit over a block follow the target's autoregressive law: "
+           "the pair of the first two generated tokens has law p(w1 | c) p(w2 | c, w1)",
+           "goodness of fit: chi-square of an independent sample of two-token sequences (one "
+           "key per cell, prompts sharing the last context after random prefixes) against the "
+           "target's joint law, one-sided z ≤ 3 per (scheme, B)",
+           _sequence, None, None, ("bounds_vs_drafts",)),
     _claim("liu_eq3", "Eq. 3, §3",
            "the expected Aaronson score of the keyed race is at least |T| + (π²/6 − 1) Σ_t "
            "H(P_t)",
