@@ -928,8 +928,9 @@ def prop44_synth(data):
 
 
 def prop44_real(data):
-    return _with(_prop44(data, R_SUBST, PROP44_DECODERS), sample=f"{_real_prompts(data)} "
-                                                                 "prompts")
+    o = _prop44(data, R_SUBST, PROP44_DECODERS)
+    n = _real_prompts(data)
+    return _with(o, sample=f"{n} prompts") if n else o
 
 
 TABLE15 = {"vsps": 0.394, "mse": 0.406, "mse_pseudo": 0.426, "pfr_nowm": 0.436,
