@@ -167,9 +167,12 @@ class Param:
 
 class Values(dict):
     """A study's parameter values (a dict with attribute access); ``changed`` holds those
-    that differ from the mode's defaults (JSON-ready), empty for a default run."""
+    that differ from the mode's defaults (JSON-ready), empty for a default run; ``quick``
+    the mode (a ``memory`` estimate counts one process in quick mode, the default pool's
+    two in full mode)."""
 
     changed: dict
+    quick: bool = False
 
     def __getattr__(self, name):
         try:
@@ -198,6 +201,7 @@ def resolve_params(table, quick: bool, given: dict | None = None) -> Values:
                          f"(parameters: {', '.join(by) or 'none'})")
     out = Values()
     out.changed = {}
+    out.quick = bool(quick)
     for p in table:
         default = p.default(quick)
         v = given.get(p.name)

@@ -89,7 +89,8 @@ PARAMS = (
     Param("L", "int", L, L, "lookahead", low=1),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory", low=1),
+          "prompts of the exact-acceptance theory (at most --prompts)", low=1,
+          check=wc.at_most("theory_prompts", "prompts")),
 )
 
 

@@ -100,9 +100,11 @@ PARAMS = (
     Param("L", "ints", L_VALUES, L_VALUES, "lookaheads", low=1),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory", low=1),
+          "prompts of the exact-acceptance theory (at most --prompts)", low=1,
+          check=wc.at_most("theory_prompts", "prompts")),
     Param("hh_prompts", "int", HH_PROMPTS[False], HH_PROMPTS[True],
-          f"prompts of Hu & Huang's setting (L = {HH_L})", low=1),
+          f"prompts of Hu & Huang's setting (L = {HH_L}; at most --prompts)", low=1,
+          check=wc.at_most("hh_prompts", "prompts")),
 )
 
 
