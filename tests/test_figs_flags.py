@@ -294,3 +294,25 @@ def test_real_log_studies_refuse_a_log_too_large_and_contexts_choose(tmp_path, c
                             r"arrays would need about \d+\.\d GiB of memory, more than the "
                             r"2\.0 GiB available\n", err), err
         _common.resolve_params(mod.PARAMS, False, {"log": log, "contexts": 1000})
+
+
+def test_an_executor_that_fails_to_open_is_one_line(capsys, monkeypatch):
+    """A client that fails while the executor opens (e.g. an address that answers but is no
+    Dask scheduler: the client reads garbage and raises) is one line naming --executor, and
+    the study does not start."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken(spec):
+        raise MemoryError("Unable to allocate 3.07 EiB")
+        yield
+
+    monkeypatch.setattr("specbound.sweep.open_executor", broken)
+    mod = MODULES["bounds_vs_drafts"]
+    with pytest.raises(SystemExit) as exc:
+        _common.cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
+                    ["--quick", "--executor", "process:1"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err == ("python -m paper_figs.bounds_vs_drafts: error: --executor: cannot open "
+                   "'process:1': MemoryError (Unable to allocate 3.07 EiB)\n")
