@@ -75,6 +75,7 @@ import pandas as pd
 from paper_figs._common import Param, out_path, share
 from specbound._io import atomic_write
 from specbound.sim import metrics
+from specbound.sim.decode import MAX_DRAFTS, MAX_NEW_TOKENS
 from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
 from specbound.sim.models import MAX_VOCAB, PromptSet, SyntheticLM, random_prompts
 from specbound.sweep import (
@@ -191,12 +192,19 @@ def settings_params(full: Settings, quick: Settings) -> tuple[Param, ...]:
         Param("prompts", "int", full.n_prompts, quick.n_prompts, "prompts", low=1,
               memory=lambda v: share(v, "prompts", _SIZES, decode_memory(v))),
         Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
-              "new tokens per prompt", low=1,
+              f"new tokens per prompt (at most {MAX_NEW_TOKENS:,})", low=1,
+              high=MAX_NEW_TOKENS,
               memory=lambda v: share(v, "tokens", _SIZES, decode_memory(v))),
         Param("seeds", "int", full.n_seeds, quick.n_seeds,
               "independent seeds (watermark keys) per prompt", low=1,
               memory=lambda v: share(v, "seeds", _SIZES, decode_memory(v))),
     )
+
+
+#: the longest lookahead ``--L`` of a watermark study takes (``specbound generate``'s limit)
+MAX_L = 1024
+#: the most drafts ``--B`` takes (``specbound.sim.speculative_decode``'s limit)
+MAX_B = MAX_DRAFTS
 
 
 def at_most(name: str, bound: str):

@@ -94,6 +94,7 @@ from paper_figs._common import (
 )
 from specbound.results import proportion_ci
 from specbound.sim import keyed_pivots
+from specbound.sim.decode import MAX_NEW_TOKENS
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
 
 FIGURE = True
@@ -149,7 +150,7 @@ PARAMS = (
     Param("null_keys", "int", 50, 5, "independent keys of the null calibration", low=1,
           memory=lambda v: share(v, "null_keys", _NULL, _null_memory(v))),
     Param("acc_tokens", "int", 32, 12, "new tokens per prompt of the acceptance sweep", low=1,
-          memory=lambda v: share(v, "acc_tokens", _ACC, _acc_memory(v))),
+          high=MAX_NEW_TOKENS, memory=lambda v: share(v, "acc_tokens", _ACC, _acc_memory(v))),
     Param("acc_noise", "floats", ACC_NOISE, ACC_NOISE,
           "drafter logit-noise levels of the acceptance sweep", low=0),
     Param("acc_T", "ints", ACC_T_FULL, ACC_T_QUICK,

@@ -97,7 +97,8 @@ SCORES = (("anlppt_u", "u", {"method": "chernoff"}), ("anlppt_u_exact", "u", {"m
 
 
 PARAMS = (
-    Param("L", "ints", L_VALUES, L_VALUES, "lookaheads", low=1),
+    Param("L", "ints", L_VALUES, L_VALUES, f"lookaheads (at most {wc.MAX_L})", low=1,
+          high=wc.MAX_L),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
           "prompts of the exact-acceptance theory (at most --prompts)", low=1,

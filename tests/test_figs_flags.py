@@ -37,7 +37,7 @@ _POS = [*_INT, "0"]
 _REAL = ["nan", "-inf", "1e999", "x"]
 _INTS = ["1,x", "1,1", "0", ","]
 _REALS = ["nan", "0.1,inf", "x", "0.5,0.5"]
-_WM = {"--vocab": [*_INT, "1", "50001"], "--prompts": _POS, "--tokens": _POS,
+_WM = {"--vocab": [*_INT, "1", "50001"], "--prompts": _POS, "--tokens": [*_POS, "100001"],
        "--seeds": _POS}
 #: (new tokens + L + 1 reach the context window of 8192; a prompt limit beyond it)
 _REAL_RUNS = {"--target": ["", "/does/not/exist", "not a model id!"],
@@ -82,12 +82,12 @@ INVALID = {
                        "--zipf": [*_REALS[:3], "-1", "1.1,1.2"],
                        "--tv": [*_REALS[:3], "2", "0.1,0.2", ["0.3,0.3", "--zipf", "1,1"]]},
     "wm_detection": {"--T": [*_INTS, "13"], **_WM, "--null-texts": _POS, "--null-keys": _POS,
-                     "--acc-tokens": [*_POS, "11", "1e999", "-3"],
+                     "--acc-tokens": [*_POS, "11", "1e999", "-3", "100001"],
                      "--acc-noise": [*_REALS, "-1"], "--acc-T": [*_INTS, "13"]},
     "wm_drafter_substitution": {"--T": [*_INTS, "13"], **_WM},
-    "wm_multidraft_scaling": {"--B": _INTS, "--L": _POS, **_WM,
+    "wm_multidraft_scaling": {"--B": [*_INTS, "1025"], "--L": [*_POS, "1025"], **_WM,
                               "--theory-prompts": [*_POS, "5", "nan", "-1"]},
-    "wm_single_draft_frontier": {"--L": _INTS, **_WM,
+    "wm_single_draft_frontier": {"--L": [*_INTS, "1025"], **_WM,
                                  "--theory-prompts": [*_POS, "5", "inf", "-1"],
                                  "--hh-prompts": [*_POS, "5", "nan", "-1"]},
 }
@@ -178,10 +178,9 @@ HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
         ("fidelity_entropy", "--tokens", "100000000"),
         ("wm_detection", "--prompts", "100000000"),
         ("wm_detection", "--null-keys", "100000000"),
-        ("wm_drafter_substitution", "--tokens", "100000000"),
+        ("wm_drafter_substitution", "--seeds", "100000000"),
         ("wm_multidraft_scaling", "--seeds", "100000000"),
         ("wm_single_draft_frontier", "--prompts", "100000000"),
-        ("wm_detection", "--acc-tokens", "100000000"),
         # the model's memory: a batch of 256 drafts, a lookahead of 1000 (their logits)
         ("real_watermarks", "--B", "256"),
         ("real_watermarks", "--L", "1000")]
@@ -316,3 +315,13 @@ def test_an_executor_that_fails_to_open_is_one_line(capsys, monkeypatch):
     assert exc.value.code == 2
     assert err == ("python -m paper_figs.bounds_vs_drafts: error: --executor: cannot open "
                    "'process:1': MemoryError (Unable to allocate 3.07 EiB)\n")
+
+
+def test_acceptance_sweep_tokens_count_in_the_memory(small_memory):
+    """``wm_detection --acc-tokens`` (its acceptance sweep's own new tokens) is in the
+    study's estimate: 100,000 of them for 1,000 prompts and 2 seeds are about 95 GiB."""
+    params = MODULES["wm_detection"].PARAMS
+    _common.resolve_params(params, True, {"acc_tokens": 100_000})
+    with pytest.raises(ValueError, match=r"^acc_tokens: the study's arrays would need about "
+                                         r"95\.\d GiB"):
+        _common.resolve_params(params, True, {"acc_tokens": 100_000, "prompts": 1000})
