@@ -207,11 +207,14 @@ MAX_L = 1024
 MAX_B = MAX_DRAFTS
 
 
-def at_most(name: str, bound: str):
+def at_most(name: str, bound: str, given_only: bool = False):
     """A ``check`` of :class:`paper_figs._common.Param`: every value of parameter ``name`` (an
     int or a list) is at most the value of parameter ``bound`` (e.g. the detection budgets
-    and the new tokens they score, a subset of prompts and the prompts)."""
+    and the new tokens they score, a subset of prompts and the prompts).  ``given_only``:
+    only a value given (not the default, which the study cuts to ``bound``)."""
     def check(v) -> str | None:
+        if given_only and name not in getattr(v, "changed", {name: None}):
+            return None
         x = v[name]
         top = max(x) if isinstance(x, tuple) else x
         if top > v[bound]:

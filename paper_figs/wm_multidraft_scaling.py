@@ -90,8 +90,8 @@ PARAMS = (
     Param("L", "int", L, L, f"lookahead (at most {wc.MAX_L})", low=1, high=wc.MAX_L),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory (at most --prompts)", low=1,
-          check=wc.at_most("theory_prompts", "prompts")),
+          "prompts of the exact-acceptance theory (at most --prompts; the default is cut "
+          "to it)", low=1, check=wc.at_most("theory_prompts", "prompts", given_only=True)),
 )
 
 

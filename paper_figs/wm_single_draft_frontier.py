@@ -101,11 +101,11 @@ PARAMS = (
           high=wc.MAX_L),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory (at most --prompts)", low=1,
-          check=wc.at_most("theory_prompts", "prompts")),
+          "prompts of the exact-acceptance theory (at most --prompts; the default is cut "
+          "to it)", low=1, check=wc.at_most("theory_prompts", "prompts", given_only=True)),
     Param("hh_prompts", "int", HH_PROMPTS[False], HH_PROMPTS[True],
-          f"prompts of Hu & Huang's setting (L = {HH_L}; at most --prompts)", low=1,
-          check=wc.at_most("hh_prompts", "prompts")),
+          f"prompts of Hu & Huang's setting (L = {HH_L}; at most --prompts; the default is "
+          "cut to it)", low=1, check=wc.at_most("hh_prompts", "prompts", given_only=True)),
 )
 
 

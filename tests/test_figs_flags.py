@@ -325,3 +325,13 @@ def test_acceptance_sweep_tokens_count_in_the_memory(small_memory):
     with pytest.raises(ValueError, match=r"^acc_tokens: the study's arrays would need about "
                                          r"95\.\d GiB"):
         _common.resolve_params(params, True, {"acc_tokens": 100_000, "prompts": 1000})
+
+
+def test_theory_prompts_default_is_cut_to_the_prompts_a_given_one_is_checked():
+    """``--theory-prompts`` / ``--hh-prompts`` given above ``--prompts`` are refused (INVALID);
+    their defaults (50 and 500 in full mode) are cut to a smaller ``--prompts``."""
+    for name in ("wm_single_draft_frontier", "wm_multidraft_scaling"):
+        params = MODULES[name].PARAMS
+        _common.resolve_params(params, False, {"prompts": 24})
+        with pytest.raises(ValueError, match=r"^theory_prompts: 30 exceeds --prompts 24$"):
+            _common.resolve_params(params, False, {"prompts": 24, "theory_prompts": 30})
