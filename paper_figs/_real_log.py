@@ -31,8 +31,20 @@ LOG_PARAM = Param("log", "path", None, None,
                   "folder of a distribution log (None: the study log real_log/ of the "
                   "output folder in a full run, built on first use; the shipped log, "
                   "specbound.llm.shipped_log(), in a quick run)",
-                  check=lambda v: None if v.log is None or Path(v.log).is_dir() else
-                  f"{str(v.log)[:200]!r} is not a folder")
+                  check=lambda v: _log_message(v.log))
+def _log_message(log) -> str | None:
+    """Why ``--log`` names no distribution log (not a folder, or a folder without the log's
+    ``manifest.json``, e.g. the current folder given as an empty text), or None; the log
+    itself is checked when it is read."""
+    if log is None:
+        return None
+    if not Path(log).is_dir():
+        return f"{str(log)[:200]!r} is not a folder"
+    if not (Path(log) / "manifest.json").is_file():
+        return f"{str(log)[:200]!r} is not a distribution log (no manifest.json)"
+    return None
+
+
 #: the study log's folder under the output folder, its drafts (the shipped log's), the seed of
 #: the target's samples
 STUDY_LOG = "real_log"

@@ -632,8 +632,11 @@ PARAMS = (
           "configuration each)", low=2, high=MAX_FLOOR, memory=rr.memory_hook("floor", _runs)),
     Param("tau", "floats", TEMPERATURES[False], TEMPERATURES[True],
           "lowered target temperatures of the entropy section (with --summaries: "
-          f"{', '.join(map(str, EXTENDED_TEMPERATURES))})", low=1e-3,
-          memory=rr.memory_hook("tau", _runs)),
+          f"{', '.join(map(str, EXTENDED_TEMPERATURES))}; each below 1)", low=1e-3,
+          memory=rr.memory_hook("tau", _runs),
+          check=lambda v: next((f"{t:g} is not below 1 (the section lowers the target's "
+                                "temperature from the study's 1)" for t in v.tau if t >= 1),
+                               None)),
 )
 
 
