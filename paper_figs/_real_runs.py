@@ -162,8 +162,9 @@ def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK, runs=Non
     ``target``, ``draft`` (the model pair), ``prompts`` (per prompt set), ``tokens`` (new
     tokens per prompt), ``prompt_tokens`` (longest prompt admitted); see :func:`settings`.
     ``runs(values)``: the study's decoding runs, ``[(settings, [RunSpec, ...]), ...]``; with
-    it the sizes carry the run's memory estimate (:func:`memory_hook`) and ``--tokens`` is
-    checked against the target's context window (:func:`context_message`)."""
+    it the sizes carry the run's memory estimate (:func:`memory_hook`) and ``--tokens``,
+    ``--prompt-tokens`` and ``--summary-prompt-tokens`` are checked against the target's
+    context window (:func:`context_message`)."""
     hook = (lambda name: None) if runs is None else (lambda name: memory_hook(name, runs))
     fits = ((lambda name: None) if runs is None else
             (lambda name: lambda v: context_message(v, runs, name)))
@@ -193,9 +194,8 @@ PARAMS = real_params()
 
 # ----------------------------------------------------------------------- memory estimate
 
-#: what a run of a real-model study holds besides the batched decoding (the KV caches and
-#: logits of :func:`specbound.cli.generate_memory`, the weights, the interpreter):
-#: the prompt prefills of :func:`prefix_cache` (``PrefixCache``'s default bound)
+#: the most bytes of prompt prefills :func:`prefix_cache` keeps (``PrefixCache``'s default
+#: bound), counted in every worker's estimate (:func:`decoding_memory`)
 PREFIX_CACHE_BYTES = 512 * 2**20
 #: a stored run row (one prompt of one configuration) as the study holds it (a Python dict
 #: and its DataFrame row): a fixed part and a part per position of the sequence (its token
