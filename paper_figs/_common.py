@@ -167,9 +167,12 @@ class Param:
 
 class Values(dict):
     """A study's parameter values (a dict with attribute access); ``changed`` holds those
-    that differ from the mode's defaults (JSON-ready), empty for a default run."""
+    that differ from the mode's defaults (JSON-ready), empty for a default run; ``quick``
+    the mode (a ``memory`` estimate counts one process in quick mode, the default pool's
+    two in full mode)."""
 
     changed: dict
+    quick: bool = False
 
     def __getattr__(self, name):
         try:
@@ -198,6 +201,7 @@ def resolve_params(table, quick: bool, given: dict | None = None) -> Values:
                          f"(parameters: {', '.join(by) or 'none'})")
     out = Values()
     out.changed = {}
+    out.quick = bool(quick)
     for p in table:
         default = p.default(quick)
         v = given.get(p.name)
@@ -369,10 +373,13 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
         out = (custom_out_dir(name, args.quick, values.changed) if values.changed
                else default_out_dir(args.quick))
     custom = args.out is None and bool(values.changed)
-    with sweep_executor(args.executor), smoke_mark(args.quick):
-        written = study_run(name, lambda: main(out, quick=args.quick, **given), out,
-                            quick=args.quick, fresh=args.fresh,
-                            params=params_json(values.changed))
+    try:
+        with sweep_executor(args.executor), smoke_mark(args.quick):
+            written = study_run(name, lambda: main(out, quick=args.quick, **given), out,
+                                quick=args.quick, fresh=args.fresh,
+                                params=params_json(values.changed))
+    except ExecutorError as exc:
+        ap.error(f"--executor: {exc}")
     for path in written or []:
         print(path)
     from paper_figs.index import INDEX, write_index
@@ -507,16 +514,32 @@ def _record(name, out, quick, params, tally: StoreTally, dt: float,
     note(name, f"timing recorded in {path}: {what}")
 
 
+class ExecutorError(ValueError):
+    """The executor of ``--executor`` could not be opened (:func:`sweep_executor`): e.g. a
+    Dask address that accepts a connection but is no scheduler."""
+
+
 @contextlib.contextmanager
 def sweep_executor(spec):
     """Open the executor named by ``spec`` and make it every sweep's (nothing if ``spec`` is
-    None): :func:`specbound.sweep.open_executor` + :func:`specbound.sweep.use_executor`."""
+    None): :func:`specbound.sweep.open_executor` + :func:`specbound.sweep.use_executor`.  A
+    failure to open it is an :class:`ExecutorError` naming the spec (one line, whatever the
+    client raised); errors of the block pass unchanged."""
     if not spec:
         yield None
         return
     from specbound.sweep import open_executor, use_executor
 
-    with open_executor(spec) as ex, use_executor(ex):
+    with contextlib.ExitStack() as stack:
+        try:
+            ex = stack.enter_context(open_executor(spec))
+        except Exception as exc:  # noqa: BLE001 - any client failure: one line, not a trace
+            msg = str(exc).splitlines()[0] if str(exc) else ""
+            msg = msg[len("spec: "):] if msg.startswith("spec: ") else (
+                f"cannot open {spec!r}: {type(exc).__name__}" + (f" ({msg[:200]})" if msg
+                                                                  else ""))
+            raise ExecutorError(msg) from None
+        stack.enter_context(use_executor(ex))
         yield ex
 
 

@@ -31,8 +31,20 @@ LOG_PARAM = Param("log", "path", None, None,
                   "folder of a distribution log (None: the study log real_log/ of the "
                   "output folder in a full run, built on first use; the shipped log, "
                   "specbound.llm.shipped_log(), in a quick run)",
-                  check=lambda v: None if v.log is None or Path(v.log).is_dir() else
-                  f"{str(v.log)[:200]!r} is not a folder")
+                  check=lambda v: _log_message(v.log))
+def _log_message(log) -> str | None:
+    """Why ``--log`` names no distribution log (not a folder, or a folder without the log's
+    ``manifest.json``, e.g. the current folder given as an empty text), or None; the log
+    itself is checked when it is read."""
+    if log is None:
+        return None
+    if not Path(log).is_dir():
+        return f"{str(log)[:200]!r} is not a folder"
+    if not (Path(log) / "manifest.json").is_file():
+        return f"{str(log)[:200]!r} is not a distribution log (no manifest.json)"
+    return None
+
+
 #: the study log's folder under the output folder, its drafts (the shipped log's), the seed of
 #: the target's samples
 STUDY_LOG = "real_log"
@@ -121,10 +133,84 @@ def index_log(out_dir):
 QUICK_CONTEXTS = 12
 
 
-def contexts_param(full: int = 0, quick: int = QUICK_CONTEXTS) -> Param:
-    """The ``--contexts N`` parameter: evenly spaced logged contexts per draft, 0 for all."""
+def contexts_param(full: int = 0, quick: int = QUICK_CONTEXTS, memory=None) -> Param:
+    """The ``--contexts N`` parameter: evenly spaced logged contexts per draft, 0 for all;
+    ``memory``: the study's estimate (:func:`lossy_memory`, :func:`bounds_memory`)."""
     return Param("contexts", "int", full, quick,
-                 "logged contexts per draft, evenly spaced (0: all)", low=0)
+                 "logged contexts per draft, evenly spaced (0: all)", low=0, memory=memory)
+
+
+#: bytes a worker of ``real_lossy`` holds per cell (context x token of the compact support)
+#: of its padded pair arrays: the pairs, the rules' masks, induced laws and distortions at
+#: once (measured with tracemalloc on the shipped log: 133 bytes a cell for the frontier's
+#: worker, 90 for Lemma 1's)
+CELL_BYTES = 160
+#: bytes of one row of ``real_bounds`` (a context, a draft and a B: a dict of about 25
+#: values in the worker, the CSV line and the frame); an upper estimate
+BOUNDS_ROW_BYTES = 4096
+
+
+def log_shape(log, quick: bool) -> tuple[int, int, int] | None:
+    """``(positions, width, drafts)`` of the log a run reads (:func:`resolve_log`), from its
+    ``manifest.json`` and ``contexts.jsonl`` alone (no array is read): the logged contexts,
+    the widest compact pair (the union of two stored supports: at most twice the stored
+    tokens, ``max_stored`` or the top-k of its processing, plus one) and the drafts.  The
+    study log of a full run, not built yet, is counted from its recipe
+    (``paper_figs._real_runs.FULL``: every prompt, every new token, top-k 50).  None when the
+    folder does not say (a malformed log is reported when it is read)."""
+    if log is None and not quick:
+        from paper_figs import _real_runs as rr
+
+        s = rr.FULL
+        n = s.per_set * len(s.sets) * s.max_new_tokens
+        return n, 2 * s.top_k + 1, len(STUDY_DRAFTS)
+    if log is None:
+        from specbound.llm.logs import shipped_log_path
+
+        log = shipped_log_path()
+    try:
+        doc = json.loads((Path(log) / "manifest.json").read_text(encoding="utf-8"))
+        meta = doc["meta"]
+        stored = int(meta.get("max_stored") or 256)
+        top_k = (meta.get("processing") or {}).get("top_k")
+        if isinstance(top_k, int) and top_k > 0:
+            stored = min(stored, top_k)
+        drafts = len(meta["drafts"])
+        n = 0
+        with open(Path(log) / "contexts.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    n += int(json.loads(line).get("positions", 0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return n, 2 * stored + 1, drafts
+
+
+def _contexts(v, n: int) -> int:
+    return n if not v.contexts else min(v.contexts, n)
+
+
+def lossy_memory(v) -> int:
+    """Bytes ``real_lossy`` holds at its peak: each worker's padded pairs of one draft over
+    the chosen contexts (:data:`CELL_BYTES` a cell of :func:`log_shape`), in the processes
+    of the default pool (one in quick mode)."""
+    from paper_figs._real_runs import study_processes
+
+    shape = log_shape(v.log, v.quick)
+    if shape is None:
+        return 0
+    n, width, _ = shape
+    return study_processes(v.quick) * CELL_BYTES * _contexts(v, n) * width
+
+
+def bounds_memory(v) -> int:
+    """Bytes of ``real_bounds``' rows (:data:`BOUNDS_ROW_BYTES`: every draft, B and chosen
+    context of :func:`log_shape`)."""
+    shape = log_shape(v.log, v.quick)
+    if shape is None:
+        return 0
+    n, _, drafts = shape
+    return BOUNDS_ROW_BYTES * drafts * len(v.B) * _contexts(v, n)
 
 
 def store_signature(name: str, version: int, log, quick: bool, changed: dict) -> str:

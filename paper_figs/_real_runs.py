@@ -151,29 +151,208 @@ def _draft_message(draft) -> str | None:
     return None
 
 
-def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK) -> tuple[Param, ...]:
+#: the prompts drawn from each prompt set (``specbound.llm.prompts(name, 64, ...)``): the
+#: most ``--prompts`` can take from a set
+PROMPT_POOL = 64
+
+
+def real_params(full: RealSettings = FULL, quick: RealSettings = QUICK, runs=None
+                ) -> tuple[Param, ...]:
     """The parameters of a real-model study whose settings are ``full`` and ``quick``:
     ``target``, ``draft`` (the model pair), ``prompts`` (per prompt set), ``tokens`` (new
-    tokens per prompt), ``prompt_tokens`` (longest prompt admitted); see :func:`settings`."""
+    tokens per prompt), ``prompt_tokens`` (longest prompt admitted); see :func:`settings`.
+    ``runs(values)``: the study's decoding runs, ``[(settings, [RunSpec, ...]), ...]``; with
+    it the sizes carry the run's memory estimate (:func:`memory_hook`) and ``--tokens``,
+    ``--prompt-tokens`` and ``--summary-prompt-tokens`` are checked against the target's
+    context window (:func:`context_message`)."""
+    hook = (lambda name: None) if runs is None else (lambda name: memory_hook(name, runs))
+    fits = ((lambda name: None) if runs is None else
+            (lambda name: lambda v: context_message(v, runs, name)))
     return (
         Param("target", "str", None, None,
               "target model (specbound.llm.load_pair; None: the embedded model)",
               check=lambda v: _source_message(v.target)),
         Param("draft", "str", None, None, f"draft D0 (None: {D0})",
               check=lambda v: _draft_message(v.draft)),
-        Param("prompts", "int", full.per_set, quick.per_set, "prompts per prompt set", low=1),
+        Param("prompts", "int", full.per_set, quick.per_set,
+              f"prompts per prompt set (at most the {PROMPT_POOL} drawn from each set)",
+              low=1, high=PROMPT_POOL, memory=hook("prompts")),
         Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
-              "new tokens per prompt", low=1),
+              "new tokens per prompt", low=1, memory=hook("tokens"), check=fits("tokens")),
         Param("prompt_tokens", "int", full.max_prompt_tokens, quick.max_prompt_tokens,
-              "longest chat-formatted prompt admitted (tokens)", low=1),
+              "longest chat-formatted prompt admitted (tokens)", low=1,
+              memory=hook("prompt_tokens"), check=fits("prompt_tokens")),
         Param("summary_prompt_tokens", "int", full.summarize_prompt_tokens,
               quick.summarize_prompt_tokens,
               "longest summarisation prompt admitted (tokens; its prompts carry the text)",
-              low=1),
+              low=1, memory=hook("summary_prompt_tokens"), check=fits("summary_prompt_tokens")),
     )
 
 
 PARAMS = real_params()
+
+
+# ----------------------------------------------------------------------- memory estimate
+
+#: the most bytes of prompt prefills :func:`prefix_cache` keeps (``PrefixCache``'s default
+#: bound), counted in every worker's estimate (:func:`decoding_memory`)
+PREFIX_CACHE_BYTES = 512 * 2**20
+#: a stored run row (one prompt of one configuration) as the study holds it (a Python dict
+#: and its DataFrame row): a fixed part and a part per position of the sequence (its token
+#: ids, emitted counts and decisions as text, about 8 characters each, in the dict, the CSV
+#: line and the frame); an upper estimate, not a measurement
+ROW_BYTES = 4096
+ROW_BYTES_PER_POSITION = 64
+#: the full-mode value of each size a study's memory grows with, to name the flag made
+#: large (:func:`memory_hook`); a list counts its largest value (``tau``: its length)
+SIZE_DEFAULTS = {"prompts": FULL.per_set, "tokens": FULL.max_new_tokens,
+                 "prompt_tokens": FULL.max_prompt_tokens,
+                 "summary_prompt_tokens": FULL.summarize_prompt_tokens,
+                 "B": 2, "L": 4, "summaries": 16, "floor": 4, "tau": 1}
+
+
+def model_metadata(target) -> dict:
+    """What the target's files say (:func:`specbound.cli.target_metadata`: layers, KV heads,
+    head size, vocabulary, context window, parameters, dtype; nothing is loaded); an empty
+    dict where they cannot be read."""
+    from specbound.cli import target_metadata
+
+    try:
+        return target_metadata(str(target or "embedded"))
+    except Exception:  # noqa: BLE001 - unreadable files: no estimate (the load reports them)
+        return {}
+
+
+def _draft_layers(draft: str, layers: int) -> int:
+    """Layers of KV cache a draft keeps of its own: none for the target at another
+    temperature (it shares the target's forwards) and for an n-gram draft (no model); ``K``
+    for ``early_exit:K``; the target's for the others (a quantized copy, another model)."""
+    kind, _, arg = str(draft).partition(":")
+    if kind in ("temperature", "ngram"):
+        return 0
+    if kind == "early_exit":
+        try:
+            return min(int(arg), layers)
+        except ValueError:
+            return layers
+    return layers
+
+
+def decoding_memory(runs, meta: dict, processes: int) -> dict | None:
+    """An estimate (bytes) of what the decoding ``runs`` (``[(settings, [RunSpec, ...])]``)
+    hold at their peak, from the target's config ``meta`` (:func:`model_metadata`), before
+    any model loads.  Per worker process: the largest batch of :func:`_worker` -- ``k``
+    prompts of the longest admitted length ``P`` (the chat-formatted limit, at most the
+    context window) and ``B`` drafts each, ``k`` as :func:`chunks` cuts them (at most
+    :data:`BATCH_SEQUENCES` sequences and the configuration's cache positions) -- counted by
+    :func:`specbound.cli.generate_memory` (both KV caches, the draft's only where it keeps
+    one, :func:`_draft_layers`; the verification logits), the weights (once more for each
+    ``quantized:`` draft, a dequantized copy), the prompt prefills (every prompt's KV cache,
+    at most :data:`PREFIX_CACHE_BYTES`) and the interpreter (``specbound.cli.RUNTIME_BYTES``);
+    times ``processes``.  Plus the stored rows (:data:`ROW_BYTES`).  None when the config
+    does not say (the model is not converted yet)."""
+    from specbound.cli import RUNTIME_BYTES, generate_memory
+
+    layers = meta.get("layers")
+    if not isinstance(layers, int) or layers <= 0:
+        return None
+    window = meta.get("context_window")
+    batch, weights, rows, prefills, drafts = 0, 0, 0, 0, set()
+    for s, specs in runs:
+        P = max(s.prompt_limit(name) for name in s.sets)
+        if isinstance(window, int) and window > 0:
+            P = min(P, window)
+        N = s.max_new_tokens
+        n_prompts = s.per_set * len(s.sets)
+        prefill = generate_memory(meta, 1, 0, 0, P - 1, draft_layers=0)
+        prefills += n_prompts * (0 if prefill is None else prefill["kv_cache"])
+        for sp in resolve(specs, s):
+            budget = BATCH_POSITIONS if share_forwards(sp) else BATCH_POSITIONS // 2
+            k = max(1, min(BATCH_SEQUENCES // sp.B, budget // (sp.B * (P + N)), n_prompts))
+            est = generate_memory(meta, k * sp.B, sp.L, N, P,
+                                  draft_layers=_draft_layers(sp.draft, layers))
+            if est is None:
+                return None
+            batch = max(batch, est["kv_cache"] + est["logits"])
+            weights = est["weights"]
+            drafts.add(str(sp.draft))
+            rows += n_prompts * (ROW_BYTES + ROW_BYTES_PER_POSITION * (P + N))
+    copies = 1 + sum(d.startswith("quantized:") for d in drafts)
+    prefix = min(prefills, PREFIX_CACHE_BYTES)
+    per_process = batch + weights * copies + prefix + RUNTIME_BYTES
+    return {"models": processes * per_process, "rows": rows,
+            "total": processes * per_process + rows}
+
+
+def study_processes(quick: bool) -> int:
+    """Processes that load the model in a run: the default pool's (``_wm_common``: two in
+    full mode, fewer on fewer cores), one in quick mode (serial)."""
+    import os
+
+    return 1 if quick else min(2, os.cpu_count() or 1)
+
+
+def _growth(v, name: str) -> float:
+    x = v.get(name)
+    if x is None:
+        return 0.0
+    if isinstance(x, tuple):
+        x = len(x) if name == "tau" else max(x)
+    return float(x) / max(SIZE_DEFAULTS[name], 1)
+
+
+def _study_memory(v, runs) -> int:
+    memo = v.__dict__.setdefault("_real_memory", {})
+    if "total" not in memo:
+        meta = model_metadata(v.get("target"))
+        est = decoding_memory(runs(v), meta, study_processes(v.quick)) if meta else None
+        memo["total"] = 0 if est is None else int(est["total"])
+    return memo["total"]
+
+
+def memory_hook(name: str, runs):
+    """The ``memory`` of size parameter ``name`` of a real-model study whose decoding runs
+    are ``runs(values)``: the study's whole estimate (:func:`decoding_memory`) on the size
+    that grew most over its full-mode value (:data:`SIZE_DEFAULTS`; the first on ties), 0 on
+    the others -- so a refusal names the flag that was made large."""
+    def memory(v) -> int:
+        sizes = [k for k in SIZE_DEFAULTS if k in v]
+        top = max(sizes, key=lambda k: _growth(v, k))
+        return _study_memory(v, runs) if top == name else 0
+
+    return memory
+
+
+def fixed_runs(specs):
+    """``runs(values)`` of a study that decodes the configurations ``specs`` with the
+    settings of its flags (:func:`settings`), for :func:`real_params`."""
+    def runs(v):
+        return [(settings(v.quick, **{p.name: v[p.name] for p in PARAMS}), list(specs))]
+
+    return runs
+
+
+def context_message(v, runs, name: str = "tokens") -> str | None:
+    """Why the runs do not fit the target's context window, or None (also when the config
+    does not say): ``name`` ``"tokens"``, the new tokens and a block of ``L + 1`` alone do
+    not fit; ``"prompt_tokens"`` / ``"summary_prompt_tokens"``, a prompt of the admitted
+    length followed by them does not."""
+    window = model_metadata(v.get("target")).get("context_window")
+    if not isinstance(window, int) or window <= 0:
+        return None
+    for s, specs in runs(v):
+        L = max((sp.L for sp in specs), default=0)
+        N = s.max_new_tokens
+        if name == "tokens":
+            if N + L + 1 >= window:
+                return (f"{N} new tokens + L + 1 (L = {L}) reach the target's context window "
+                        f"of {window}")
+            continue
+        sets = [x for x in s.sets if (x == SUMMARIZE_SET) == (name == "summary_prompt_tokens")]
+        if sets and N + L + 1 < window and s.prompt_limit(sets[0]) + N + L + 1 > window:
+            return (f"prompts of up to {s.prompt_limit(sets[0])} tokens + {N} new tokens + "
+                    f"L + 1 (L = {L}) exceed the target's context window of {window}")
+    return None
 
 
 def settings(quick: bool, target: str | None = None, draft: str | None = None, *,

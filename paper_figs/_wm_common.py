@@ -75,8 +75,9 @@ import pandas as pd
 from paper_figs._common import Param, out_path, share
 from specbound._io import atomic_write
 from specbound.sim import metrics
+from specbound.sim.decode import MAX_DRAFTS, MAX_NEW_TOKENS
 from specbound.sim.metrics import z_score  # noqa: F401  (wc.z_score in the studies)
-from specbound.sim.models import PromptSet, SyntheticLM, random_prompts
+from specbound.sim.models import MAX_VOCAB, PromptSet, SyntheticLM, random_prompts
 from specbound.sweep import (
     ResumableCSV,
     current_executor,
@@ -86,6 +87,7 @@ from specbound.sweep import (
 )
 
 __all__ = [
+    "at_most",
     "DRAFTERS",
     "FULL",
     "QUICK",
@@ -170,13 +172,14 @@ QUICK = Settings(vocab_size=200, n_prompts=4, max_new_tokens=12, n_seeds=2, quic
 _SIZES = ("prompts", "tokens", "seeds")
 
 
-def decode_memory(v) -> int:
+def decode_memory(v, tokens: int | None = None) -> int:
     """Bytes a study's sweep holds for its decoded texts: every prompt, new token and seed
     of a task (the decoder's records, measured with tracemalloc at 150 bytes a generated
     token at their peak, and the generated tokens, pivots and cumulative scores kept for
     every drafter and seed) in each of the two processes of the default pool -- at most 256
-    bytes a token and process."""
-    return 2 * 256 * v.prompts * v.tokens * v.seeds
+    bytes a token and process.  ``tokens``: another number of new tokens than ``v.tokens``
+    (a sweep of the study with its own)."""
+    return 2 * 256 * v.prompts * (v.tokens if tokens is None else tokens) * v.seeds
 
 
 def settings_params(full: Settings, quick: Settings) -> tuple[Param, ...]:
@@ -184,16 +187,42 @@ def settings_params(full: Settings, quick: Settings) -> tuple[Param, ...]:
     are ``full`` (full mode) and ``quick`` (``--quick``): see :func:`with_params`."""
     return (
         Param("vocab", "int", full.vocab_size, quick.vocab_size,
-              "vocabulary of the synthetic LMs", low=2),
+              f"vocabulary of the synthetic LMs (at most {MAX_VOCAB:,})", low=2,
+              high=MAX_VOCAB),
         Param("prompts", "int", full.n_prompts, quick.n_prompts, "prompts", low=1,
               memory=lambda v: share(v, "prompts", _SIZES, decode_memory(v))),
         Param("tokens", "int", full.max_new_tokens, quick.max_new_tokens,
-              "new tokens per prompt", low=1,
+              f"new tokens per prompt (at most {MAX_NEW_TOKENS:,})", low=1,
+              high=MAX_NEW_TOKENS,
               memory=lambda v: share(v, "tokens", _SIZES, decode_memory(v))),
         Param("seeds", "int", full.n_seeds, quick.n_seeds,
               "independent seeds (watermark keys) per prompt", low=1,
               memory=lambda v: share(v, "seeds", _SIZES, decode_memory(v))),
     )
+
+
+#: the longest lookahead ``--L`` of a watermark study takes (``specbound generate``'s limit)
+MAX_L = 1024
+#: the most drafts ``--B`` takes (``specbound.sim.speculative_decode``'s limit)
+MAX_B = MAX_DRAFTS
+
+
+def at_most(name: str, bound: str, given_only: bool = False):
+    """A ``check`` of :class:`paper_figs._common.Param`: every value of parameter ``name`` (an
+    int or a list) is at most the value of parameter ``bound`` (e.g. the detection budgets
+    and the new tokens they score, a subset of prompts and the prompts).  ``given_only``:
+    only a value given (not the default, which the study cuts to ``bound``)."""
+    def check(v) -> str | None:
+        if given_only and name not in getattr(v, "changed", {name: None}):
+            return None
+        x = v[name]
+        top = max(x) if isinstance(x, tuple) else x
+        if top > v[bound]:
+            flag = "--" + bound.replace("_", "-")
+            return f"{top} exceeds {flag} {v[bound]}"
+        return None
+
+    return check
 
 
 def with_params(s: Settings, values) -> Settings:

@@ -51,6 +51,7 @@ from paper_figs import _wm_common as wc
 from paper_figs._common import Param, cli, out_path, resolve_params, setup_matplotlib
 from paper_figs._real_log import (
     LOG_PARAM,
+    bounds_memory,
     contexts_param,
     in_draft_order,
     open_log,
@@ -58,6 +59,8 @@ from paper_figs._real_log import (
     store_signature,
     subsample,
 )
+from specbound.cli import MAX_B
+from specbound.sim.montecarlo import MAX_TRIALS
 from specbound.theory import (
     exact_acceptance,
     lml_bound,
@@ -81,14 +84,27 @@ QUICK_CONTEXTS = 12
 #: all 3,910 of the study log would take about 12 minutes)
 FULL_CONTEXTS = 640
 MC_SEED = 2026
+
+
+def _memory(name: str):
+    """The study's rows (``paper_figs._real_log.bounds_memory``) on ``--contexts`` or
+    ``--B``, whichever grew more over its full-mode value (0 contexts: all, the largest)."""
+    def memory(v) -> int:
+        grew = (v.contexts or 10**12) / FULL_CONTEXTS >= len(v.B) / len(B_FULL)
+        return bounds_memory(v) if (name == "contexts") == grew else 0
+
+    return memory
+
+
 PARAMS = (
     LOG_PARAM,
-    Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
-    contexts_param(FULL_CONTEXTS, QUICK_CONTEXTS),
+    Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1, high=MAX_B,
+          memory=_memory("B")),
+    contexts_param(FULL_CONTEXTS, QUICK_CONTEXTS, memory=_memory("contexts")),
     Param("mc_contexts", "int", MC_FULL[0], MC_QUICK[0],
           "contexts per draft checked by Monte Carlo", low=0),
     Param("trials", "int", MC_FULL[1], MC_QUICK[1],
-          "Monte Carlo trials per checked context and scheme", low=1),
+          "Monte Carlo trials per checked context and scheme", low=1, high=MAX_TRIALS),
 )
 #: bound -> the exact acceptance it bounds from below
 BOUND_OF = {"pml": "mpfr", "pml_weak": "mpfr", "lml": "gls", "lml_relaxed": "gls",

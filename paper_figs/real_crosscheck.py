@@ -54,7 +54,7 @@ from specbound.results import proportion_ci
 FIGURE = True
 NAME = "real_crosscheck"
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
-PARAMS = rr.PARAMS
+PARAMS = rr.real_params(runs=lambda v: rr.fixed_runs(SPECS)(v))
 #: the configurations (at B = 4 a multi-draft run costs twice B = 2's on a CPU, where a
 #: forward's cost grows with its sequences; ``real_watermarks --B 2,4`` runs them)
 SPECS = (rr.RunSpec("vsps"), rr.RunSpec("pfr"), rr.RunSpec("mpfr", B=2),

@@ -55,6 +55,7 @@ from paper_figs._real_log import (
     LOG_PARAM,
     contexts_param,
     in_draft_order,
+    lossy_memory,
     open_log,
     padded_pairs,
     resolve_log,
@@ -70,7 +71,7 @@ FIGURE = True
 NAME = "real_lossy"
 VERSION = 1
 QUICK_CONTEXTS = 12
-PARAMS = (LOG_PARAM, contexts_param(0, QUICK_CONTEXTS))
+PARAMS = (LOG_PARAM, contexts_param(0, QUICK_CONTEXTS, memory=lossy_memory))
 P_BASES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 EPSILONS = tuple(float(x) for x in np.geomspace(1e-4, 0.3, 10))
 

@@ -48,7 +48,7 @@ from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
 
 FIGURE = True
 NAME = "real_ngram"
-PARAMS = rr.PARAMS
+PARAMS = rr.real_params(runs=lambda v: rr.fixed_runs(SPECS)(v))
 NGRAM = "ngram:3"
 #: the n-gram configurations and the derived-draft ones they are set against (``draft``
 #: None: the settings' D0)

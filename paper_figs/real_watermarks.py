@@ -73,6 +73,7 @@ from paper_figs._common import (
     resolve_params,
     setup_matplotlib,
 )
+from specbound.cli import MAX_B, MAX_L
 from specbound.results import proportion_ci
 from specbound.sim import cluster_ratio_se, keyed_pivots, mean_se, rouge_l
 from specbound.theory.watermark import anlppt, score_threshold, token_scores
@@ -86,15 +87,18 @@ GRIDS = {False: {"L": (4,), "B": (2,), "T": (1, 2, 4, 8, 16, 32, 64),
 #: the study's parameters (``--help``): the model pair and sizes of every real-model run
 #: (``paper_figs._real_runs.PARAMS``) and the studies' grids
 PARAMS = (
-    *rr.PARAMS,
+    *rr.real_params(runs=lambda v: _runs(v)),
     Param("L", "ints", GRIDS[False]["L"], GRIDS[True]["L"], "lookaheads of the frontier",
-          low=1),
+          low=1, high=MAX_L, memory=rr.memory_hook("L", lambda v: _runs(v))),
     Param("B", "ints", GRIDS[False]["B"], GRIDS[True]["B"],
-          "numbers of drafts of the multi-draft scaling", low=1),
+          "numbers of drafts of the multi-draft scaling", low=1, high=MAX_B,
+          memory=rr.memory_hook("B", lambda v: _runs(v))),
     Param("T", "ints", GRIDS[False]["T"], GRIDS[True]["T"],
-          "detection budgets T_eval (tokens)", low=1),
+          "detection budgets T_eval (tokens; at most --tokens)", low=1,
+          check=wc.at_most("T", "tokens")),
     Param("T_subst", "ints", GRIDS[False]["T_subst"], GRIDS[True]["T_subst"],
-          "detection budgets of the drafter substitution", low=1),
+          "detection budgets of the drafter substitution (at most --tokens)", low=1,
+          check=wc.at_most("T_subst", "tokens")),
 )
 FRONTIER_DECODERS = ("vsps", "pfr", "pfr_nowm", "mws", "mse", "mse_pseudo")
 DETECTION_DECODERS = ("pfr", "mws", "mpfr", "mse", "mse_pseudo")
@@ -117,6 +121,14 @@ def sizes(s: rr.RealSettings, **grids) -> dict:
     if s.quick:
         drafts = drafts[:2]
     return {**z, "drafts": drafts, "B_det": max(z["B"]), "invariant_drafts": drafts[:2]}
+
+
+def _runs(v) -> list:
+    """The decoding runs of the parameter values ``v`` (the memory estimate's input,
+    ``paper_figs._real_runs.decoding_memory``)."""
+    s = rr.settings(v.quick, **{p.name: v[p.name] for p in rr.PARAMS})
+    z = sizes(s, **{k: v[k] for k in GRIDS[v.quick]})
+    return [(s, [x for group in specs(s, z).values() for x in group])]
 
 
 def specs(s: rr.RealSettings, z: dict | None = None) -> dict[str, list[rr.RunSpec]]:

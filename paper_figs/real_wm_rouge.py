@@ -605,15 +605,38 @@ def _plot_entropy(ax, summ: pd.DataFrame) -> None:
     ax.legend(fontsize=7.5)
 
 
+#: the most plain samples per prompt ``--floor`` takes (each is a stored configuration)
+MAX_FLOOR = 1000
+
+
+def _runs(v) -> list:
+    """The decoding runs of the parameter values ``v`` as :func:`compute` makes them (the
+    memory estimate's input, ``paper_figs._real_runs.decoding_memory``)."""
+    s = settings(v.quick, **v)
+    sp = specs(s)
+    out = [(s.base(), [x for d in DECODERS for x in sp[d]]), (floor_settings(s), sp[FLOOR])]
+    taus = temperatures(v.quick, v)
+    if taus and any(x in TAU_SETS for x in s.sets):
+        tsp = tau_specs(s)
+        out += [(tau_settings(s, tau), [x for g in tsp.values() for x in g]) for tau in taus]
+    return out
+
+
 PARAMS = (
-    *rr.real_params(FULL, QUICK),
+    *rr.real_params(FULL, QUICK, runs=_runs),
     Param("summaries", "int", None, None,
-          "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study)", low=1),
+          "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study)", low=1,
+          high=rr.PROMPT_POOL, memory=rr.memory_hook("summaries", _runs)),
     Param("floor", "int", FULL.n_floor, QUICK.n_floor,
-          "independent plain samples per prompt (the floor)", low=2),
+          f"independent plain samples per prompt (the floor; at most {MAX_FLOOR}, one "
+          "configuration each)", low=2, high=MAX_FLOOR, memory=rr.memory_hook("floor", _runs)),
     Param("tau", "floats", TEMPERATURES[False], TEMPERATURES[True],
           "lowered target temperatures of the entropy section (with --summaries: "
-          f"{', '.join(map(str, EXTENDED_TEMPERATURES))})", low=1e-3),
+          f"{', '.join(map(str, EXTENDED_TEMPERATURES))}; each below 1)", low=1e-3,
+          memory=rr.memory_hook("tau", _runs),
+          check=lambda v: next((f"{t:g} is not below 1 (the section lowers the target's "
+                                "temperature from the study's 1)" for t in v.tau if t >= 1),
+                               None)),
 )
 
 

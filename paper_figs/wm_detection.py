@@ -94,6 +94,7 @@ from paper_figs._common import (
 )
 from specbound.results import proportion_ci
 from specbound.sim import keyed_pivots
+from specbound.sim.decode import MAX_NEW_TOKENS
 from specbound.theory.watermark import empirical_threshold, score_threshold, token_scores
 
 FIGURE = True
@@ -121,6 +122,17 @@ ACC_T_QUICK = (4, 8, 12)
 _NULL = ("null_texts", "null_keys")
 
 
+_ACC = ("prompts", "acc_tokens", "seeds")
+
+
+def _acc_memory(v) -> int:
+    """Bytes of the acceptance sweep's decoded texts: ``_wm_common.decode_memory`` with its
+    own new tokens (``--acc-tokens``); counted on ``--acc-tokens`` only when it is the
+    largest of its sizes (the main sweep's estimate already counts ``--prompts`` and
+    ``--seeds``)."""
+    return wc.decode_memory(v, tokens=v.acc_tokens)
+
+
 def _null_memory(v) -> int:
     """Bytes of the null calibration (:func:`null_worker`): the pivots of every text under
     every key (the list of rows and its array) and one score's cumulative sums, 4 float64
@@ -130,17 +142,20 @@ def _null_memory(v) -> int:
 
 
 PARAMS = (
-    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens)", low=1),
+    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens; at most --tokens)",
+          low=1, check=wc.at_most("T", "tokens")),
     *wc.settings_params(wc.FULL, replace(wc.QUICK, n_prompts=12)),
     Param("null_texts", "int", 200, 20, "unwatermarked texts of the null calibration", low=1,
           memory=lambda v: share(v, "null_texts", _NULL, _null_memory(v))),
     Param("null_keys", "int", 50, 5, "independent keys of the null calibration", low=1,
           memory=lambda v: share(v, "null_keys", _NULL, _null_memory(v))),
-    Param("acc_tokens", "int", 32, 12, "new tokens per prompt of the acceptance sweep", low=1),
+    Param("acc_tokens", "int", 32, 12, "new tokens per prompt of the acceptance sweep", low=1,
+          high=MAX_NEW_TOKENS, memory=lambda v: share(v, "acc_tokens", _ACC, _acc_memory(v))),
     Param("acc_noise", "floats", ACC_NOISE, ACC_NOISE,
           "drafter logit-noise levels of the acceptance sweep", low=0),
-    Param("acc_T", "ints", ACC_T_FULL, ACC_T_QUICK, "budgets T_eval of the acceptance sweep",
-          low=1),
+    Param("acc_T", "ints", ACC_T_FULL, ACC_T_QUICK,
+          "budgets T_eval of the acceptance sweep (at most --acc-tokens)", low=1,
+          check=wc.at_most("acc_T", "acc_tokens")),
 )
 
 

@@ -106,7 +106,8 @@ COLORS = {"D0": "tab:blue", "D1": "tab:orange", "D2": "tab:green", "D3": "tab:re
 
 # 500 prompts x 1 seed in full mode: 11 decoder variants x 4 drafters fit the reproduce budget
 PARAMS = (
-    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens)", low=1),
+    Param("T", "ints", T_FULL, T_QUICK, "detection budgets T_eval (tokens; at most --tokens)",
+          low=1, check=wc.at_most("T", "tokens")),
     *wc.settings_params(replace(wc.FULL, n_prompts=500, n_seeds=1), wc.QUICK),
 )
 

@@ -85,11 +85,13 @@ THEORY_BLOCKS = {"mpfr": None, "invariant": 5}  # per prompt; None = every block
 THEORY_PROMPTS = {False: 50, True: 4}
 STYLE = {d: decoder_style(d) for d in DECODERS}
 PARAMS = (
-    Param("B", "ints", B_FULL, B_QUICK, "numbers of drafts", low=1),
-    Param("L", "int", L, L, "lookahead", low=1),
+    Param("B", "ints", B_FULL, B_QUICK, f"numbers of drafts (at most {wc.MAX_B})", low=1,
+          high=wc.MAX_B),
+    Param("L", "int", L, L, f"lookahead (at most {wc.MAX_L})", low=1, high=wc.MAX_L),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory", low=1),
+          "prompts of the exact-acceptance theory (at most --prompts; the default is cut "
+          "to it)", low=1, check=wc.at_most("theory_prompts", "prompts", given_only=True)),
 )
 
 

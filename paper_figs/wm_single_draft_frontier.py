@@ -97,12 +97,15 @@ SCORES = (("anlppt_u", "u", {"method": "chernoff"}), ("anlppt_u_exact", "u", {"m
 
 
 PARAMS = (
-    Param("L", "ints", L_VALUES, L_VALUES, "lookaheads", low=1),
+    Param("L", "ints", L_VALUES, L_VALUES, f"lookaheads (at most {wc.MAX_L})", low=1,
+          high=wc.MAX_L),
     *wc.settings_params(wc.FULL, wc.QUICK),
     Param("theory_prompts", "int", THEORY_PROMPTS[False], THEORY_PROMPTS[True],
-          "prompts of the exact-acceptance theory", low=1),
+          "prompts of the exact-acceptance theory (at most --prompts; the default is cut "
+          "to it)", low=1, check=wc.at_most("theory_prompts", "prompts", given_only=True)),
     Param("hh_prompts", "int", HH_PROMPTS[False], HH_PROMPTS[True],
-          f"prompts of Hu & Huang's setting (L = {HH_L})", low=1),
+          f"prompts of Hu & Huang's setting (L = {HH_L}; at most --prompts; the default is "
+          "cut to it)", low=1, check=wc.at_most("hh_prompts", "prompts", given_only=True)),
 )
 
 

@@ -8,8 +8,10 @@ coverage meta-test: a flag added to a study without rows here fails
 
 Values: not a number, not finite (``nan``, ``inf``), outside the documented range
 (probabilities and TVs in [0, 1]), a duplicated grid value, a list that does not fit another
-flag (lengths, subsets), and sizes whose arrays exceed the available memory (the memory is
-set to 2 GiB here, so the rows do not depend on the machine).
+flag (lengths, subsets, a budget above the tokens it scores, more new tokens than the
+target's context window), and sizes whose arrays exceed the available memory (the memory is
+set to 2 GiB here and the target's config to the embedded model's, :data:`META`, so the rows
+depend neither on the machine nor on whether the model was converted).
 """
 
 from __future__ import annotations
@@ -23,17 +25,25 @@ from paper_figs.run_all import figure_modules
 
 MODULES = {m.__name__.rsplit(".", 1)[-1]: m for m in figure_modules()}
 MEMORY = 2 * 2**30
+#: what ``specbound.cli.target_metadata`` reads from the embedded model's config
+#: (SmolLM2-135M-Instruct) once it is converted
+META = {"source": "embedded", "layers": 30, "kv_heads": 3, "head_dim": 64, "vocab_size": 49152,
+        "context_window": 8192, "parameters": 134_515_008, "dtype": "float32"}
+#: the real-model studies that decode (their memory is the model's: weights, KV caches)
+DECODING = ("real_crosscheck", "real_ngram", "real_watermarks", "real_wm_rouge")
 
 _INT = ["x", "2.5", ""]
 _POS = [*_INT, "0"]
 _REAL = ["nan", "-inf", "1e999", "x"]
 _INTS = ["1,x", "1,1", "0", ","]
 _REALS = ["nan", "0.1,inf", "x", "0.5,0.5"]
-_WM = {"--vocab": [*_INT, "1"], "--prompts": _POS, "--tokens": _POS, "--seeds": _POS}
+_WM = {"--vocab": [*_INT, "1", "50001"], "--prompts": _POS, "--tokens": [*_POS, "100001"],
+       "--seeds": _POS}
+#: (new tokens + L + 1 reach the context window of 8192; a prompt limit beyond it)
 _REAL_RUNS = {"--target": ["", "/does/not/exist", "not a model id!"],
               "--draft": ["bogus:1", "temperature:0", "early_exit:0", ""],
-              "--prompts": _POS, "--tokens": _POS, "--prompt-tokens": _POS,
-              "--summary-prompt-tokens": _POS}
+              "--prompts": [*_POS, "65"], "--tokens": [*_POS, "8190"],
+              "--prompt-tokens": [*_POS, "9000"], "--summary-prompt-tokens": _POS}
 
 #: study -> flag -> values (a string: that flag's value; a list: further argv after it)
 INVALID = {
@@ -54,24 +64,32 @@ INVALID = {
                       "--tv": [*_REAL, "-0.1", "1.5"], "--seed": [*_INT, "-1"]},
     "prop1_study": {"--depth": [*_POS, "1000000"], "--vocab": [*_INT, "1"], "--D": _INTS,
                     "--tv": [*_REAL, "2", "-1"]},
-    "real_bounds": {"--log": ["/does/not/exist"], "--B": _INTS, "--contexts": [*_INT, "-1"],
-                    "--mc-contexts": [*_INT, "-1"], "--trials": _POS},
+    "real_bounds": {"--log": ["/does/not/exist", "", "/"], "--B": [*_INTS, "257"],
+                    "--contexts": [*_INT, "-1"], "--mc-contexts": [*_INT, "-1"],
+                    "--trials": [*_POS, str(2**34 + 1)]},
     "real_crosscheck": _REAL_RUNS,
     "real_ngram": _REAL_RUNS,
-    "real_lossy": {"--log": ["/does/not/exist"], "--contexts": [*_INT, "-1"]},
-    "real_watermarks": {**_REAL_RUNS, "--L": _INTS, "--B": _INTS, "--T": _INTS,
-                        "--T-subst": _INTS},
-    "real_wm_rouge": {**_REAL_RUNS, "--summaries": _POS, "--floor": [*_INT, "1"],
-                      "--tau": [*_REALS, "0", "1e-4"]},
+    "real_lossy": {"--log": ["/does/not/exist", "", "/"], "--contexts": [*_INT, "-1"]},
+    "real_watermarks": {**_REAL_RUNS, "--L": [*_INTS, "1025"], "--B": [*_INTS, "257"],
+                        "--T": [*_INTS, "7", ["64", "--tokens", "32"]],
+                        "--T-subst": [*_INTS, "7"]},
+    # (the quick run reads the summarisation set alone: its limit is the one that counts)
+    "real_wm_rouge": {**_REAL_RUNS, "--prompt-tokens": _POS,
+                      "--summary-prompt-tokens": [*_POS, "9000"],
+                      "--summaries": [*_POS, "65"], "--floor": [*_INT, "1", "1001"],
+                      "--tau": [*_REALS, "0", "1e-4", "1", "0.5,2.5"]},
     "theorem1_study": {"--draws": _POS, "--vocab": [*_INT, "1"],
                        "--zipf": [*_REALS[:3], "-1", "1.1,1.2"],
                        "--tv": [*_REALS[:3], "2", "0.1,0.2", ["0.3,0.3", "--zipf", "1,1"]]},
-    "wm_detection": {"--T": _INTS, **_WM, "--null-texts": _POS, "--null-keys": _POS,
-                     "--acc-tokens": _POS, "--acc-noise": [*_REALS, "-1"], "--acc-T": _INTS},
-    "wm_drafter_substitution": {"--T": _INTS, **_WM},
-    "wm_multidraft_scaling": {"--B": _INTS, "--L": _POS, **_WM, "--theory-prompts": _POS},
-    "wm_single_draft_frontier": {"--L": _INTS, **_WM, "--theory-prompts": _POS,
-                                 "--hh-prompts": _POS},
+    "wm_detection": {"--T": [*_INTS, "13"], **_WM, "--null-texts": _POS, "--null-keys": _POS,
+                     "--acc-tokens": [*_POS, "11", "1e999", "-3", "100001"],
+                     "--acc-noise": [*_REALS, "-1"], "--acc-T": [*_INTS, "13"]},
+    "wm_drafter_substitution": {"--T": [*_INTS, "13"], **_WM},
+    "wm_multidraft_scaling": {"--B": [*_INTS, "1025"], "--L": [*_POS, "1025"], **_WM,
+                              "--theory-prompts": [*_POS, "5", "nan", "-1"]},
+    "wm_single_draft_frontier": {"--L": [*_INTS, "1025"], **_WM,
+                                 "--theory-prompts": [*_POS, "5", "inf", "-1"],
+                                 "--hh-prompts": [*_POS, "5", "nan", "-1"]},
 }
 
 ROWS = [(study, flag, value) for study, flags in INVALID.items()
@@ -86,9 +104,16 @@ def test_every_study_flag_has_invalid_values():
     assert have - want == set(), "rows for flags that do not exist"
 
 
+def _metadata(source):
+    if source == "embedded":
+        return dict(META)
+    return {"source": source, "layers": None, "vocab_size": None, "context_window": None}
+
+
 @pytest.fixture
 def small_memory(monkeypatch):
     monkeypatch.setattr("specbound.cli.available_memory", lambda device=None: MEMORY)
+    monkeypatch.setattr("specbound.cli.target_metadata", _metadata)
 
 
 def _never(*a, **k):
@@ -110,11 +135,22 @@ def test_invalid_study_flag_is_one_line_exit_2_before_the_study(study, flag, val
     assert err.startswith(f"python -m paper_figs.{study}: error: --"), err
 
 
-def test_the_defaults_pass_every_check(small_memory):
-    """Every study's full and quick defaults pass the checks (a 2 GiB machine included)."""
-    for mod in MODULES.values():
+def test_the_defaults_pass_every_check(small_memory, monkeypatch):
+    """Every study's full and quick defaults pass the checks on a 2 GiB machine, except the
+    full runs of the real-model decoding studies (the default pool's two processes, each
+    with the model, its batched KV caches and prompt prefills: about 4.7 GiB estimated),
+    which are refused there and pass on 6 GiB."""
+    for name, mod in MODULES.items():
         for quick in (False, True):
+            if name in DECODING and not quick:
+                with pytest.raises(ValueError, match=r"^prompts: the study's arrays would "
+                                                     r"need about 4\.[5-9] GiB"):
+                    _common.resolve_params(mod.PARAMS, quick, {})
+                continue
             _common.resolve_params(mod.PARAMS, quick, {})
+    monkeypatch.setattr("specbound.cli.available_memory", lambda device=None: 6 * 2**30)
+    for name in DECODING:
+        _common.resolve_params(MODULES[name].PARAMS, False, {})
 
 
 def test_memory_refusal_names_the_flag_and_the_estimate(capsys, small_memory):
@@ -142,9 +178,12 @@ HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
         ("fidelity_entropy", "--tokens", "100000000"),
         ("wm_detection", "--prompts", "100000000"),
         ("wm_detection", "--null-keys", "100000000"),
-        ("wm_drafter_substitution", "--tokens", "100000000"),
+        ("wm_drafter_substitution", "--seeds", "100000000"),
         ("wm_multidraft_scaling", "--seeds", "100000000"),
-        ("wm_single_draft_frontier", "--prompts", "100000000")]
+        ("wm_single_draft_frontier", "--prompts", "100000000"),
+        # the model's memory: a batch of 256 drafts, a lookahead of 1000 (their logits)
+        ("real_watermarks", "--B", "256"),
+        ("real_watermarks", "--L", "1000")]
 
 
 @pytest.mark.parametrize(("study", "flag", "value"), HUGE)
@@ -195,3 +234,104 @@ def test_bad_executor_is_one_line(spec, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1, err
     assert err.startswith("python -m paper_figs.bounds_vs_drafts: error: --executor: "), err
+
+
+def test_real_decoding_memory_counts_what_a_draft_keeps(small_memory):
+    """The estimate of a real-model run (``_real_runs.decoding_memory``) from the target's
+    config alone: an ``early_exit:K`` draft keeps K layers of KV cache of its own, a
+    temperature draft none (it shares the target's forwards), on the same batch; a quantized
+    draft a second copy of the weights; each process of the pool holds its own model."""
+    from dataclasses import replace
+
+    from paper_figs import _real_runs as rr
+    from specbound.cli import generate_memory
+
+    s = replace(rr.QUICK, per_set=1)
+    one = {d: rr.decoding_memory([(s, [rr.RunSpec("vsps", L=4, B=2, draft=d)])], META, 1)
+           for d in ("temperature:1.5", "early_exit:10", "quantized:4")}
+    per_position = 2 * META["kv_heads"] * META["head_dim"] * 4
+    # the non-shared drafts get half the positions' budget: the same one prompt here
+    rows, positions = 2, s.max_prompt_tokens + s.max_new_tokens + 4 + 1
+    assert (one["early_exit:10"]["models"] - one["temperature:1.5"]["models"]
+            == rows * positions * per_position * 10)
+    weights = generate_memory(META, 1, 1, 1, 1)["weights"]
+    assert (one["quantized:4"]["models"] - one["temperature:1.5"]["models"]
+            == rows * positions * per_position * META["layers"] + weights)
+    two = rr.decoding_memory([(s, [rr.RunSpec("vsps", L=4, B=2)])], META, 2)
+    assert two["models"] == 2 * one["temperature:1.5"]["models"]
+    assert rr.decoding_memory([(s, [rr.RunSpec("vsps")])], {"layers": None}, 2) is None
+
+
+def _fake_log(path, positions: int, max_stored: int = 256):
+    """A log folder whose manifest and contexts say ``positions`` contexts (no arrays: the
+    estimate reads nothing else)."""
+    import json
+
+    path.mkdir()
+    (path / "manifest.json").write_text(json.dumps(
+        {"meta": {"vocab_size": 49152, "drafts": ["temperature:0.5", "temperature:1.5"],
+                  "max_stored": max_stored, "processing": {"top_k": None}}, "subdirs": []}))
+    (path / "contexts.jsonl").write_text(
+        "".join(json.dumps({"prompt_id": i, "positions": positions // 4}) + "\n"
+                for i in range(4)))
+    return path
+
+
+def test_real_log_studies_refuse_a_log_too_large_and_contexts_choose(tmp_path, capsys,
+                                                                      small_memory):
+    """``real_lossy`` and ``real_bounds`` on a log of 10 million contexts: all of them
+    (``--contexts 0``) would not fit 2 GiB (pairs of 513 columns, rows of every B), refused
+    naming ``--contexts``; 1,000 evenly spaced ones fit."""
+    log = str(_fake_log(tmp_path / "log", 10_000_000))
+    for study, all_ in (("real_lossy", []), ("real_bounds", ["--contexts", "0"])):
+        mod = MODULES[study]
+        with pytest.raises(SystemExit) as exc:
+            _common.cli(_never, mod.__doc__, mod.PARAMS, study, ["--log", log, *all_])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2
+        assert re.fullmatch(rf"python -m paper_figs\.{study}: error: --contexts: the study's "
+                            r"arrays would need about \d+\.\d GiB of memory, more than the "
+                            r"2\.0 GiB available\n", err), err
+        _common.resolve_params(mod.PARAMS, False, {"log": log, "contexts": 1000})
+
+
+def test_an_executor_that_fails_to_open_is_one_line(capsys, monkeypatch):
+    """A client that fails while the executor opens (e.g. an address that answers but is no
+    Dask scheduler: the client reads garbage and raises) is one line naming --executor, and
+    the study does not start."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken(spec):
+        raise MemoryError("Unable to allocate 3.07 EiB")
+        yield
+
+    monkeypatch.setattr("specbound.sweep.open_executor", broken)
+    mod = MODULES["bounds_vs_drafts"]
+    with pytest.raises(SystemExit) as exc:
+        _common.cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
+                    ["--quick", "--executor", "process:1"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err == ("python -m paper_figs.bounds_vs_drafts: error: --executor: cannot open "
+                   "'process:1': MemoryError (Unable to allocate 3.07 EiB)\n")
+
+
+def test_acceptance_sweep_tokens_count_in_the_memory(small_memory):
+    """``wm_detection --acc-tokens`` (its acceptance sweep's own new tokens) is in the
+    study's estimate: 100,000 of them for 1,000 prompts and 2 seeds are about 95 GiB."""
+    params = MODULES["wm_detection"].PARAMS
+    _common.resolve_params(params, True, {"acc_tokens": 100_000})
+    with pytest.raises(ValueError, match=r"^acc_tokens: the study's arrays would need about "
+                                         r"95\.\d GiB"):
+        _common.resolve_params(params, True, {"acc_tokens": 100_000, "prompts": 1000})
+
+
+def test_theory_prompts_default_is_cut_to_the_prompts_a_given_one_is_checked():
+    """``--theory-prompts`` / ``--hh-prompts`` given above ``--prompts`` are refused (INVALID);
+    their defaults (50 and 500 in full mode) are cut to a smaller ``--prompts``."""
+    for name in ("wm_single_draft_frontier", "wm_multidraft_scaling"):
+        params = MODULES[name].PARAMS
+        _common.resolve_params(params, False, {"prompts": 24})
+        with pytest.raises(ValueError, match=r"^theory_prompts: 30 exceeds --prompts 24$"):
+            _common.resolve_params(params, False, {"prompts": 24, "theory_prompts": 30})

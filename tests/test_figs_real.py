@@ -46,6 +46,9 @@ def user_log(tmp_path_factory):
 
 
 def test_log_option_is_parsed(tmp_path):
+    with pytest.raises(ValueError, match="is not a distribution log"):
+        resolve_params(real_bounds.PARAMS, True, {"log": str(tmp_path)})
+    (tmp_path / "manifest.json").write_text("{}")  # (the log itself is read by the study)
     ap = build_parser(real_bounds.__doc__, real_bounds.PARAMS)
     args = ap.parse_args(["--quick", "--log", str(tmp_path), "--B", "1,3"])
     assert args.quick

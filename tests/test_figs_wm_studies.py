@@ -421,5 +421,6 @@ def test_default_parameters_leave_the_settings_unchanged():
         True).signature()
     assert wm_detection.t_values(wm_detection.settings(True, T="1,2")) == (1, 2)
     assert wm_detection.t_values(wm_detection.settings(True)) == wm_detection.T_QUICK
-    s = wm_drafter_substitution.settings(True, prompts=3, seeds=1, vocab=50, tokens=5)
-    assert (s.n_prompts, s.n_seeds, s.vocab_size, s.max_new_tokens) == (3, 1, 50, 5)
+    # (at least the quick budgets' 12 tokens: a budget above the tokens is refused)
+    s = wm_drafter_substitution.settings(True, prompts=3, seeds=1, vocab=50, tokens=20)
+    assert (s.n_prompts, s.n_seeds, s.vocab_size, s.max_new_tokens) == (3, 1, 50, 20)
