@@ -192,6 +192,7 @@ import numpy as np
 
 from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
+from specbound.sim import _compiled_blockver as _BV
 from specbound.sim import _kernels as _K
 from specbound.sim import lossy as _lossy
 from specbound.sim.decoders import (
@@ -902,6 +903,50 @@ class BlockRun:
             emitted += 1
         return emitted
 
+    def block_blockver(self, ell):
+        """blockver: block verification of one draft sequence (Sun et al. 2024,
+        arXiv:2403.10444, Alg. 2; :mod:`specbound.sim._compiled_blockver`).
+
+        Drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of ``vsps``), one verification over
+        every prefix, then the kept prefix ``x_1..x_tau`` with ``tau = max{i : us[i-1, 1] <=
+        h_i}`` and one token: the residual ``(p_tau P_tau - Q_tau)_+`` drawn with
+        ``us[tau, 2]`` when ``tau < ell``, else the bonus from ``P_ell`` with ``us[ell, 2]``.
+        Decisions: accepted at the kept positions, rejected at the correction's."""
+        h = list(self.tokens)
+        us = self.rng.random((ell + 1, 3))
+        xs: list[int] = []
+        qs = []
+        for s in range(ell):
+            qv = np.asarray(self.draft_step([tuple(xs)])[0], dtype=np.float64)
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        self.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        rows = [np.asarray(self.p(np.array(h + xs[:i], dtype=np.int64)), dtype=np.float64)
+                for i in range(ell)]
+        n = rows[0].shape[0] if rows else 1
+        P = np.array(rows, dtype=np.float64).reshape(ell, n)
+        Q = np.array(qs, dtype=np.float64).reshape(ell, n)
+        ps = np.empty(ell + 1)
+        tau = int(_BV.blockver_tau(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), ps))
+        emitted = 0
+        for s in range(tau):
+            self.emit(xs[s], h + xs[:s])
+            emitted += 1
+            self.decide(1, True)
+        if tau < ell:
+            y = _BV.blockver_correction(ps[tau], P[tau], Q[tau], us[tau, 2])
+            self.emit(y, h + xs[:tau])
+            self.decide(1, False)
+            return emitted + 1
+        if self.generated < self.N:
+            ctx = h + xs
+            y = _K.categorical(np.asarray(self.p(np.array(ctx, dtype=np.int64)),
+                                          dtype=np.float64), us[ell, 2])
+            self.emit(y, ctx)
+            emitted += 1
+        return emitted
+
     def run(self, max_blocks=None):
         block = self.block
         blocks = 0
@@ -959,6 +1004,7 @@ _BLOCKS = {
     "single": BlockRun.block_single,
     "gls": BlockRun.block_gls,
     "specinfer": BlockRun.block_specinfer,
+    "blockver": BlockRun.block_blockver,
 }
 
 
