@@ -1,7 +1,8 @@
 """Sequence-level speculative decoders on language models given as next-token distributions.
 
-:func:`speculative_decode` runs one of eleven decoders (Liu, Wan, Gao & Gündüz 2026,
-arXiv:2609.21858, §4-§6, App. A, C, D, and the baselines named there) on a target/draft pair
+:func:`speculative_decode` runs one of twelve decoders (Liu, Wan, Gao & Gündüz 2026,
+arXiv:2609.21858, §4-§6, App. A, C, D, the baselines named there, and the block verification
+of Sun et al. 2024, arXiv:2403.10444) on a target/draft pair
 of models and returns a frozen :class:`DecodeResult`: the tokens, what every block emitted
 and accepted, the multiplicity ``nu`` of every verification decision, the evaluation counts,
 the keyed pivots and the watermark configuration.
@@ -71,8 +72,8 @@ whatever the drafter does), so that "the same shared randomness R" is well defin
 drafter-invariance checks of :mod:`specbound.sim.invariance`:
 
 - ``ar``: one uniform per token (inverse CDF);
-- ``vsps``, ``mse``, ``mse_pseudo``: ``rng.random((ell + 1, 3))`` per block (draft draw,
-  acceptance coin, residual/bonus draw at each block position);
+- ``vsps``, ``mse``, ``mse_pseudo``, ``blockver``: ``rng.random((ell + 1, 3))`` per block
+  (draft draw, acceptance coin, residual/bonus draw at each block position);
 - ``specinfer``: ``rng.random((ell + 1, B, 3))`` per block;
 - ``invariant``: ``ell + 1`` 64-bit labels per block; draft ``b`` at block position ``s``
   races the clocks ``-log prf_uniform(label_s, v, b)``;
@@ -138,6 +139,17 @@ Decoders
       ``r = prf_uniform(context_label(key2, c_s, window), 0, 0)`` with the second key
       ``key2 = b"mse_pseudo-acceptance:" + key_digest(key)`` (the dual-key design of the
       reference code; independent of the token clocks).
+
+``blockver``
+    Block verification (Sun, Mendlovic, Leviathan, Aharoni, Beirami, Ro & Suresh 2024,
+    arXiv:2403.10444, Alg. 2): the drafts of ``vsps``; with the residual weights
+    ``p_i = min(p_{i-1} p(x_i)/q(x_i), 1)`` the block keeps ``x_1..x_tau``, ``tau`` the
+    largest ``i`` whose coin is at most ``h_i`` (``h_ell = p_ell``), then draws one token from
+    ``(p_tau P_tau - Q_tau)_+`` or the bonus from the target
+    (:mod:`specbound.sim._compiled_blockver`; ``docs/mathematics.md`` §5.7).  At ``L = 1`` it
+    is ``vsps``.  Its decisions have no per-context closed form (it is not in
+    :data:`DECODER_SCHEME`); :func:`specbound.theory.blockver_block_tokens` gives its exact
+    tokens per block.
 
 Verification decisions
 ----------------------
