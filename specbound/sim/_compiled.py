@@ -852,7 +852,8 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
         elif kind == BLOCK_BLOCKVER:  # block verification (_compiled_blockver)
             k, gen, ndec = _BV.blockver_block(
                 tm, dm, tokens, hlen, ell, N - gen, st, counts, store_drafts,
-                drafts[nblk if store_drafts else 0], pivots, nu, dec_ok, dec_pos, gen, ndec)
+                drafts[nblk if store_drafts else 0], pivots, nu, dec_ok, dec_pos, gen, ndec,
+                share)
         else:  # no fall-through to another decoder's block
             raise ValueError("decoder: unknown block kind in the compiled loop")
         emitted[nblk] = k

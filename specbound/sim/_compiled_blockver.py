@@ -35,7 +35,12 @@ from numba import njit
 
 from specbound.sim import _kernels as _K
 from specbound.sim._config import JIT
-from specbound.sim._model_kernels import synthetic_probs_rows
+from specbound.sim._model_kernels import (
+    add_field,
+    finalize_probs,
+    synthetic_probs_rows,
+    window_label,
+)
 from specbound.sim._pcg import pcg_doubles
 
 JIT_IEEE = dict(JIT, fastmath=False)
@@ -108,8 +113,32 @@ def _probs(m, ctx, out):
 
 
 @njit(**JIT)
+def _partial(m, ctx, S):
+    """The back-off sum of a Gaussian ``SyntheticLM`` after ``ctx`` into ``S``
+    (``_compiled.model_partial``: the same operations in the same order)."""
+    w = m[3][0] / np.sqrt(m[1][1] + 1.0)
+    k0 = 1
+    if m[7].shape[0] == S.shape[0] and m[1][1] >= 1 and ctx.shape[0] > 0:
+        S[:] = m[7][ctx[ctx.shape[0] - 1]]
+        k0 = 2
+    else:
+        S[:] = m[4]
+    for k in range(k0, m[1][1] + 1):
+        add_field(m[1][0], window_label(m[2][0], k, ctx), w, m[5][0], S)
+
+
+@njit(**JIT)
+def _finish(m, ctx, S, logits, out):
+    """A model's law from the shared back-off sum ``S`` (``_compiled.model_finish``)."""
+    logits[:] = S
+    if m[3][2] > 0.0:
+        add_field(m[1][0], window_label(m[2][1], m[1][2], ctx), m[3][2], m[5][0], logits)
+    finalize_probs(logits, m[3][3], m[1][3], out)
+
+
+@njit(**JIT)
 def blockver_block(tm, dm, tokens, hlen, ell, room, st, counts, store_drafts, drafts,
-                   pivots, nu, dec_ok, dec_pos, gen, ndec):
+                   pivots, nu, dec_ok, dec_pos, gen, ndec, share):
     """One block of block verification in the compiled loop; returns ``(k, gen, ndec)``.
 
     ``tm`` / ``dm``: the compiled target and draft (``_compiled.model_spec``); the committed
@@ -119,7 +148,9 @@ def blockver_block(tm, dm, tokens, hlen, ell, room, st, counts, store_drafts, dr
     into ``drafts[0, :ell]`` when ``store_drafts``, NaN pivots from ``gen`` and one decision
     per verified position from ``ndec`` (``nu = 1``: accepted for the kept drafts, rejected
     for the position of the correction); ``counts``: (target evaluations, draft evaluations,
-    target contexts, draft contexts), incremented as the single-draft block does.  ``k`` is
+    target contexts, draft contexts), incremented as the single-draft block does.  ``share``:
+    target and draft have the same back-off fields (``_compiled.shares_fields``), so a
+    drafted context's sum is computed once for both (bit for bit the same laws).  ``k`` is
     the number of tokens emitted.
     """
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
@@ -129,10 +160,16 @@ def blockver_block(tm, dm, tokens, hlen, ell, room, st, counts, store_drafts, dr
     P = np.empty((ell + 1, n))
     xs = np.empty(ell, np.int64)
     ps = np.empty(ell + 1)
+    S = np.empty((ell if share else 0, n))
+    LG = np.empty(n if share else 0)
     for s in range(ell):
         counts[1] += 1
         counts[3] += 1
-        _probs(dm, tokens[:hlen + s], Q[s])
+        if share:
+            _partial(dm, tokens[:hlen + s], S[s])
+            _finish(dm, tokens[:hlen + s], S[s], LG, Q[s])
+        else:
+            _probs(dm, tokens[:hlen + s], Q[s])
         x = _K.categorical(Q[s], us[3 * s])
         tokens[hlen + s] = x
         xs[s] = x
@@ -142,7 +179,10 @@ def blockver_block(tm, dm, tokens, hlen, ell, room, st, counts, store_drafts, dr
     counts[0] += 1
     counts[2] += ell + 1
     for s in range(ell):
-        _probs(tm, tokens[:hlen + s], P[s])
+        if share:
+            _finish(tm, tokens[:hlen + s], S[s], LG, P[s])
+        else:
+            _probs(tm, tokens[:hlen + s], P[s])
     tau = blockver_tau(P, Q, xs, ell, us, ps)
     k = 0
     for _ in range(tau):
