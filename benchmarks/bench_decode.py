@@ -41,7 +41,13 @@ speed-up would follow.  Results go to ``benchmarks/out/bench_decode.csv``.
   compiled / Python loop (:func:`_lossy_rows`);
 - ``model``: one target and one draft (``draft(0.2)``) ``next_distribution`` evaluation at
   vocabulary 50,000 against one compiled pass of ``exp`` over 50,000 logits, for every
-  kind.
+  kind;
+- ``blockver``: tokens/s of block verification (decoder ``blockver``, Sun et al. 2024,
+  arXiv:2403.10444, Alg. 2) against ``vsps`` in the compiled simulator, one thread, the same
+  prompts and seeds, the two decoders alternating within every round
+  (:func:`_blockver_rows`); ``ratio`` is blockver / vsps tokens/s (the target is at least
+  1 / 1.5), ``evals`` the blockver AATPS over the vsps AATPS.
+  ``python -m benchmarks.bench_decode --blockver [--quick]`` runs this group alone.
 
 Each time is the best of ``--rounds`` repetitions.
 """
@@ -273,6 +279,49 @@ def _lossy_rows(n_prompts, n_new, rounds):
     return rows
 
 
+def _blockver_rows(n_prompts, n_new, rounds):
+    """``blockver`` against ``vsps`` (compiled batch, one thread, ``L = 4``) at vocabularies
+    1,000 and 50,000: per round both decoders, in alternating order; the best time of each."""
+    rows = []
+    for vocab in (1_000, 50_000):
+        target = SyntheticLM(vocab, context_length=2, seed=0)
+        draft = target.draft(0.2, seed=1)
+        ps = random_prompts(n_prompts, 4, vocab, seed=4)
+        kw = dict(L=L, max_new_tokens=n_new)
+        aatps = {}
+        for dec in ("vsps", "blockver"):
+            aatps[dec] = speculative_decode_batch(target, draft, ps, dec,
+                                                  **kw).aatps_estimate().mean
+        best = {"vsps": np.inf, "blockver": np.inf}
+        for rnd in range(rounds):
+            for dec in (("vsps", "blockver") if rnd % 2 == 0 else ("blockver", "vsps")):
+                best[dec] = min(best[dec], _time_batch(target, draft, ps, dec, kw, 1, 1))
+        n_tok = n_prompts * n_new
+        rate = {d: n_tok / t for d, t in best.items()}
+        rows.append(dict(group="blockver", what="blockver/vsps", kind="gaussian",
+                         vocab_size=vocab, L=L, B=1, prompts=n_prompts, n_tokens=n_tok,
+                         evals=aatps["blockver"] / aatps["vsps"], seconds=best["blockver"],
+                         reference_seconds=best["vsps"], ratio=best["vsps"] / best["blockver"],
+                         tokens_per_s=rate["blockver"], reference_tokens_per_s=rate["vsps"]))
+        print(f"blockver n={vocab}: {rate['blockver']:,.0f} tok/s (AATPS "
+              f"{aatps['blockver']:.3f}), vsps {rate['vsps']:,.0f} tok/s (AATPS "
+              f"{aatps['vsps']:.3f}): ratio {best['vsps'] / best['blockver']:.2f}", flush=True)
+    return rows
+
+
+def run_blockver(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Path:
+    """The ``blockver`` group alone, into ``bench_decode_blockver.csv``."""
+    out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    small = SyntheticLM(50, seed=0)
+    for dec in ("vsps", "blockver"):  # compile
+        speculative_decode_batch(small, small.draft(0.5), [[1]], dec, L=2, max_new_tokens=4)
+    rows = _blockver_rows(4 if quick else 16, 32 if quick else 64, rounds)
+    path = write_rows(out_dir / "bench_decode_blockver.csv", rows, C_COLUMNS)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return path
+
+
 def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Path:
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -288,6 +337,7 @@ def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int =
         for vocab in (1_000, 50_000):
             rows += _vocab_rows(vocab, n_prompts, n_new, rounds, kind)
     rows += _lossy_rows(n_prompts, n_new, rounds)
+    rows += _blockver_rows(n_prompts, n_new, rounds)
     # 2 threads vs 1 on 64 prompts
     vocab = 1_000
     target = SyntheticLM(vocab, context_length=2, seed=0)
@@ -337,8 +387,12 @@ def main(argv=None) -> Path:
     parser.add_argument("--compiled", action="store_true",
                         help="the compiled decoders: model-evaluation limit, Python loop, "
                              "threads")
+    parser.add_argument("--blockver", action="store_true",
+                        help="only block verification against vsps (compiled, one thread)")
     args = parser.parse_args(argv)
-    if args.compiled:
+    if args.blockver:
+        path = run_blockver(quick=args.quick, out_dir=args.out, rounds=args.rounds)
+    elif args.compiled:
         path = run_compiled(quick=args.quick, out_dir=args.out, rounds=args.rounds)
     else:
         path = run(quick=args.quick, out_dir=args.out, rounds=args.rounds)

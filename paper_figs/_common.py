@@ -557,6 +557,7 @@ DECODER_STYLE = {
     "specinfer": ("tab:pink", "h"),
     "mse": ("tab:green", "^"),
     "mse_pseudo": ("tab:olive", "P"),
+    "blockver": ("darkslategray", "d"),
 }
 
 #: one colour per verification rule of ``specbound.theory.RULES`` (lossless is black), and

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from specbound.sim import _blake2b as _b2
+from specbound.sim import _compiled_blockver as _BV
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
@@ -51,6 +52,7 @@ from specbound.sim.decoders import (
     ACC_KEYED_COIN,
     ACC_REWEIGHTED,
     ACCEPTANCES,
+    BLOCK_BLOCKVER,
     BLOCK_GLS,
     BLOCK_KINDS,
     BLOCK_SINGLE,
@@ -346,7 +348,7 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
     truncation context needed ``p_Theta`` and ``A`` carried no target mass (the run stops).
     """
     kind = dspec[DS_KIND]
-    if kind < BLOCK_TOKEN or kind > BLOCK_SPECINFER:
+    if kind < BLOCK_TOKEN or kind > BLOCK_BLOCKVER:
         raise ValueError("decoder: unknown block kind in the compiled loop")
     if vstep != -1:
         known = False
@@ -847,6 +849,11 @@ def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, 
                 tokens[cur] = y
                 gen += 1
                 k += 1
+        elif kind == BLOCK_BLOCKVER:  # block verification (_compiled_blockver)
+            k, gen, ndec = _BV.blockver_block(
+                tm, dm, tokens, hlen, ell, N - gen, st, counts, store_drafts,
+                drafts[nblk if store_drafts else 0], pivots, nu, dec_ok, dec_pos, gen, ndec,
+                share)
         else:  # no fall-through to another decoder's block
             raise ValueError("decoder: unknown block kind in the compiled loop")
         emitted[nblk] = k
@@ -949,6 +956,8 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
         return None
     n = int(target.vocab_size)
     work = n * (L if spec.block == "single" else 1)
+    if spec.block == "blockver":  # the block's draft and target rows
+        work = n * (2 * L + 1)
     if spec.block == "specinfer":
         work += n * (1 + B * L)
     if opts is not None:

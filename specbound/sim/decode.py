@@ -1,7 +1,8 @@
 """Sequence-level speculative decoders on language models given as next-token distributions.
 
-:func:`speculative_decode` runs one of eleven decoders (Liu, Wan, Gao & Gündüz 2026,
-arXiv:2609.21858, §4-§6, App. A, C, D, and the baselines named there) on a target/draft pair
+:func:`speculative_decode` runs one of twelve decoders (Liu, Wan, Gao & Gündüz 2026,
+arXiv:2609.21858, §4-§6, App. A, C, D, the baselines named there, and the block verification
+of Sun et al. 2024, arXiv:2403.10444) on a target/draft pair
 of models and returns a frozen :class:`DecodeResult`: the tokens, what every block emitted
 and accepted, the multiplicity ``nu`` of every verification decision, the evaluation counts,
 the keyed pivots and the watermark configuration.
@@ -71,8 +72,8 @@ whatever the drafter does), so that "the same shared randomness R" is well defin
 drafter-invariance checks of :mod:`specbound.sim.invariance`:
 
 - ``ar``: one uniform per token (inverse CDF);
-- ``vsps``, ``mse``, ``mse_pseudo``: ``rng.random((ell + 1, 3))`` per block (draft draw,
-  acceptance coin, residual/bonus draw at each block position);
+- ``vsps``, ``mse``, ``mse_pseudo``, ``blockver``: ``rng.random((ell + 1, 3))`` per block
+  (draft draw, acceptance coin, residual/bonus draw at each block position);
 - ``specinfer``: ``rng.random((ell + 1, B, 3))`` per block;
 - ``invariant``: ``ell + 1`` 64-bit labels per block; draft ``b`` at block position ``s``
   races the clocks ``-log prf_uniform(label_s, v, b)``;
@@ -139,6 +140,17 @@ Decoders
       ``key2 = b"mse_pseudo-acceptance:" + key_digest(key)`` (the dual-key design of the
       reference code; independent of the token clocks).
 
+``blockver``
+    Block verification (Sun, Mendlovic, Leviathan, Aharoni, Beirami, Ro & Suresh 2024,
+    arXiv:2403.10444, Alg. 2): the drafts of ``vsps``; with the residual weights
+    ``p_i = min(p_{i-1} p(x_i)/q(x_i), 1)`` the block keeps ``x_1..x_tau``, ``tau`` the
+    largest ``i`` whose coin is at most ``h_i`` (``h_ell = p_ell``), then draws one token from
+    ``(p_tau P_tau - Q_tau)_+`` or the bonus from the target
+    (:mod:`specbound.sim._compiled_blockver`; ``docs/mathematics.md`` §5.7).  At ``L = 1`` it
+    is ``vsps``.  Its decisions have no per-context closed form (it is not in
+    :data:`DECODER_SCHEME`); :func:`specbound.theory.blockver_block_tokens` gives its exact
+    tokens per block.
+
 Verification decisions
 ----------------------
 A *decision* is the verification of the drafts at one block position (the bonus token is not
@@ -192,6 +204,7 @@ import numpy as np
 
 from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
+from specbound.sim import _compiled_blockver as _BV
 from specbound.sim import _kernels as _K
 from specbound.sim import lossy as _lossy
 from specbound.sim.decoders import (
@@ -902,6 +915,50 @@ class BlockRun:
             emitted += 1
         return emitted
 
+    def block_blockver(self, ell):
+        """blockver: block verification of one draft sequence (Sun et al. 2024,
+        arXiv:2403.10444, Alg. 2; :mod:`specbound.sim._compiled_blockver`).
+
+        Drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of ``vsps``), one verification over
+        every prefix, then the kept prefix ``x_1..x_tau`` with ``tau = max{i : us[i-1, 1] <=
+        h_i}`` and one token: the residual ``(p_tau P_tau - Q_tau)_+`` drawn with
+        ``us[tau, 2]`` when ``tau < ell``, else the bonus from ``P_ell`` with ``us[ell, 2]``.
+        Decisions: accepted at the kept positions, rejected at the correction's."""
+        h = list(self.tokens)
+        us = self.rng.random((ell + 1, 3))
+        xs: list[int] = []
+        qs = []
+        for s in range(ell):
+            qv = np.asarray(self.draft_step([tuple(xs)])[0], dtype=np.float64)
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        self.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        rows = [np.asarray(self.p(np.array(h + xs[:i], dtype=np.int64)), dtype=np.float64)
+                for i in range(ell)]
+        n = rows[0].shape[0] if rows else 1
+        P = np.array(rows, dtype=np.float64).reshape(ell, n)
+        Q = np.array(qs, dtype=np.float64).reshape(ell, n)
+        ps = np.empty(ell + 1)
+        tau = int(_BV.blockver_tau(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), ps))
+        emitted = 0
+        for s in range(tau):
+            self.emit(xs[s], h + xs[:s])
+            emitted += 1
+            self.decide(1, True)
+        if tau < ell:
+            y = _BV.blockver_correction(ps[tau], P[tau], Q[tau], us[tau, 2])
+            self.emit(y, h + xs[:tau])
+            self.decide(1, False)
+            return emitted + 1
+        if self.generated < self.N:
+            ctx = h + xs
+            y = _K.categorical(np.asarray(self.p(np.array(ctx, dtype=np.int64)),
+                                          dtype=np.float64), us[ell, 2])
+            self.emit(y, ctx)
+            emitted += 1
+        return emitted
+
     def run(self, max_blocks=None):
         block = self.block
         blocks = 0
@@ -959,6 +1016,7 @@ _BLOCKS = {
     "single": BlockRun.block_single,
     "gls": BlockRun.block_gls,
     "specinfer": BlockRun.block_specinfer,
+    "blockver": BlockRun.block_blockver,
 }
 
 

@@ -19,8 +19,10 @@ the decoder's name, so a new decoder that fits an existing block is one spec; a 
 one spec plus one block function in each loop (``docs/sim.md``, "Adding a decoder").
 
 The algorithms are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, §4-§6, App. A,
-C, D (Alg. 1, 3, 4, 6, 9, 10) and the baselines named there (module docstring of
-:mod:`specbound.sim.decode`).
+C, D (Alg. 1, 3, 4, 6, 9, 10), the baselines named there (module docstring of
+:mod:`specbound.sim.decode`) and the block verification of Sun, Mendlovic, Leviathan,
+Aharoni, Beirami, Ro & Suresh (2024), arXiv:2403.10444, Alg. 2
+(:mod:`specbound.sim._compiled_blockver`).
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ __all__ = ["ACCEPTANCES", "BLOCK_KINDS", "DECODERS", "DECODER_SCHEME", "DECODER_
 #: ``"token"`` one target token per step (no drafts), ``"tree"`` the PFR / MPFR draft tree
 #: (Alg. 10), ``"single"`` one draft sequence verified position by position (Alg. 1),
 #: ``"gls"`` B draft paths with the list coupling, ``"specinfer"`` B draft paths with
-#: recursive rejection
-BLOCK_KINDS = ("token", "tree", "single", "gls", "specinfer")
+#: recursive rejection, ``"blockver"`` one draft sequence verified as a whole block (Sun et
+#: al. 2024, arXiv:2403.10444, Alg. 2)
+BLOCK_KINDS = ("token", "tree", "single", "gls", "specinfer", "blockver")
 #: compiled numbers of the block kinds (the position in :data:`BLOCK_KINDS`)
-BLOCK_TOKEN, BLOCK_TREE, BLOCK_SINGLE, BLOCK_GLS, BLOCK_SPECINFER = range(len(BLOCK_KINDS))
+(BLOCK_TOKEN, BLOCK_TREE, BLOCK_SINGLE, BLOCK_GLS, BLOCK_SPECINFER,
+ BLOCK_BLOCKVER) = range(len(BLOCK_KINDS))
 
 #: acceptance tests of the single-draft block: ``"plain"`` ``U <= p(x)/q(x)`` with the
 #: block's unkeyed coin, ``"reweighted"`` the same test between the reweighted laws
@@ -168,6 +172,8 @@ DECODER_SPECS = _registry(
     DecoderSpec("mse_pseudo", 10, "single", keyed=True, scheme=_SD,
                 options={"reweight", "residual"}, acceptance="keyed_coin",
                 summary="mse with the pseudorandom acceptance coin (He et al. 2026)"),
+    DecoderSpec("blockver", 11, "blockver", keyed=False,
+                summary="block verification of one draft sequence (Sun et al. 2024, Alg. 2)"),
 )
 
 DECODERS: tuple[str, ...] = tuple(DECODER_SPECS)

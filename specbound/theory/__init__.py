@@ -17,6 +17,7 @@ from specbound.theory.blocks import (
     expected_block_tokens,
     mpfr_multiplicity_law,
 )
+from specbound.theory.blockver import blockver_block_tokens
 from specbound.theory.divergences import kl_divergence, no_communication_limit, tv_distance
 from specbound.theory.efficiency import block_efficiency
 from specbound.theory.lossy import (
@@ -105,3 +106,4 @@ __all__ += ["aaronson_entropy_bound", "aaronson_log_pvalue", "aaronson_score", "
             "li_score", "null_log_sf", "score_log_pvalue", "score_threshold", "token_scores",
             "tpr_at_fpr", "u_score", "u_score_log_pvalue"]
 __all__ += ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]
+__all__ += ["blockver_block_tokens"]
