@@ -545,3 +545,17 @@ def test_the_size_scan_counts_lines_and_positionals():
            "def f(a, /, b, *args, d=1):\n    def g():\n        pass\n    return g\n")
     got = {name: _size(fn) for name, fn in _functions(ast.parse(src))}
     assert got == {"C.m": (2, 2), "f": (4, 2), "f.g": (2, 0)}
+
+
+def test_a_rule_without_a_chosen_colour_gets_a_derived_one(monkeypatch):
+    """The lossy-rule recipe's colour entry is optional: a registered rule missing from
+    ``RULE_COLORS`` is drawn in a derived colour (not None), distinct between such rules."""
+    from paper_figs import _common
+    from specbound.theory import RULES
+
+    chosen = {k: v for k, v in _common.RULE_COLORS.items() if k not in RULES[-2:]}
+    monkeypatch.setattr(_common, "RULE_COLORS", chosen)
+    derived = [_common.rule_color(r) for r in RULES[-2:]]
+    assert derived == list(_common.DERIVED_COLORS[:2])
+    assert _common.rule_color(RULES[0]) == chosen[RULES[0]]
+    assert _common.rule_color("no such rule") is None
