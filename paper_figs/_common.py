@@ -647,9 +647,16 @@ RULE_LABEL_PREFIXES = (
 def rule_color(rule: str) -> str | None:
     """The colour of a verification rule: a name of ``specbound.theory.RULES`` (or
     ``"truncation:min-p"`` / ``"truncation:eta"``) or a figure label starting with one of
-    :data:`RULE_LABEL_PREFIXES` (the longest prefix wins); None for an unknown rule."""
+    :data:`RULE_LABEL_PREFIXES` (the longest prefix wins); None for an unknown rule.  A rule
+    of the registry without a chosen colour in :data:`RULE_COLORS` takes a derived one (the
+    next of :data:`DERIVED_COLORS` in registry order), so a new rule needs no entry."""
     if rule in RULE_COLORS:
         return RULE_COLORS[rule]
+    from specbound.theory import RULES
+
+    if rule in RULES:
+        unchosen = [r for r in RULES if r not in RULE_COLORS]
+        return DERIVED_COLORS[unchosen.index(rule) % len(DERIVED_COLORS)]
     best = max((p for p in RULE_LABEL_PREFIXES if rule.startswith(p[0])),
                key=lambda p: len(p[0]), default=None)
     return None if best is None else RULE_COLORS[best[1]]

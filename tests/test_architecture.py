@@ -1,4 +1,5 @@
-"""The shape of the code: no import cycle and no new private coupling across modules.
+"""The shape of the code: no import cycle, no new private coupling across modules, no
+function over the size limits.
 
 - **Import graph.**  The graph of ``specbound`` and of ``paper_figs`` is built from the
   source (``ast``): every ``import`` and ``from ... import`` statement, at module level *and*
@@ -9,6 +10,9 @@
   submodule always runs its package's ``__init__`` first).  The graph must be acyclic,
   apart from the edges of :data:`CYCLE_EXCEPTIONS`, a list that only shrinks.
 - **Private coupling** (below, :data:`PRIVATE_ALLOWED`).
+- **Function size**: no function of ``specbound`` or ``paper_figs`` over 150 lines or with
+  more than 10 positional parameters, apart from :data:`SIZE_EXCEPTIONS` (a list that only
+  shrinks).
 
 Cost: parsing about 150 source files, well under a second; nothing is imported.
 """
@@ -430,3 +434,128 @@ def test_claim_recipe_names_the_tables_the_registry_gathers():
               if isinstance(n, ast.ImportFrom) and n.module == "paper_figs.claims"
               for a in n.names}
     assert _bullets_after(_recipe("claim"), "registry.py` gathers") == tables
+
+
+# -- function size -----------------------------------------------------------------------
+
+#: the longest function and the most positional parameters allowed (``self`` / ``cls`` of
+#: a method not counted)
+MAX_LINES = 150
+MAX_POSITIONAL = 10
+
+#: Functions of ``specbound`` and ``paper_figs`` over :data:`MAX_LINES` lines or with more
+#: than :data:`MAX_POSITIONAL` positional parameters, each with its reason:
+#: ``"path:qualified.name"``.  A new one fails the test; an entry that no longer exceeds
+#: fails too (the list only shrinks).
+SIZE_EXCEPTIONS: dict[str, str] = {
+    "specbound/llm/hf_generate.py:custom_generate":
+        "transformers' custom_generate contract: one entry taking generate()'s whole "
+        "configuration, checked and mapped to the decoder's arguments in one place",
+    "specbound/sim/_blake2b.py:label_with_suffix":
+        "a Numba kernel: the context label's words travel as scalars (no tuple allocation "
+        "in the hot loop)",
+    "specbound/sim/_compiled.py:_clock":
+        "a Numba kernel of the compiled block loop; goes with the loop's split into typed "
+        "records",
+    "specbound/sim/_compiled.py:decode_one":
+        "the compiled block loop, every block kind inline (being split into one function "
+        "per block kind with typed records)",
+    "specbound/sim/_compiled.py:decode_batch":
+        "the compiled loop's entry; its arguments become typed records with the split",
+    "specbound/sim/_compiled.py:decode_serial":
+        "the compiled loop's entry; its arguments become typed records with the split",
+    "specbound/sim/_compiled.py:plan":
+        "packs the compiled loop's arguments; goes with the split",
+    "specbound/sim/_compiled.py:decode_single":
+        "the one-prompt call of the compiled loop; goes with the split",
+    "specbound/sim/_compiled.py:build_result":
+        "the compiled loop's result builder; goes with the split",
+    "specbound/sim/_compiled_lossy.py:correction":
+        "a Numba kernel: a rule's parameters travel as arrays and scalars (no records)",
+    "specbound/sim/_kernels.py:_mpfr_select":
+        "a Numba step kernel: scratch buffers passed in to keep the hot loop allocation-free",
+    "specbound/sim/_kernels.py:mpfr_fast_step":
+        "a Numba step kernel: scratch buffers passed in (allocation-free)",
+    "specbound/sim/_kernels.py:mpfr_direct_step":
+        "a Numba step kernel: scratch buffers passed in (allocation-free)",
+    "specbound/sim/_kernels.py:batch_kernel":
+        "the Numba Monte Carlo kernel: model arrays and outputs as arrays (no records)",
+    "specbound/sim/_model_kernels.py:synthetic_logits":
+        "a Numba kernel of the synthetic model: its parameters as scalars and arrays",
+    "specbound/sim/decode.py:BlockRun.__init__":
+        "the Python block loop's state from the checked arguments; goes with the passing "
+        "down of one derivation of each parameter",
+    "specbound/testing/_checks.py:_combine":
+        "the conformance kit's verdict of one check from its parts",
+    "paper_figs/claims/liu.py:_claim":
+        "a claims-table row constructor: one positional per column keeps the table readable",
+    "paper_figs/claims/zhou.py:_claim":
+        "a claims-table row constructor: one positional per column keeps the table readable",
+}
+
+
+def _functions(node: ast.AST, prefix: str = ""):
+    """``(qualified name, def node)`` of every function in ``node``, nested ones included."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield prefix + child.name, child
+            yield from _functions(child, f"{prefix}{child.name}.")
+        elif isinstance(child, ast.ClassDef):
+            yield from _functions(child, f"{prefix}{child.name}.")
+        else:
+            yield from _functions(child, prefix)
+
+
+def _size(fn: ast.FunctionDef) -> tuple[int, int]:
+    """Lines (decorators excluded, docstring included) and positional parameters."""
+    args = fn.args.posonlyargs + fn.args.args
+    positional = len(args) - (1 if args and args[0].arg in ("self", "cls") else 0)
+    return fn.end_lineno - fn.lineno + 1, positional
+
+
+@functools.cache
+def oversized() -> dict[str, tuple[int, int]]:
+    """``{"path:name": (lines, positional)}`` of every function over the limits."""
+    found = {}
+    for top in ("specbound", "paper_figs"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for name, fn in _functions(_tree(path)):
+                lines, positional = _size(fn)
+                if lines > MAX_LINES or positional > MAX_POSITIONAL:
+                    found[f"{path.relative_to(ROOT).as_posix()}:{name}"] = (lines, positional)
+    return found
+
+
+def test_no_function_over_the_size_limits():
+    new = {k: v for k, v in oversized().items() if k not in SIZE_EXCEPTIONS}
+    assert not new, (f"functions over {MAX_LINES} lines or {MAX_POSITIONAL} positional "
+                     f"parameters (split them, or pass a record; SIZE_EXCEPTIONS lists the "
+                     f"documented exceptions):\n"
+                     + "\n".join(f"  {k}: {lines} lines, {pos} positional"
+                                 for k, (lines, pos) in sorted(new.items())))
+
+
+def test_size_exceptions_only_shrink():
+    gone = sorted(set(SIZE_EXCEPTIONS) - set(oversized()))
+    assert not gone, f"remove these from SIZE_EXCEPTIONS (now within the limits): {gone}"
+
+
+def test_the_size_scan_counts_lines_and_positionals():
+    src = ("class C:\n    def m(self, a, b, *, c):\n        return 1\n"
+           "def f(a, /, b, *args, d=1):\n    def g():\n        pass\n    return g\n")
+    got = {name: _size(fn) for name, fn in _functions(ast.parse(src))}
+    assert got == {"C.m": (2, 2), "f": (4, 2), "f.g": (2, 0)}
+
+
+def test_a_rule_without_a_chosen_colour_gets_a_derived_one(monkeypatch):
+    """The lossy-rule recipe's colour entry is optional: a registered rule missing from
+    ``RULE_COLORS`` is drawn in a derived colour (not None), distinct between such rules."""
+    from paper_figs import _common
+    from specbound.theory import RULES
+
+    chosen = {k: v for k, v in _common.RULE_COLORS.items() if k not in RULES[-2:]}
+    monkeypatch.setattr(_common, "RULE_COLORS", chosen)
+    derived = [_common.rule_color(r) for r in RULES[-2:]]
+    assert derived == list(_common.DERIVED_COLORS[:2])
+    assert _common.rule_color(RULES[0]) == chosen[RULES[0]]
+    assert _common.rule_color("no such rule") is None

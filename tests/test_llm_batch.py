@@ -432,17 +432,17 @@ def test_ghost_rows_keep_the_batch_cache_exact_on_the_embedded_model(llm_pair, m
     both runs verified the processed target log-probabilities of the batched run differ from
     the single runs' by less than 1e-4 -- a ghost that wrote into a column a row still reads
     would change them by far more."""
-    from specbound.llm import batch as batch_mod
+    from specbound.llm import _scheduler
 
     used = []
-    plain = batch_mod._Scheduler._with_ghosts
+    plain = _scheduler.Scheduler._with_ghosts
 
     def counting(self, which, group, live):
         out = plain(self, which, group, live)
         used.append(out is not None)
         return out
 
-    monkeypatch.setattr(batch_mod._Scheduler, "_with_ghosts", counting)
+    monkeypatch.setattr(_scheduler.Scheduler, "_with_ghosts", counting)
     kw = dict(L=4, max_new_tokens=24, stop_at_eos=False, share_forwards=True)
     seeds = [11, 12, 13, 14]
     blog = _Recorder()

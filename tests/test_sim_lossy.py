@@ -19,6 +19,7 @@ from specbound.sim.gof import bonferroni_alpha, chisquare_gof, counts_from_sampl
 from specbound.sim.lossy import LOSSY_RULES
 from specbound.testing.strategies import prob_pairs
 from specbound.theory.lossy import induced_distribution
+from tests._rule_cases import rule_settings
 
 N = 200_000
 
@@ -92,28 +93,35 @@ def _tv_lam(p, q):
     return float(0.2 + 0.6 * 0.5 * np.abs(p - q).sum())
 
 
-# each configuration: (label, rule, params-builder(p, q) -> dict)
-CONFIGS = [
-    ("lossless", "lossless", lambda p, q: {}),
-    ("interp_0.3", "interpolation", lambda p, q: {"lam": 0.3}),
+def _builder(params):
+    """``make(p, q) -> dict``: the parameters, callables ``f(p, q)`` evaluated on the pair."""
+    return lambda p, q: {k: (v(p, q) if callable(v) and k != "lam" else v)
+                         for k, v in params.items()}
+
+
+#: one example per parameter (functions of the pair where the value depends on it): every
+#: rule of the registry and every choice of its options (tests/_rule_cases.py)
+EXAMPLES = {
+    "lam": 0.3,
+    "threshold": 0.3,
+    "ell": 0.6,
+    "judge": lambda p, q: _judge(p, q, p.size),
+    "allowed": lambda p, q: _min_p(p, 0.2) | (q >= q.max()),
+    "beta": 0.5,
+}
+
+# each configuration: (label, rule, params-builder(p, q) -> dict): the registry's rules and
+# options, then settings of particular interest
+CONFIGS = [(label, rule, _builder(params))
+           for label, rule, params in rule_settings(EXAMPLES)] + [
     ("diversed", "interpolation", lambda p, q: {"lam": _tv_lam}),
-    ("fuzzy_tv", "fuzzy", lambda p, q: {"threshold": 0.3, "divergence": "tv"}),
-    ("fuzzy_kl", "fuzzy", lambda p, q: {"threshold": 0.2, "divergence": "kl"}),
-    ("fuzzy_js", "fuzzy", lambda p, q: {"threshold": 0.05, "divergence": "js"}),
-    ("lenience_0.5", "lenience", lambda p, q: {"ell": 0.5}),
+    ("fuzzy_kl_0.2", "fuzzy", lambda p, q: {"threshold": 0.2, "divergence": "kl"}),
+    ("fuzzy_js_0.05", "fuzzy", lambda p, q: {"threshold": 0.05, "divergence": "js"}),
     ("lenience_0.9", "lenience", lambda p, q: {"ell": 0.9}),
-    ("judge", "judge", lambda p, q: {"judge": _judge(p, q, p.size)}),
-    ("trunc_renorm", "truncation",
-     lambda p, q: {"allowed": _min_p(p, 0.2) | (q >= q.max())}),
-    ("trunc_target", "truncation",
+    ("trunc_target_min_p", "truncation",
      lambda p, q: {"allowed": _min_p(p, 0.2), "on_reject": "target"}),
-    ("ceiling_renorm", "ceiling", lambda p, q: {"ell": 0.6, "completion": "renormalize"}),
-    ("ceiling_resid", "ceiling", lambda p, q: {"ell": 0.6, "completion": "residual"}),
-    ("tceil_renorm", "truncation_ceiling",
+    ("tceil_min_p_0.3", "truncation_ceiling",
      lambda p, q: {"allowed": _min_p(p, 0.3), "ell": 0.7, "completion": "renormalize"}),
-    ("tceil_resid", "truncation_ceiling",
-     lambda p, q: {"allowed": _min_p(p, 0.3), "ell": 0.7, "completion": "residual"}),
-    ("contrastive", "contrastive", lambda p, q: {"beta": 0.5}),
     ("contrastive_b1_a0", "contrastive", lambda p, q: {"beta": 1.0, "alpha": 0.0}),
 ]
 
@@ -304,22 +312,27 @@ def test_reproducible_by_seed():
 
 
 # ------------------------------------------------------------------------------ properties
+#: every rule and option setting, each parameter's example a function of the pair and of
+#: the drawn ``ell`` and ``lam``
+SUPPORT_SETTINGS = rule_settings({
+    "lam": lambda p, q, ell, lam: lam,
+    "threshold": lambda p, q, ell, lam: lam,
+    "ell": lambda p, q, ell, lam: ell,
+    "beta": lambda p, q, ell, lam: ell,
+    "judge": lambda p, q, ell, lam: np.arange(p.size) % 2 == 0,
+    "allowed": lambda p, q, ell, lam: _min_p(p, 0.5) | (q > 0),
+})
+
+
 @settings(max_examples=60)
-@given(pair=prob_pairs(min_size=1, max_size=30),
-       rule=st.sampled_from(["lossless", "lenience", "judge", "interpolation", "ceiling",
-                             "truncation_ceiling", "truncation", "contrastive"]),
+@given(pair=prob_pairs(min_size=1, max_size=30), setting=st.sampled_from(SUPPORT_SETTINGS),
        ell=st.floats(0.05, 1.0), lam=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
-def test_emitted_tokens_lie_in_the_induced_support(pair, rule, ell, lam, seed):
+def test_emitted_tokens_lie_in_the_induced_support(pair, setting, ell, lam, seed):
     # Property: every emitted token has positive induced probability, whatever the pair;
     # ids are in range.
     p, q = pair
-    params = {
-        "lossless": {}, "lenience": {"ell": ell}, "ceiling": {"ell": ell},
-        "judge": {"judge": np.arange(p.size) % 2 == 0}, "interpolation": {"lam": lam},
-        "truncation_ceiling": {"ell": ell, "allowed": _min_p(p, 0.5)},
-        "truncation": {"allowed": _min_p(p, 0.5) | (q > 0), "on_reject": "target"},
-        "contrastive": {"beta": ell},
-    }[rule]
+    _, rule, template = setting
+    params = {k: (v(p, q, ell, lam) if callable(v) else v) for k, v in template.items()}
     law = induced_distribution(p, q, rule, **params)
     x = sample_induced(p, q, rule, 500, seed=seed, **params)
     assert x.min() >= 0 and x.max() < p.size

@@ -26,6 +26,7 @@ from specbound.sim import _compiled as C
 from specbound.sim import _compiled_lossy as CL
 from specbound.sim import lossy_seq as LS
 from tests._results import assert_same_result
+from tests._rule_cases import rule_settings
 from tests._stats import assert_gof, assert_not_gof
 
 THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
@@ -70,23 +71,15 @@ def _cases(n):
     allowed = rng.random(n) < 0.7
     allowed[0] = True
     half = rng.random(n) < 0.5
-    return [
-        ("lossless", {}),
-        ("interpolation", {"lam": 0.3}),
-        ("fuzzy", {"threshold": 0.3}),
-        ("fuzzy", {"threshold": 0.3, "divergence": "kl"}),
-        ("fuzzy", {"threshold": 0.15, "divergence": "js"}),
-        ("lenience", {"ell": 0.5}),
+    examples = {"lam": 0.3, "threshold": 0.3, "ell": 0.4, "judge": rng.random(n) < 0.5,
+                "allowed": allowed, "beta": 0.5}
+    # every rule of the registry and every choice of its options (tests/_rule_cases.py),
+    # then settings of particular interest: a per-context ell, a 2-D allowed set, the
+    # contrastive law's beta = 0 and alpha = 0 branches
+    return [(rule, params) for _, rule, params in rule_settings(examples)] + [
         ("lenience", {"ell": np.array([0.1])}),
-        ("judge", {"judge": rng.random(n) < 0.5}),
-        ("truncation", {"allowed": allowed}),
-        ("truncation", {"allowed": allowed, "on_reject": "target"}),
-        ("ceiling", {"ell": 0.4}),
-        ("ceiling", {"ell": 0.4, "completion": "renormalize"}),
-        ("truncation_ceiling", {"ell": 0.4, "allowed": half}),
         ("truncation_ceiling", {"ell": 0.6, "allowed": half[None, :],
                                 "completion": "renormalize"}),
-        ("contrastive", {"beta": 0.5}),
         ("contrastive", {"beta": 0.0, "alpha": 0.2}),
         ("contrastive", {"beta": 1.0, "alpha": 0.0}),
     ]

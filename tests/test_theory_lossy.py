@@ -44,34 +44,32 @@ def _assert_prob(d):
     assert abs(d.sum() - 1.0) < ATOL
 
 
+#: how each rule parameter is drawn: ``f(draw, p, seed, ell)`` (``ell`` one draw shared by
+#: the rules that take it); the rules' parameters come from ``RULE_PARAMS``, so a new rule
+#: whose parameters are here is drawn without a line of test code
+PARAM_DRAWS = {
+    "lam": lambda draw, p, seed, ell: draw(st.floats(0.0, 1.0)),
+    "threshold": lambda draw, p, seed, ell: draw(st.floats(0.0, 1.0)),
+    "divergence": lambda draw, p, seed, ell: draw(st.sampled_from(L.DIVERGENCES)),
+    "ell": lambda draw, p, seed, ell: ell,
+    "judge": lambda draw, p, seed, ell: np.random.default_rng(seed).random(p.size) < 0.5,
+    "beta": lambda draw, p, seed, ell: draw(st.floats(0.0, 3.0)),
+    "alpha": lambda draw, p, seed, ell: draw(st.floats(0.0, 1.0)),
+    "allowed": lambda draw, p, seed, ell: _mask(p.size, seed, p),
+    "on_reject": lambda draw, p, seed, ell: draw(st.sampled_from(L.ON_REJECT)),
+    "completion": lambda draw, p, seed, ell: draw(st.sampled_from(L.COMPLETIONS)),
+}
+
+
 @st.composite
 def rule_cases(draw):
     """(p, q, rule, params) for every rule, with parameters drawn over their ranges."""
     p, q = draw(prob_pairs(max_size=60))
-    n = p.size
     rule = draw(st.sampled_from(sorted(L.RULES)))
     seed = draw(st.integers(0, 2**32 - 1))
     ell = draw(st.floats(0.01, 1.0))
-    kw: dict = {}
-    if rule == "interpolation":
-        kw["lam"] = draw(st.floats(0.0, 1.0))
-    elif rule == "fuzzy":
-        kw["threshold"] = draw(st.floats(0.0, 1.0))
-        kw["divergence"] = draw(st.sampled_from(["tv", "kl", "js"]))
-    elif rule in ("lenience", "ceiling"):
-        kw["ell"] = ell
-    elif rule == "judge":
-        kw["judge"] = np.random.default_rng(seed).random(n) < 0.5
-    elif rule == "contrastive":
-        kw["beta"] = draw(st.floats(0.0, 3.0))
-        kw["alpha"] = draw(st.floats(0.0, 1.0))
-    if rule in ("truncation", "truncation_ceiling"):
-        kw["allowed"] = _mask(n, seed, p)
-    if rule == "truncation":
-        kw["on_reject"] = draw(st.sampled_from(["renormalize", "target"]))
-    if rule in ("ceiling", "truncation_ceiling"):
-        kw["ell"] = ell
-        kw["completion"] = draw(st.sampled_from(["renormalize", "residual"]))
+    required, optional = L.RULE_PARAMS[rule]
+    kw = {name: PARAM_DRAWS[name](draw, p, seed, ell) for name in (*required, *optional)}
     return p, q, rule, kw
 
 

@@ -1,6 +1,9 @@
 r"""Batched decoding across prompts: one model forward per step for every live prompt.
 
-:func:`generate_batch` decodes many prompts together.  Each prompt (a *row*) runs the
+:func:`generate_batch` decodes many prompts together, through the one driver of real-model
+runs (:func:`specbound.llm.generation.decode_requests`, of which
+:func:`~specbound.llm.generate` is the one-prompt case; the scheduler, the batched forward
+and the batch cache are :mod:`specbound.llm._scheduler`'s).  Each prompt (a *row*) runs the
 one-prompt path of :func:`specbound.llm.generate` unchanged -- the simulator's decision logic
 (:func:`specbound.sim.speculative_decode`: Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858,
 Alg. 1, 3, 4, 9, 10 and the baselines of :mod:`specbound.sim.decode`) driving a KV-cached
@@ -63,31 +66,37 @@ per draft path (``batch_verify=False``).
 
 from __future__ import annotations
 
-import threading
+import inspect
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from specbound._validation import as_bool, as_choice, as_int, split_seeds
+from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, split_seeds
 from specbound.llm._deps import require_llm_extra
 from specbound.llm.generation import (
     DEFAULT_WINDOW,
+    DecodeRequest,
     GenerationResult,
-    PairBackend,
     PrefixCache,
     as_protocol_models,
     check_shared,
     decode_options,
+    decode_requests,
+    decoder_call,
     encode_for_pair,
-    generation_result,
     stop_token_ids,
 )
-from specbound.llm.models import NextTokenLogprobs
-from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, speculative_decode
-from specbound.sim.lossy_seq import lossy_decode
+from specbound.sim.decode import (
+    DECODERS,
+    MAX_NEW_TOKENS,
+    REPEATS,
+    speculative_decode,
+    validate_decode_args,
+    validate_decode_options,
+)
 
-torch = require_llm_extra()
+require_llm_extra()
 
 __all__ = ["GenerationBatch", "generate_batch"]
 
@@ -185,494 +194,6 @@ class GenerationBatch:
         if self.total_seconds <= 0:
             return float("nan")
         return self.n_generated / self.total_seconds
-
-
-# ----------------------------------------------------------------------------- caches
-
-
-def _cache_layers(cache) -> list[tuple]:
-    """``[(keys, values), ...]`` of a transformers cache, one pair per layer."""
-    layers = getattr(cache, "layers", None)
-    if layers is not None:
-        out = []
-        for layer in layers:
-            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
-                raise ValueError(f"pair: generate_batch needs plain (DynamicLayer) key-value "
-                                 f"caches, got {type(layer).__name__}")
-            out.append((layer.keys, layer.values))
-        return out
-    if hasattr(cache, "key_cache"):  # older transformers
-        return list(zip(cache.key_cache, cache.value_cache, strict=True))
-    raise ValueError(f"pair: generate_batch needs transformers key-value caches, got "
-                     f"{type(cache).__name__}")
-
-
-def _ragged_layer_class():
-    """A ``DynamicLayer`` over rows of a persistent buffer, each row at its own length.
-
-    Row ``b`` holds its cache in columns ``[0, c_b)`` of its slot; ``update`` writes the
-    step's new keys of row ``b`` at columns ``[c_b, c_b + n)`` in place (transformers'
-    ``DynamicLayer.update`` would concatenate, copying the whole batch cache in every layer)
-    and returns the buffer's first ``C + n`` columns (``C = max c_b``); the attention mask
-    hides every column a row does not own.
-    """
-    global _RaggedLayer
-    if _RaggedLayer is None:
-        from transformers.cache_utils import DynamicLayer
-
-        class RaggedLayer(DynamicLayer):
-            def __init__(self, kbuf, vbuf, length, index):
-                super().__init__()
-                self.lazy_initialization(kbuf, vbuf)
-                self._kb, self._vb, self._n, self._index = kbuf, vbuf, length, index
-                self.keys, self.values = kbuf[..., :length, :], vbuf[..., :length, :]
-
-            def update(self, key_states, value_states, *args, **kwargs):
-                n = key_states.shape[-2]
-                if self._index is None:  # every row at the same length
-                    self._kb[..., self._n:self._n + n, :] = key_states
-                    self._vb[..., self._n:self._n + n, :] = value_states
-                else:
-                    rows, cols = self._index
-                    self._kb[rows[:, :n], :, cols[:, :n], :] = key_states.transpose(1, 2)
-                    self._vb[rows[:, :n], :, cols[:, :n], :] = value_states.transpose(1, 2)
-                self.keys = self._kb[..., :self._n + n, :]
-                self.values = self._vb[..., :self._n + n, :]
-                return self.keys, self.values
-
-        _RaggedLayer = RaggedLayer
-    return _RaggedLayer
-
-
-_RaggedLayer = None
-
-
-def _ragged_cache(layers, C, cs, N):
-    """A ``DynamicCache`` over persistent buffers whose row ``b`` holds ``cs[b]`` positions."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    if not isinstance(getattr(cache, "layers", None), list):  # pragma: no cover - old versions
-        raise ValueError("pair: generate_batch needs transformers >= 4.56 (cache layers)")
-    index = None
-    if any(c != C for c in cs):
-        dev = layers[0][0].device
-        c = torch.tensor(cs, dtype=torch.long, device=dev)
-        rows = torch.arange(len(cs), device=dev)[:, None].expand(len(cs), N)
-        index = (rows, c[:, None] + torch.arange(N, device=dev)[None, :])
-    cls = _ragged_layer_class()
-    for k, v in layers:
-        cache.layers.append(cls(k, v, C, index))
-    return cache
-
-
-def _make_cache(layers):
-    """A ``DynamicCache`` holding the given tensors (not copies of them)."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    if isinstance(getattr(cache, "layers", None), list):
-        from transformers.cache_utils import DynamicLayer
-
-        for k, v in layers:
-            layer = DynamicLayer()
-            layer.lazy_initialization(k, v)
-            layer.keys, layer.values = k, v
-            cache.layers.append(layer)
-        return cache
-    for i, (k, v) in enumerate(layers):  # older transformers: update copies
-        cache.update(k, v, i)
-    return cache
-
-
-def _batch_mask(requests, starts, rows, ns, cs, N, T, dtype, dev):
-    """The 4-D additive mask (rows, 1, N, T) of a batch in the store's layout.
-
-    Row ``b`` of a request with cache length ``c`` holds its cache in columns ``[0, c)`` and
-    its new tokens in ``[c, c + N)``: query ``j`` of a plain request sees columns
-    ``[0, c + j]`` (causal); a token-tree request's own mask (each node sees the cache, the
-    pending tokens and its ancestors; :mod:`specbound.llm.tree`) is placed over columns
-    ``[0, c + n)``; padded queries see the causal prefix (never an empty row).
-    """
-    low = torch.finfo(dtype).min
-    c_row = torch.tensor(np.repeat(cs, rows), dtype=torch.long, device=dev)
-    lim = c_row[:, None] + torch.arange(N, device=dev)[None, :]
-    allowed = torch.arange(T, device=dev)[None, None, :] <= lim[:, :, None]
-    full = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill_(~allowed, low)
-    full = full[:, None]
-    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
-        if q[3] is not None:
-            full[r0:r0 + r, 0, :n, :c + n] = q[3][:, 0].to(dtype)
-    return full
-
-
-class _Store:
-    """The persistent batch cache of one model: per layer a (rows, ..., capacity, dim)
-    key and value buffer, and which row of the batch (and how many sequences) owns each
-    slot.  Rows keep their slot between steps; see :func:`_batched_forward`."""
-
-    def __init__(self, layers, owners, capacity):
-        self.layers = layers
-        self.owners = owners
-        self.capacity = capacity
-
-    def holds(self, cache, start, r) -> bool:
-        """Whether ``cache`` is the store's view of slots ``[start, start + r)`` at column 0."""
-        try:
-            got = _cache_layers(cache)
-        except ValueError:
-            return False
-        if len(got) != len(self.layers):
-            return False
-        for li in (0, len(got) - 1):
-            for a, b in zip(got[li], self.layers[li], strict=True):
-                if (a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
-                        or a.storage_offset() != start * b.stride(0)
-                        or a.stride() != b.stride() or a.shape[0] != r):
-                    return False
-        return True
-
-    def shares(self, cache) -> bool:
-        """Whether ``cache`` has tensors in the store's buffers (at any slot)."""
-        ptr = self.layers[0][0].untyped_storage().data_ptr()
-        try:
-            return any(k.untyped_storage().data_ptr() == ptr for k, _ in _cache_layers(cache))
-        except ValueError:
-            return False
-
-
-#: free columns a new store keeps after the longest row, per new token of the step (at
-#: least 32): rows grow into them for several steps before the store is rebuilt
-_STORE_SLACK = 12
-
-
-def _model_of(which: str) -> str:
-    """The model whose forward and batch store a request of kind ``which`` uses: a shared
-    forward (``share_forwards``) is the target's."""
-    return "target" if which == "shared" else which
-
-
-def _batched_forward(pair, which, requests, stores=None, owners=None):
-    """One forward of ``which`` over several rows' requests; per-request NextTokenLogprobs.
-
-    ``requests``: ``(ids, cache, k[, mask4, pos4])`` with ``ids`` a (rows, n) long tensor of
-    new tokens, ``cache`` the request's KV cache (rows, ..., c, ...) or None, ``k`` the
-    trailing positions wanted.  ``stores`` (a dict, one :class:`_Store` per model) and
-    ``owners`` (one hashable per request: the row that posted it) keep the batch cache
-    between steps: when the same rows post again in the same order, each request whose
-    cache is still the store's view of its slots is used in place (nothing is copied) and
-    only the others are written into their slots; otherwise (rows left the batch, a row's
-    number of sequences changed, the store is full) a new store is built, with free columns
-    for the next steps.  New tokens are right-padded after each row's own cache (module
-    docstring).  Also returns the number of model forwards made.  A request without a
-    cache (a prompt's prefill) runs alone: a prefill is compute-bound, so stacking it gains
-    nothing and padding it costs a lot.
-    """
-    requests = [tuple(q) + (None, None)[:5 - len(q)] for q in requests]
-    if owners is None:
-        owners = list(range(len(requests)))
-    alone = [i for i, q in enumerate(requests) if q[1] is None or len(requests) == 1]
-    if alone:
-        out = [None] * len(requests)
-        for i in alone:
-            ids, cache, k, mask4, pos4 = requests[i]
-            out[i] = pair._forward(which, ids, mask4, pos4, cache, True, k)
-        rest = [i for i in range(len(requests)) if out[i] is None]
-        n = len(alone)
-        if rest:
-            outs, m = _batched_forward(pair, which, [requests[i] for i in rest], stores,
-                                       [owners[i] for i in rest])
-            n += m
-            for i, o in zip(rest, outs, strict=True):
-                out[i] = o
-        return out, n
-    dev = pair.device
-    rows = [int(q[0].shape[0]) for q in requests]
-    ns = [int(q[0].shape[1]) for q in requests]
-    cs = [int(q[1].get_seq_length()) for q in requests]
-    ks = [int(q[2]) if q[2] is not None else int(q[0].shape[1]) for q in requests]
-    R, N, C = sum(rows), max(ns), max(cs)
-    T = C + N
-    starts = np.concatenate([[0], np.cumsum(rows)]).astype(int)
-    ids_b = torch.zeros((R, N), dtype=torch.long, device=dev)
-    pos = torch.zeros((R, N), dtype=torch.long, device=dev)
-    ar = torch.arange(N, device=dev)
-    for q, r0, r, n, c in zip(requests, starts, rows, ns, cs, strict=False):
-        ids = q[0]
-        ids_b[r0:r0 + r, :n] = ids
-        ids_b[r0:r0 + r, n:] = ids[:, -1:]  # any valid token; masked out
-        pos[r0:r0 + r] = ar + c
-        if q[4] is not None:  # a token tree's own positions (its depths), pads after them
-            pos[r0:r0 + r, :n] = q[4]
-    per_req = [_cache_layers(q[1]) for q in requests]
-    model = pair.target if which == "target" else pair.draft
-    params = next(iter(model.parameters()), None)
-    mdtype = (params.dtype if params is not None and params.dtype.is_floating_point
-              else torch.float32)
-    mask = _batch_mask(requests, starts, rows, ns, cs, N, T, mdtype, dev)
-    # the batch cache: the store of the previous step when the same rows come back in the
-    # same order with room for this step's tokens, else a new one
-    key = [(o, r) for o, r in zip(owners, rows, strict=True)]
-    skey = _model_of(which)
-    store = stores.get(skey) if stores is not None else None
-    in_place = [False] * len(requests)
-    if store is not None and store.owners == key and T <= store.capacity and len(
-            per_req[0]) == len(store.layers):
-        in_place = [store.holds(q[1], r0, r)
-                    for q, r0, r in zip(requests, starts, rows, strict=False)]
-        if any(not ok and store.shares(q[1]) for ok, q in zip(in_place, requests, strict=True)):
-            store = None  # a cache that moved between slots: rebuild
-    else:
-        store = None
-    if store is None:
-        in_place = [False] * len(requests)
-        # free columns for the next steps (rows with several draft paths too: a store whose
-        # rows keep their number of sequences grows into them; measured on mpfr B = 2, 24
-        # prompts x 64 tokens: 187 -> 132 rebuilds, 85.8 -> 81.9 CPU seconds)
-        capacity = T + max(32, _STORE_SLACK * N)
-        layers = []
-        for k0, v0 in per_req[0]:
-            layers.append((k0.new_zeros((R, *k0.shape[1:-2], capacity, k0.shape[-1])),
-                           v0.new_zeros((R, *v0.shape[1:-2], capacity, v0.shape[-1]))))
-        store = _Store(layers, key, capacity)
-        if stores is not None:
-            stores[skey] = store
-    for li, (kb, vb) in enumerate(store.layers):
-        for p, ok, r0, r, c in zip(per_req, in_place, starts, rows, cs, strict=False):
-            if not ok and c > 0:
-                kb[r0:r0 + r, ..., :c, :] = p[li][0]
-                vb[r0:r0 + r, ..., :c, :] = p[li][1]
-    per_req = None
-    batch = _ragged_cache([(kb[:R], vb[:R]) for kb, vb in store.layers], C,
-                          list(np.repeat(cs, rows)), N)
-    keep = max(N - n + k for n, k in zip(ns, ks, strict=True))
-    out = pair._forward(which, ids_b, mask, pos, batch, True, keep)
-    results = []
-    for r0, r, n, c, k in zip(starts, rows, ns, cs, ks, strict=False):
-        lo = n - k - (N - keep)
-        lp = out.logprobs[r0:r0 + r, lo:lo + k]
-        dlp = (out.draft_logprobs[r0:r0 + r, lo:lo + k] if out.draft_logprobs is not None
-               else None)
-        cache = _make_cache([(kb[r0:r0 + r, ..., :c + n, :], vb[r0:r0 + r, ..., :c + n, :])
-                             for kb, vb in store.layers])
-        results.append(NextTokenLogprobs(lp, cache, dlp))
-    return results, 1
-
-
-# ----------------------------------------------------------------------------- rows
-
-
-class _Abort(BaseException):
-    """Raised inside a row's thread to unwind it when the batch is abandoned."""
-
-
-class _Row:
-    def __init__(self, index):
-        self.index = index
-        self.go = threading.Event()
-        self.request = None
-        self.response = None
-        self.share = 0.0
-        self.result = None
-        self.error = None
-        self.done = False
-        self.finished_at = 0.0
-
-
-class _PairProxy:
-    """The pair as seen by a row's backend: ``target_logprobs`` (the token-tree verification
-    of :meth:`PairBackend.verify`) is posted to the scheduler; everything else is the pair's."""
-
-    def __init__(self, pair, backend):
-        self._pair = pair
-        self._backend = backend
-
-    def __getattr__(self, name):
-        return getattr(self._pair, name)
-
-    def target_logprobs(self, input_ids, *, attention_mask=None, position_ids=None, cache=None,
-                        use_cache=False, num_positions=1):
-        b = self._backend
-        t0 = time.perf_counter()
-        out, share = b._sched.post(b._row, "target", input_ids, cache, num_positions,
-                                   attention_mask, position_ids)
-        # the caller adds the whole wait to target_seconds; keep only this row's share
-        b.target_seconds -= (time.perf_counter() - t0) - share
-        return out
-
-
-class _RowBackend(PairBackend):
-    """:class:`PairBackend` whose forwards are posted to the batch scheduler."""
-
-    def __init__(self, pair, row, scheduler, **kwargs):
-        self._row = row
-        self._sched = scheduler
-        super().__init__(pair, **kwargs)
-        self.pair = _PairProxy(pair, self)
-
-    def _target(self, ids, cache, k):
-        out, secs = self._sched.post(self._row, "target", ids, cache, k)
-        self.target_seconds += secs
-        self.n_target_forwards += 1
-        return out
-
-    def _draft(self, ids, cache):
-        out, secs = self._sched.post(self._row, "draft", ids, cache, 1)
-        self.draft_seconds += secs
-        self.n_draft_forwards += 1
-        return out
-
-    def _shared(self, ids, cache):
-        out, secs = self._sched.post(self._row, "shared", ids, cache, 1)
-        self.target_seconds += secs
-        self.n_target_forwards += 1
-        return out
-
-
-class _Scheduler:
-    """Runs the rows' threads in turns and their posted forwards as batched forwards."""
-
-    def __init__(self, pair):
-        self.pair = pair
-        self.back = threading.Event()
-        self.aborted = False
-        self.seconds = {"target": 0.0, "draft": 0.0}
-        self.forwards = {"target": 0, "draft": 0}
-        self.max_rows = 0
-        self.stores: dict = {}  # the persistent batch cache of each model (_Store)
-
-    def _with_ghosts(self, which, group, live):
-        """The requests of a forward over every slot of the model's batch store when
-        ``group`` is a part of the rows that own it: the other owners are live rows waiting
-        on another kind of forward, whose caches are still the store's views of their
-        slots, and rows that have finished (up to a quarter of the slots).  They ride along
-        as *ghosts* (one dummy token each, its output dropped, its key and value written into
-        the first free column of the ghost's slot, which the ghost's next forward
-        overwrites); without them the store would be rebuilt -- every layer's cache zeroed
-        and copied -- at each step where the rows drift apart or one finishes (rows of a
-        speculative batch end their blocks at different steps near the end of a run).
-        Returns ``(requests, owners, positions of the group's requests)`` or None (no
-        store, or a ghost that cannot ride along: the group is forwarded alone)."""
-        skey = _model_of(which)
-        store = self.stores.get(skey)
-        if store is None or len(store.owners) <= len(group):
-            return None
-        owners = [o for o, _ in store.owners]
-        in_group = {r.index: j for j, r in enumerate(group)}
-        if not in_group.keys() <= set(owners):
-            return None
-        by_index = {r.index: r for r in live}
-        reqs, picked, r0, dead = [], [0] * len(group), 0, 0
-        for o, nrows in store.owners:
-            row = by_index.get(o)
-            if o in in_group:
-                picked[in_group[o]] = len(reqs)
-                reqs.append(group[in_group[o]].request[1:])
-            elif row is None:  # a row that left the batch: its slot rides along, unread,
-                dead += 1      # until a quarter of the slots are such (then a rebuild)
-                if dead > len(owners) // 4:
-                    return None
-                view = _make_cache([(kb[r0:r0 + nrows, ..., :1, :], vb[r0:r0 + nrows, ..., :1, :])
-                                    for kb, vb in store.layers])
-                reqs.append((torch.zeros((nrows, 1), dtype=torch.long,
-                                         device=store.layers[0][0].device), view, 1))
-            elif row.request is None:
-                return None
-            else:
-                kind, ids, cache = row.request[:3]
-                if (_model_of(kind) != skey or cache is None or int(ids.shape[0]) != nrows
-                        or not store.holds(cache, r0, nrows)):
-                    return None
-                reqs.append((ids[:, -1:], cache, 1))
-            r0 += nrows
-        return reqs, owners, picked
-
-    # called in a row's thread
-    def post(self, row, which, ids, cache, k, mask4=None, pos4=None):
-        row.request = (which, ids, cache, k, mask4, pos4)
-        self.back.set()
-        row.go.wait()
-        row.go.clear()
-        if self.aborted:
-            raise _Abort
-        out, row.response = row.response, None
-        return out
-
-    def _resume(self, row):
-        self.back.clear()
-        row.go.set()
-        self.back.wait()
-
-    def run(self, rows, bodies, t0):
-        threads = []
-        for row, body in zip(rows, bodies, strict=True):
-            th = threading.Thread(target=self._thread, args=(row, body, t0), daemon=True,
-                                  name=f"generate_batch-row-{row.index}")
-            th.start()
-            threads.append(th)
-        try:
-            live = list(rows)
-            while live:
-                for row in live:
-                    if row.request is None:  # not waiting on a forward: let it run on
-                        self._resume(row)
-                        if row.error is not None:
-                            raise row.error
-                live = [r for r in live if not r.done]
-                if not live:
-                    break
-                groups: dict = {}
-                for row in live:
-                    groups.setdefault(row.request[0], []).append(row)
-                # the larger group runs (the target on a tie); the other rows keep their
-                # request for a later step, which brings rows that drifted apart (a prompt
-                # without a target prefill, a shorter last block) back into one forward
-                which = max(groups, key=lambda w: (len(groups[w]), w != "draft", w))
-                group = groups[which]
-                reqs = [r.request[1:] for r in group]
-                tf = time.perf_counter()
-                full = self._with_ghosts(which, group, live)
-                if full is None:
-                    outs, n_forwards = _batched_forward(self.pair, which, reqs, self.stores,
-                                                        [r.index for r in group])
-                else:
-                    all_reqs, all_owners, picked = full
-                    outs, n_forwards = _batched_forward(self.pair, which, all_reqs,
-                                                        self.stores, all_owners)
-                    outs = [outs[j] for j in picked]
-                secs = time.perf_counter() - tf
-                counted = _model_of(which)
-                self.seconds[counted] += secs
-                self.forwards[counted] += n_forwards
-                self.max_rows = max(self.max_rows, sum(int(q[0].shape[0]) for q in reqs))
-                for r, o in zip(group, outs, strict=True):
-                    r.request = None
-                    r.response = (o, secs / len(group))
-        except BaseException:
-            self.aborted = True
-            for row in rows:
-                row.go.set()
-            for th in threads:
-                th.join()
-            raise
-        for th in threads:
-            th.join()
-
-    def _thread(self, row, body, t0):
-        row.go.wait()
-        row.go.clear()
-        try:
-            if not self.aborted:
-                row.result = body()
-        except _Abort:
-            pass
-        except BaseException as exc:  # handed to the scheduler's thread
-            row.error = exc
-        finally:
-            row.finished_at = time.perf_counter() - t0
-            row.done = True
-            row.request = None
-            self.back.set()
 
 
 # ----------------------------------------------------------------------------- public
@@ -807,7 +328,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         if unknown:
             raise ValueError(f"{unknown[0]}: not an option of generate_batch (unknown: "
                              f"{unknown}; decoder options: {sorted(decode_options())})")
-    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "_forward")):
+    if not (hasattr(pair, "target_logprobs") and hasattr(pair, "forward_logprobs")):
         raise ValueError(f"pair: must be a ModelPair (specbound.llm.load_pair), got "
                          f"{type(pair).__name__}")
     if log is not None and not callable(getattr(log, "record", None)):
@@ -820,52 +341,23 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
     if share:
         check_shared(pair)
     encoded = _encode_all(pair, prompts, chat, template, max_new_tokens, L)
-    n = len(encoded)
-    seeds = split_seeds(seed, n)
-    # validate the decoder options once, on the first prompt, without any forward (the
-    # lossy rules' parameters are validated in every context, as in generate_lossy)
+    seeds = split_seeds(seed, len(encoded))
+    # the decoder's arguments and options checked once, before any forward (the lossy
+    # rules' parameters are checked in every context, as in generate_lossy)
     if rule is None:
         _check_options(pair, encoded[0][0], decoder, L, B, key, window, max_new_tokens,
                        options)
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=max_new_tokens * n, desc=f"generate_batch ({decoder}, {n} prompts)",
-                   unit="tok")
-    sched = _Scheduler(pair)
-    stops = stop_token_ids(pair, stop_at_eos)
-    target_lm, draft_lm = as_protocol_models(pair)
-    rows, backends, bodies = [], [], []
-    for i, (ids, _) in enumerate(encoded):
-        row = _Row(i)
-        backend = _RowBackend(pair, row, sched, tree=tree, log=log, prompt_id=i,
-                              stop_tokens=stops, progress=bar, prefix_cache=prefix_cache,
-                              share_forwards=share)
-
-        def body(ids=ids, backend=backend, s=seeds[i]):
-            if rule is not None:
-                return lossy_decode(target_lm, draft_lm, ids, rule, L=L,
-                                    max_new_tokens=max_new_tokens, seed=s, backend=backend,
-                                    **options)
-            return speculative_decode(target_lm, draft_lm, ids, decoder, L=L, B=B, key=key,
-                                      max_new_tokens=max_new_tokens, seed=s, window=window,
-                                      backend=backend, **options)
-
-        rows.append(row)
-        backends.append(backend)
-        bodies.append(body)
+    decode = decoder_call(pair, decoder, L=L, B=B, key=key, window=window,
+                          max_new_tokens=max_new_tokens, options=options)
+    requests = [DecodeRequest(ids, text, s, i)
+                for i, ((ids, text), s) in enumerate(zip(encoded, seeds, strict=True))]
     t0 = time.perf_counter()
-    try:
-        sched.run(rows, bodies, t0)
-    finally:
-        if bar is not None:
-            bar.close()
+    results, sched = decode_requests(
+        pair, requests, decode, desc=f"generate_batch ({decoder}, {len(requests)} prompts)",
+        max_new_tokens=max_new_tokens, progress=progress, tree=tree, log=log,
+        stop_tokens=stop_token_ids(pair, stop_at_eos), prefix_cache=prefix_cache,
+        share_forwards=share)
     total = time.perf_counter() - t0
-    results = tuple(
-        generation_result(pair, row.result, backend, text, row.finished_at)
-        for row, backend, (_, text) in zip(rows, backends, encoded, strict=True))
     return GenerationBatch(decoder=decoder, L=L, B=B, rows=results, total_seconds=total,
                            target_seconds=sched.seconds["target"],
                            draft_seconds=sched.seconds["draft"],
@@ -873,33 +365,17 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
                            n_draft_forwards=sched.forwards["draft"], max_rows=sched.max_rows)
 
 
-class _NoForward(Exception):
-    pass
-
-
-class _CheckBackend:
-    """A backend that stops the decoder at its first call: options are validated by then."""
-
-    finished = False
-
-    def reset(self, prompt):
-        raise _NoForward
-
-    def draft_step(self, paths):  # pragma: no cover - never reached
-        raise _NoForward
-
-    def verify(self, paths):  # pragma: no cover - never reached
-        raise _NoForward
-
-    def commit(self, tokens):  # pragma: no cover - never reached
-        raise _NoForward
-
-
 def _check_options(pair, ids, decoder, L, B, key, window, max_new_tokens, options):
+    """The decoder's arguments and options as :func:`specbound.sim.speculative_decode`
+    checks them (ValueError naming the argument): its argument check and the decoder
+    registry's option table (:func:`specbound.sim.decode.validate_decode_options`, the
+    options of each :class:`~specbound.sim.decoders.DecoderSpec`)."""
     target_lm, draft_lm = as_protocol_models(pair)
-    try:
-        speculative_decode(target_lm, draft_lm, ids, decoder, L=L, B=B, key=key,
-                           max_new_tokens=max_new_tokens, seed=0, window=window,
-                           backend=_CheckBackend(), **options)
-    except _NoForward:
-        pass
+    validate_decode_args(target_lm, draft_lm, ids, decoder, L, B, key, max_new_tokens, window)
+    defaults = {n: p.default
+                for n, p in inspect.signature(speculative_decode).parameters.items()}
+    chosen = {n: options.get(n, defaults[n]) for n in ("reweight", "unkeyed", "residual")}
+    validate_decode_options(decoder, **chosen)
+    as_choice(options.get("repeats", defaults["repeats"]), "repeats", REPEATS)
+    if options.get("max_blocks") is not None:
+        as_int(options["max_blocks"], "max_blocks", min_value=1, max_value=INT64_MAX)

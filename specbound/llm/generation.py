@@ -57,14 +57,24 @@ The backend
   of the same prompt (other decoders, seeds, drafts) start from copies of them instead of
   repeating the forwards; the tokens are the same bit for bit.
 
-Timings: ``target_seconds`` / ``draft_seconds`` are wall-clock time inside the pair's
-forward calls (the model's forward and the float64 logits processing; the prompt's prefill
-included, unless a :class:`PrefixCache` supplied it); everything else (the decision logic,
-the conversion to NumPy, cache selection) is ``total_seconds - forward_seconds``.
+One driver: :func:`generate` and :func:`generate_lossy` are the one-prompt case of the batch
+path (:func:`decode_requests`, which :func:`~specbound.llm.generate_batch` runs over many
+prompts): the backend posts each forward to the scheduler of
+:mod:`specbound.llm._scheduler`, which, for one prompt, runs it at once in the caller's
+thread as the pair's own forward (:meth:`~specbound.llm.ModelPair.forward_logprobs`).
+
+Timings: ``target_seconds`` / ``draft_seconds`` are wall-clock time inside the forwards the
+run took part in (the model's forward and the float64 logits processing, as timed by the
+scheduler; the prompt's prefill included, unless a :class:`PrefixCache` supplied it; in a
+batch, each forward's time divided by its number of rows); ``total_seconds`` is the time
+from the start of the run until its last block (tokenization, loading and building the
+backend excluded); everything else (the decision logic, the conversion to NumPy, cache
+selection) is ``total_seconds - forward_seconds``.
 """
 
 from __future__ import annotations
 
+import functools
 import numbers
 import time
 from collections.abc import Sequence
@@ -80,6 +90,7 @@ from specbound._validation import (
     asarray_named,
 )
 from specbound.llm._deps import require_llm_extra
+from specbound.llm._scheduler import ForwardRequest, Row, Scheduler
 from specbound.llm.models import NextTokenLogprobs
 from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, DecodeResult, speculative_decode
 from specbound.sim.lossy_seq import lossy_decode as _sim_lossy_decode
@@ -405,7 +416,8 @@ class PairBackend:
         counts as one target forward, its time (both laws' processing included) as target
         time."""
         t0 = time.perf_counter()
-        out = self.pair._forward("shared", ids, None, None, cache, True, 1)
+        out = self.pair.forward_logprobs("shared", ids, cache=cache, use_cache=True,
+                                         num_positions=1)
         self.target_seconds += time.perf_counter() - t0
         self.n_target_forwards += 1
         return out
@@ -959,36 +971,157 @@ def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT
         check_shared(pair)
     ids, prompt_text = encode_for_pair(pair, prompt, chat, template)
     _check_lengths(pair, ids, L, max_new_tokens)
+    decode = decoder_call(pair, decoder, L=L, B=B, key=key, window=window,
+                          max_new_tokens=max_new_tokens, options=options)
+    results, _ = decode_requests(
+        pair, [DecodeRequest(ids, prompt_text, seed, prompt_id)], decode,
+        desc=f"generate ({decoder})", max_new_tokens=max_new_tokens, progress=progress,
+        batch_verify=batch_verify, tree=tree, log=log, prefix_cache=prefix_cache,
+        stop_tokens=stop_token_ids(pair, stop_at_eos), share_forwards=share_forwards)
+    return results[0]
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+@dataclass(frozen=True, eq=False)
+class DecodeRequest:
+    """One prompt of a run of :func:`decode_requests`.
+
+    Attributes
+    ----------
+    ids : ndarray of int64
+        The prompt's token ids.
+    prompt_text : str or None
+        The prompt as text (None for token ids), kept in the result.
+    seed : int, SeedSequence, Generator or None
+        The seed of this prompt's run, passed to the decoder as it is.
+    prompt_id : int
+        Passed to ``log.record``.
+    """
+
+    ids: np.ndarray
+    prompt_text: str | None
+    seed: object
+    prompt_id: int = 0
+
+
+def decoder_call(pair, decoder, *, L, B, key, window, max_new_tokens, options):
+    """``decode(request, backend)``: the simulator's run of ``decoder`` on one prompt with a
+    given backend -- :func:`specbound.sim.speculative_decode`, or for ``"lossy:<rule>"``
+    :func:`specbound.sim.lossy_decode` (``B``, ``key`` and ``window`` unused; ``options``
+    are the rule's parameters)."""
     target, draft_lm = as_protocol_models(pair)
+    if decoder.startswith("lossy:"):
+        rule = decoder[len("lossy:"):]
 
-    def run(backend):
-        return speculative_decode(target, draft_lm, ids, decoder, L=L, B=B, key=key,
-                                  max_new_tokens=max_new_tokens, seed=seed, window=window,
-                                  backend=backend, **options)
+        def decode(request, backend):
+            return _sim_lossy_decode(target, draft_lm, request.ids, rule, L=L,
+                                     max_new_tokens=max_new_tokens, seed=request.seed,
+                                     backend=backend, **options)
+    else:
+        def decode(request, backend):
+            return speculative_decode(target, draft_lm, request.ids, decoder, L=L, B=B,
+                                      key=key, max_new_tokens=max_new_tokens,
+                                      seed=request.seed, window=window, backend=backend,
+                                      **options)
+    return decode
 
-    return _drive(pair, ids, prompt_text, decoder, max_new_tokens, progress, run,
-                  dict(batch_verify=batch_verify, tree=tree, log=log, prompt_id=prompt_id,
-                       stop_tokens=stop_token_ids(pair, stop_at_eos), prefix_cache=prefix_cache,
-                       share_forwards=share_forwards))
 
+def decode_requests(pair, requests, decode, *, desc, max_new_tokens, progress=False,
+                    **backend_options):
+    """The one driver of real-model runs: every request a row with its own backend.
 
-def _drive(pair, ids, prompt_text, label, max_new_tokens, progress, run, backend_options):
-    """The driver shared by :func:`generate` and :func:`generate_lossy`: a KV-cached
-    :class:`PairBackend` (with a progress bar when ``progress``), ``run(backend)`` -- the
-    simulator's block loop on it -- timed, and its :class:`GenerationResult`."""
+    Each request (a :class:`DecodeRequest`) gets a :class:`PairBackend` whose forwards are
+    posted to one scheduler (:mod:`specbound.llm._scheduler`), and ``decode(request,
+    backend)`` -- the simulator's block loop -- runs on it; the posted forwards of the live
+    rows run as batched forwards.  One request runs in the caller's thread with the pair's
+    own forwards (what :func:`generate` does); :func:`~specbound.llm.generate_batch` passes
+    many.  ``backend_options`` go to every row's backend (``batch_verify``, ``tree``,
+    ``log``, ``stop_tokens``, ``prefix_cache``, ``share_forwards``), ``progress`` makes one
+    tqdm bar (labelled ``desc``) over the generated tokens of all rows.
+
+    Returns ``(results, scheduler)``: one :class:`GenerationResult` per request, in order,
+    and the :class:`~specbound.llm._scheduler.Scheduler` (its forward counts and seconds).
+    Timings of a row: ``target_seconds`` / ``draft_seconds`` its share of the forwards it
+    took part in (each forward's time divided by the rows in it; for one request, the time
+    inside its forwards), ``total_seconds`` the time from the start of the run until the row
+    finished (prefills included; tokenization and building the backends excluded).
+    """
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=max_new_tokens, desc=f"generate ({label})", unit="tok")
-    backend = PairBackend(pair, progress=bar, **backend_options)
-    t0 = time.perf_counter()
+        bar = tqdm(total=max_new_tokens * len(requests), desc=desc, unit="tok")
+    sched = Scheduler(pair)
+    rows, backends, bodies = [], [], []
     try:
-        res = run(backend)
+        for i, request in enumerate(requests):
+            row = Row(i)
+            backend = _RowBackend(pair, row, sched, prompt_id=request.prompt_id, progress=bar,
+                                  **backend_options)
+            rows.append(row)
+            backends.append(backend)
+            bodies.append(functools.partial(decode, request, backend))
+        t0 = time.perf_counter()
+        sched.run(rows, bodies, t0)
     finally:
         if bar is not None:
             bar.close()
-    return generation_result(pair, res, backend, prompt_text, time.perf_counter() - t0)
+    results = tuple(
+        generation_result(pair, row.result, backend, request.prompt_text, row.finished_at)
+        for row, backend, request in zip(rows, backends, requests, strict=True))
+    return results, sched
+
+
+class _PairProxy:
+    """The pair as seen by a row's backend: ``target_logprobs`` (the token-tree verification
+    of :meth:`PairBackend.verify`) is posted to the scheduler; everything else is the pair's."""
+
+    def __init__(self, pair, backend):
+        self._pair = pair
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._pair, name)
+
+    def target_logprobs(self, input_ids, *, attention_mask=None, position_ids=None, cache=None,
+                        use_cache=False, num_positions=1):
+        b = self._backend
+        t0 = time.perf_counter()
+        out, share = b.scheduler.post(b.row, ForwardRequest(
+            "target", input_ids, cache, num_positions, attention_mask, position_ids))
+        # the caller adds the whole wait to target_seconds; keep only this row's share
+        b.target_seconds -= (time.perf_counter() - t0) - share
+        return out
+
+
+class _RowBackend(PairBackend):
+    """:class:`PairBackend` whose forwards are posted to the run's scheduler."""
+
+    def __init__(self, pair, row, scheduler, **kwargs):
+        self.row = row
+        self.scheduler = scheduler
+        super().__init__(pair, **kwargs)
+        self.pair = _PairProxy(pair, self)
+
+    def _target(self, ids, cache, k):
+        out, secs = self.scheduler.post(self.row, ForwardRequest("target", ids, cache, k))
+        self.target_seconds += secs
+        self.n_target_forwards += 1
+        return out
+
+    def _draft(self, ids, cache):
+        out, secs = self.scheduler.post(self.row, ForwardRequest("draft", ids, cache, 1))
+        self.draft_seconds += secs
+        self.n_draft_forwards += 1
+        return out
+
+    def _shared(self, ids, cache):
+        out, secs = self.scheduler.post(self.row, ForwardRequest("shared", ids, cache, 1))
+        self.target_seconds += secs
+        self.n_target_forwards += 1
+        return out
 
 
 # ----------------------------------------------------------------------------- lossy rules
@@ -1029,13 +1162,11 @@ def generate_lossy(pair, prompt, rule, *, L=4, max_new_tokens=128, seed=0, chat=
         pair = pair.with_draft(draft)
     ids, prompt_text = encode_for_pair(pair, prompt, as_bool(chat, "chat"), template)
     _check_lengths(pair, ids, L, max_new_tokens)
-    target, draft_lm = as_protocol_models(pair)
-
-    def run(backend):
-        return _sim_lossy_decode(target, draft_lm, ids, rule, L=L, max_new_tokens=max_new_tokens,
-                                 seed=seed, backend=backend, **params)
-
-    return _drive(pair, ids, prompt_text, f"lossy:{rule}", max_new_tokens,
-                  as_bool(progress, "progress"), run,
-                  dict(log=log, prompt_id=prompt_id, prefix_cache=prefix_cache,
-                       stop_tokens=stop_token_ids(pair, as_bool(stop_at_eos, "stop_at_eos"))))
+    decode = decoder_call(pair, f"lossy:{rule}", L=L, B=1, key=None, window=None,
+                          max_new_tokens=max_new_tokens, options=params)
+    results, _ = decode_requests(
+        pair, [DecodeRequest(ids, prompt_text, seed, prompt_id)], decode,
+        desc=f"generate (lossy:{rule})", max_new_tokens=max_new_tokens,
+        progress=as_bool(progress, "progress"), log=log, prefix_cache=prefix_cache,
+        stop_tokens=stop_token_ids(pair, as_bool(stop_at_eos, "stop_at_eos")))
+    return results[0]

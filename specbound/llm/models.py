@@ -338,13 +338,16 @@ class ModelPair:
                              f"range [{lo}, {hi}]")
         return t.to(device=self.device, dtype=torch.long)
 
-    def _forward(self, which, input_ids, attention_mask, position_ids, cache, use_cache,
-                 num_positions):
-        """One forward; ``which`` is ``"target"``, ``"draft"`` or ``"shared"`` (the target's
-        forward giving the target's law and, in ``draft_logprobs``, the law of the draft
-        when the draft is the target at temperature ``T``: the raw logits in float64
-        divided by ``T`` as :class:`~specbound.llm.drafts.TemperatureHead` does, then
-        processed -- bit for bit what the draft's own forward returns)."""
+    def forward_logprobs(self, which, input_ids, *, attention_mask=None, position_ids=None,
+                         cache=None, use_cache=False, num_positions=1) -> NextTokenLogprobs:
+        """One forward of a model of the pair (as :meth:`target_logprobs`); ``which`` is
+        ``"target"``, ``"draft"`` or ``"shared"``: the target's forward giving the target's
+        law and, in ``draft_logprobs``, the law of the draft when the draft is the target at
+        temperature ``T`` (the raw logits in float64 divided by ``T`` as
+        :class:`~specbound.llm.drafts.TemperatureHead` does, then processed -- bit for bit
+        what the draft's own forward returns; ``share_forwards`` of
+        :func:`specbound.llm.generate`)."""
+        which = as_choice(which, "which", ("target", "draft", "shared"))
         shared = which == "shared"
         if which == "draft" and self.draft_spec.kind == "ngram":
             raise ValueError(f"draft: {str(self.draft_spec)!r} is a prompt lookup, not a model: "
@@ -441,14 +444,16 @@ class ModelPair:
         -------
         NextTokenLogprobs
         """
-        return self._forward("target", input_ids, attention_mask, position_ids, cache,
-                             use_cache, num_positions)
+        return self.forward_logprobs("target", input_ids, attention_mask=attention_mask,
+                                     position_ids=position_ids, cache=cache,
+                                     use_cache=use_cache, num_positions=num_positions)
 
     def draft_logprobs(self, input_ids, *, attention_mask=None, position_ids=None,
                        cache=None, use_cache=False, num_positions=1) -> NextTokenLogprobs:
         """The draft's processed next-token log-probabilities (as :meth:`target_logprobs`)."""
-        return self._forward("draft", input_ids, attention_mask, position_ids, cache,
-                             use_cache, num_positions)
+        return self.forward_logprobs("draft", input_ids, attention_mask=attention_mask,
+                                     position_ids=position_ids, cache=cache,
+                                     use_cache=use_cache, num_positions=num_positions)
 
     def next_token_probs(self, contexts, *, model: str = "target",
                          batch_size: int = 16) -> np.ndarray:
@@ -480,7 +485,7 @@ class ModelPair:
         for start in range(0, len(ctxs), batch_size):
             chunk = ctxs[start:start + batch_size]
             if len(chunk) == 1:
-                res = self._forward(model, chunk[0], None, None, None, False, 1)
+                res = self.forward_logprobs(model, chunk[0])
             else:
                 n = max(len(c) for c in chunk)
                 ids = torch.zeros((len(chunk), n), dtype=torch.long, device=self.device)
@@ -489,7 +494,7 @@ class ModelPair:
                     ids[i, n - len(c):] = c
                     mask[i, n - len(c):] = 1
                 pos = (mask.cumsum(-1) - 1).clamp(min=0)
-                res = self._forward(model, ids, mask, pos, None, False, 1)
+                res = self.forward_logprobs(model, ids, attention_mask=mask, position_ids=pos)
             out.append(res.numpy()[:, -1, :])
         return np.concatenate(out, axis=0)
 

@@ -40,32 +40,23 @@ from numba import njit
 from specbound.sim import _kernels as _K
 from specbound.sim._config import JIT
 from specbound.sim._pcg import pcg_double
-from specbound.sim.lossy import (
-    RULE_CEILING,
-    RULE_CONTRASTIVE,
-    RULE_FUZZY,
-    RULE_INTERPOLATION,
-    RULE_JUDGE,
-    RULE_LENIENCE,
-    RULE_LOSSLESS,
-    RULE_TRUNCATION,
-    RULE_TRUNCATION_CEILING,
-)
+from specbound.sim.lossy import RULE_SPECS
 
 #: IEEE arithmetic (the NumPy mechanism's roundings); cached like the other kernels
 JIT_IEEE = dict(JIT, fastmath=False)
 
-# rule codes: ``RuleSpec.code`` of the rule registry (specbound.sim.lossy.RULE_SPECS)
-LOSSLESS = RULE_LOSSLESS
-INTERPOLATION = RULE_INTERPOLATION
-FUZZY = RULE_FUZZY
-LENIENCE = RULE_LENIENCE
-JUDGE = RULE_JUDGE
-TRUNCATION = RULE_TRUNCATION
-CEILING = RULE_CEILING
-TRUNCATION_CEILING = RULE_TRUNCATION_CEILING
-CONTRASTIVE = RULE_CONTRASTIVE
-#: the compiled rules (the block loop refuses any other code)
+# rule codes: ``RuleSpec.code`` of the rule registry (specbound.sim.lossy.RULE_SPECS, where
+# a rule's code is its position); each names the branches of its step below
+LOSSLESS = RULE_SPECS["lossless"].code
+INTERPOLATION = RULE_SPECS["interpolation"].code
+FUZZY = RULE_SPECS["fuzzy"].code
+LENIENCE = RULE_SPECS["lenience"].code
+JUDGE = RULE_SPECS["judge"].code
+TRUNCATION = RULE_SPECS["truncation"].code
+CEILING = RULE_SPECS["ceiling"].code
+TRUNCATION_CEILING = RULE_SPECS["truncation_ceiling"].code
+CONTRASTIVE = RULE_SPECS["contrastive"].code
+#: the compiled rules: those with a step here (the block loop refuses any other code)
 CODES = (LOSSLESS, INTERPOLATION, FUZZY, LENIENCE, JUDGE, TRUNCATION, CEILING,
          TRUNCATION_CEILING, CONTRASTIVE)
 # positions in ``fpar`` and ``ipar``

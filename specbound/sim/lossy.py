@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -233,11 +233,12 @@ class RuleSpec:
     name : str
         The rule's name (one of :data:`specbound.theory.RULES`).
     code : int
-        Its number in the compiled loop (:mod:`specbound.sim._compiled_lossy`, the
-        ``RULE_*`` constants of this module); not tied to the position in ``RULES``.
+        Its number in the compiled loop (:mod:`specbound.sim._compiled_lossy`): its position
+        in :data:`RULE_SPECS`, set by the registry (never written by hand).
     params : tuple
         ``(required names, optional parameters with defaults)``: the rule's entry of
-        :data:`specbound.theory.lossy.RULE_PARAMS` (the one parser of rule parameters).
+        :data:`specbound.theory.lossy.RULE_PARAMS` (derived from the theory's table
+        ``RULE_LAWS``, whose parser is the one parser of rule parameters).
     mechanism : callable
         ``mechanism(p, q, prm) -> _Mechanism`` for one context: the acceptance function
         ``h``, the correction distribution and whether a rejection redraws.
@@ -264,43 +265,47 @@ class RuleSpec:
     sd_step: bool = False
 
 
-#: compiled rule codes (``RuleSpec.code``; :mod:`specbound.sim._compiled_lossy` dispatches on
-#: them explicitly and refuses any other)
-(RULE_LOSSLESS, RULE_INTERPOLATION, RULE_FUZZY, RULE_LENIENCE, RULE_JUDGE, RULE_TRUNCATION,
- RULE_CEILING, RULE_TRUNCATION_CEILING, RULE_CONTRASTIVE) = range(9)
-
-
-def _rule(name, code, mechanism, prepare=None, summary="", sd_step=False):
-    return RuleSpec(name, code, RULE_PARAMS[name], mechanism, prepare, summary, sd_step)
+def _rule(name, mechanism, prepare=None, summary="", sd_step=False):
+    """A rule's spec with its parameters from the theory's table (its code is set by
+    :func:`_rule_registry`)."""
+    return RuleSpec(name, -1, RULE_PARAMS[name], mechanism, prepare, summary, sd_step)
 
 
 def _rule_registry(*specs: RuleSpec) -> types.MappingProxyType:
-    out = {s.name: s for s in specs}
-    if len(out) != len(specs) or len({s.code for s in specs}) != len(specs):
-        raise ValueError("name: a lossy rule or a rule code is registered twice")
+    """The registry: each rule's code is its position."""
+    out = {s.name: replace(s, code=i) for i, s in enumerate(specs)}
+    if len(out) != len(specs):
+        raise ValueError("name: a lossy rule is registered twice")
     return types.MappingProxyType(out)
 
 
 #: name -> :class:`RuleSpec`, in the order of :data:`specbound.theory.RULES`
 RULE_SPECS = _rule_registry(
-    _rule("lossless", RULE_LOSSLESS, _mech_lossless, summary="speculative sampling (lossless)",
+    _rule("lossless", _mech_lossless, summary="speculative sampling (lossless)",
           sd_step=True),
-    _rule("interpolation", RULE_INTERPOLATION, _mech_nu, _prep_interpolation,
+    _rule("interpolation", _mech_nu, _prep_interpolation,
           summary="towards nu = lam p + (1 - lam) q (DIVERSED)"),
-    _rule("fuzzy", RULE_FUZZY, _mech_fuzzy, summary="Fuzzy SD: a divergence gate"),
-    _rule("lenience", RULE_LENIENCE, _mech_lenience, summary="min(1, p / (ell q))"),
-    _rule("judge", RULE_JUDGE, _mech_judge, summary="judge decoding"),
-    _rule("truncation", RULE_TRUNCATION, _mech_truncation, _prep_truncation,
+    _rule("fuzzy", _mech_fuzzy, summary="Fuzzy SD: a divergence gate"),
+    _rule("lenience", _mech_lenience, summary="min(1, p / (ell q))"),
+    _rule("judge", _mech_judge, summary="judge decoding"),
+    _rule("truncation", _mech_truncation, _prep_truncation,
           summary="accept on the allowed set A"),
-    _rule("ceiling", RULE_CEILING, _mech_ceiling, summary="a ceiling on the acceptance"),
-    _rule("truncation_ceiling", RULE_TRUNCATION_CEILING, _mech_ceiling,
+    _rule("ceiling", _mech_ceiling, summary="a ceiling on the acceptance"),
+    _rule("truncation_ceiling", _mech_ceiling,
           summary="ceiling, 1 on the allowed set A"),
-    _rule("contrastive", RULE_CONTRASTIVE, _mech_nu, _prep_contrastive,
+    _rule("contrastive", _mech_nu, _prep_contrastive,
           summary="towards the contrastive law p^(1+beta) q^(-beta)"),
 )
 if tuple(RULE_SPECS) != RULES or any(s.params != RULE_PARAMS[n] for n, s in RULE_SPECS.items()):
     raise ImportError("specbound.sim.lossy: RULE_SPECS must list theory.RULES with their "
                       "RULE_PARAMS, in order")
+
+#: the codes of the rules whose context needs a preparation in the compiled block loop
+#: (``specbound.sim._compiled``): the truncated target's check, the Fuzzy SD gate, the
+#: contrastive law
+RULE_FUZZY = RULE_SPECS["fuzzy"].code
+RULE_TRUNCATION = RULE_SPECS["truncation"].code
+RULE_CONTRASTIVE = RULE_SPECS["contrastive"].code
 
 
 def rule_spec(rule) -> RuleSpec:

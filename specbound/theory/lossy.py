@@ -102,6 +102,7 @@ that of :func:`specbound._validation.sum_atol`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,7 +120,9 @@ from specbound.theory.divergences import js_rows, kl_rows, tv_rows
 
 __all__ = [
     "RULES",
+    "RULE_LAWS",
     "RULE_PARAMS",
+    "RuleLaw",
     "Distortion",
     "acceptance_function",
     "acceptance_rate",
@@ -128,22 +131,6 @@ __all__ = [
     "judge_delta",
     "lenience_delta",
 ]
-
-#: rule -> (required parameter names, optional parameters with their defaults)
-RULE_PARAMS: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
-    "lossless": ((), {}),
-    "interpolation": (("lam",), {}),
-    "fuzzy": (("threshold",), {"divergence": "tv"}),
-    "lenience": (("ell",), {}),
-    "judge": (("judge",), {}),
-    "truncation": (("allowed",), {"on_reject": "renormalize"}),
-    "ceiling": (("ell",), {"completion": "residual"}),
-    "truncation_ceiling": (("allowed", "ell"), {"completion": "residual"}),
-    "contrastive": (("beta",), {"alpha": 0.1}),
-}
-
-#: the lossy rule names (the one list; ``specbound.sim`` derives its lists from it)
-RULES: tuple[str, ...] = tuple(RULE_PARAMS)
 
 #: divergences of the Fuzzy SD gate, rejection completions, yield completions
 DIVERGENCES = ("tv", "kl", "js")
@@ -262,31 +249,23 @@ def parse_rule_params(rule, p2, q2, params) -> tuple[str, dict]:
     """
     rule, full = check_rule_params(rule, params)
     m = p2.shape[0]
-    P = {}
-    for name, value in full.items():
-        if name == "lam":
-            P[name] = _as_lam(value, p2, q2)
-        elif name == "ell":
-            P[name] = as_real_per_row(value, "ell", m, low=0.0, high=1.0, low_open=True)
-        elif name == "judge":
-            P[name] = as_bool_mask(value, "judge", p2.shape)
-        elif name == "allowed":
-            P[name] = as_bool_mask(value, "allowed", p2.shape)
-        elif name == "threshold":
-            P[name] = as_real_per_row(value, "threshold", m, low=0.0)
-        elif name == "divergence":
-            P[name] = as_choice(value, "divergence", DIVERGENCES)
-        elif name == "on_reject":
-            P[name] = as_choice(value, "on_reject", ON_REJECT)
-        elif name == "completion":
-            P[name] = as_choice(value, "completion", COMPLETIONS)
-        elif name == "beta":
-            P[name] = as_real_per_row(value, "beta", m, low=0.0)
-        elif name == "alpha":
-            P[name] = as_real_per_row(value, "alpha", m, low=0.0, high=1.0)
-        else:  # pragma: no cover - RULE_PARAMS and this dispatch are kept in sync
-            raise AssertionError(name)
-    return rule, P
+    return rule, {name: _PARAM_PARSERS[name](value, p2, q2, m) for name, value in full.items()}
+
+
+#: parameter name -> its parser ``(value, p2, q2, rows) -> parsed`` (one entry per parameter
+#: of :data:`RULE_PARAMS`, whatever rules take it)
+_PARAM_PARSERS = {
+    "lam": lambda v, p2, q2, m: _as_lam(v, p2, q2),
+    "ell": lambda v, p2, q2, m: as_real_per_row(v, "ell", m, low=0.0, high=1.0, low_open=True),
+    "judge": lambda v, p2, q2, m: as_bool_mask(v, "judge", p2.shape),
+    "allowed": lambda v, p2, q2, m: as_bool_mask(v, "allowed", p2.shape),
+    "threshold": lambda v, p2, q2, m: as_real_per_row(v, "threshold", m, low=0.0),
+    "divergence": lambda v, p2, q2, m: as_choice(v, "divergence", DIVERGENCES),
+    "on_reject": lambda v, p2, q2, m: as_choice(v, "on_reject", ON_REJECT),
+    "completion": lambda v, p2, q2, m: as_choice(v, "completion", COMPLETIONS),
+    "beta": lambda v, p2, q2, m: as_real_per_row(v, "beta", m, low=0.0),
+    "alpha": lambda v, p2, q2, m: as_real_per_row(v, "alpha", m, low=0.0, high=1.0),
+}
 
 
 def _prepare(p, q, rule, params, normalize):
@@ -381,80 +360,143 @@ def _complete(y, p, completion):
 
 
 def _law(rule, p, q, P):
-    """Return (h, yield, induced) for 2-D validated input.
+    """Return (h, yield, induced) for 2-D validated input (the rule's law of
+    :data:`RULE_LAWS`).
 
     ``p/ell`` may overflow to ``inf`` for a tiny ``ell`` (the limit: every draft with
     ``p > 0`` is accepted); that is the intended value, so overflow is silenced.
     """
     with np.errstate(over="ignore"):
-        return _law_rows(rule, p, q, P)
+        return RULE_LAWS[rule].law(p, q, P)
 
 
-def _law_rows(rule, p, q, P):
-    if rule == "lossless":
-        y = np.minimum(q, p)
-        return _ratio_h(p, q), y, _sd_generic(q, y, p)
-    if rule == "interpolation":
-        lam = P["lam"][:, None]
-        nu = lam * p + (1.0 - lam) * q
-        y = np.minimum(q, nu)
-        return _ratio_h(nu, q), y, _sd_generic(q, y, nu)
-    if rule == "contrastive":
-        nu = contrastive_law(p, q, P["beta"], P["alpha"])
-        y = np.minimum(q, nu)
-        return _ratio_h(nu, q), y, _sd_generic(q, y, nu)
-    if rule == "fuzzy":
-        g = _fuzzy_gate(p, q, P["threshold"], P["divergence"])[:, None]
-        h = np.broadcast_to(g, q.shape).copy()
-        return h, g * q, g * q + (1.0 - g) * p
-    if rule == "lenience":
-        ell = P["ell"][:, None]
-        y = np.minimum(q, p / ell)
-        delta = _lenience_delta_rows(p, q, ell)[:, None]
-        induced = np.where(q <= p, q + delta * (p - q), np.where(q <= p / ell, q, p / ell))
-        return _ratio_h(p / ell, q), y, induced
-    if rule == "judge":
-        j = P["judge"]
-        under = q <= p
-        h = np.ones_like(q)
-        over = ~under
-        ratio = p[over] / q[over]
-        h[over] = ratio + (1.0 - ratio) * j[over]
-        y = np.where(under, q, p + (q - p) * j)
-        delta = _judge_delta_rows(p, q, j)[:, None]
-        induced = np.where(under, q + delta * (p - q), p + (q - p) * j)
-        return h, y, induced
-    if rule == "truncation":
+def _law_lossless(p, q, P):
+    y = np.minimum(q, p)
+    return _ratio_h(p, q), y, _sd_generic(q, y, p)
+
+
+def _law_towards(p, q, nu):
+    """Speculative sampling towards the law ``nu`` (interpolation, contrastive)."""
+    y = np.minimum(q, nu)
+    return _ratio_h(nu, q), y, _sd_generic(q, y, nu)
+
+
+def _law_interpolation(p, q, P):
+    lam = P["lam"][:, None]
+    return _law_towards(p, q, lam * p + (1.0 - lam) * q)
+
+
+def _law_contrastive(p, q, P):
+    return _law_towards(p, q, contrastive_law(p, q, P["beta"], P["alpha"]))
+
+
+def _law_fuzzy(p, q, P):
+    g = _fuzzy_gate(p, q, P["threshold"], P["divergence"])[:, None]
+    h = np.broadcast_to(g, q.shape).copy()
+    return h, g * q, g * q + (1.0 - g) * p
+
+
+def _law_lenience(p, q, P):
+    ell = P["ell"][:, None]
+    y = np.minimum(q, p / ell)
+    delta = _lenience_delta_rows(p, q, ell)[:, None]
+    induced = np.where(q <= p, q + delta * (p - q), np.where(q <= p / ell, q, p / ell))
+    return _ratio_h(p / ell, q), y, induced
+
+
+def _law_judge(p, q, P):
+    j = P["judge"]
+    under = q <= p
+    h = np.ones_like(q)
+    over = ~under
+    ratio = p[over] / q[over]
+    h[over] = ratio + (1.0 - ratio) * j[over]
+    y = np.where(under, q, p + (q - p) * j)
+    delta = _judge_delta_rows(p, q, j)[:, None]
+    induced = np.where(under, q + delta * (p - q), p + (q - p) * j)
+    return h, y, induced
+
+
+def _law_truncation(p, q, P):
+    A = P["allowed"]
+    y = np.where(A, q, 0.0)
+    zq = y.sum(axis=1)
+    h = A.astype(np.float64)
+    # p_Θ is needed where the rejection mass is (numerically) positive ("target") or where
+    # the yield is empty ("renormalize" falls back to p_Θ)
+    need = (1.0 - zq > 1e-12) if P["on_reject"] == "target" else (zq <= 0)
+    zp = np.where(A, p, 0.0).sum(axis=1)
+    if np.any(need & (zp <= 0)):
+        truncated_rows(p[need], A[need])  # raises, naming ``allowed``
+    ptheta = np.zeros_like(p)
+    ok = zp > 0
+    ptheta[ok] = np.where(A[ok], p[ok], 0.0) / zp[ok, None]
+    if P["on_reject"] == "target":
+        induced = y + np.maximum(1.0 - zq, 0.0)[:, None] * ptheta
+    else:
+        induced = np.where((zq > 0)[:, None], _safe_div_rows(y, zq), ptheta)
+    return h, y, induced
+
+
+def _law_ceiling(p, q, P):
+    """Ceiling (and, with an ``allowed`` set, truncation + ceiling): the yield rows of
+    Table 1 and Table 5, completed by ``completion``."""
+    ell = P["ell"][:, None]
+    y = np.minimum(q, p / ell)
+    h = _ratio_h(p / ell, q)
+    if "allowed" in P:  # truncation_ceiling: 1 on A
         A = P["allowed"]
-        y = np.where(A, q, 0.0)
-        zq = y.sum(axis=1)
-        h = A.astype(np.float64)
-        # p_Θ is needed where the rejection mass is (numerically) positive ("target") or where
-        # the yield is empty ("renormalize" falls back to p_Θ)
-        need = (1.0 - zq > 1e-12) if P["on_reject"] == "target" else (zq <= 0)
-        zp = np.where(A, p, 0.0).sum(axis=1)
-        if np.any(need & (zp <= 0)):
-            truncated_rows(p[need], A[need])  # raises, naming ``allowed``
-        ptheta = np.zeros_like(p)
-        ok = zp > 0
-        ptheta[ok] = np.where(A[ok], p[ok], 0.0) / zp[ok, None]
-        if P["on_reject"] == "target":
-            induced = y + np.maximum(1.0 - zq, 0.0)[:, None] * ptheta
-        else:
-            induced = np.where((zq > 0)[:, None], _safe_div_rows(y, zq), ptheta)
-        return h, y, induced
-    if rule in ("ceiling", "truncation_ceiling"):
-        ell = P["ell"][:, None]
-        cap = np.minimum(q, p / ell)
-        hcap = _ratio_h(p / ell, q)
-        if rule == "ceiling":
-            y, h = cap, hcap
-        else:
-            A = P["allowed"]
-            y = np.where(A, q, cap)
-            h = np.where(A, 1.0, hcap)
-        return h, y, _complete(y, p, P["completion"])
-    raise AssertionError(rule)  # pragma: no cover
+        y = np.where(A, q, y)
+        h = np.where(A, 1.0, h)
+    return h, y, _complete(y, p, P["completion"])
+
+
+@dataclass(frozen=True)
+class RuleLaw:
+    """One lossy rule of the theory: its parameters and its law.
+
+    Attributes
+    ----------
+    required : tuple of str
+        Its required parameters.
+    optional : dict
+        Its optional parameters with their defaults.
+    law : callable
+        ``law(p2, q2, P) -> (h, yield, induced)`` on validated 2-D input, ``P`` the parsed
+        parameters (:func:`parse_rule_params`): the acceptance function, the yield
+        ``q h`` and the induced distribution.
+    """
+
+    required: tuple
+    optional: dict
+    law: Callable
+
+
+#: rule -> :class:`RuleLaw`: the one table of the lossy rules of the theory (Zhou et al.
+#: 2026, arXiv:2607.26627, §3.1-3.2, App. A, F, G); :data:`RULES`, :data:`RULE_PARAMS` and
+#: the simulator's rule registry (``specbound.sim.lossy.RULE_SPECS``) derive from it
+RULE_LAWS: dict[str, RuleLaw] = {
+    "lossless": RuleLaw((), {}, _law_lossless),
+    "interpolation": RuleLaw(("lam",), {}, _law_interpolation),
+    "fuzzy": RuleLaw(("threshold",), {"divergence": "tv"}, _law_fuzzy),
+    "lenience": RuleLaw(("ell",), {}, _law_lenience),
+    "judge": RuleLaw(("judge",), {}, _law_judge),
+    "truncation": RuleLaw(("allowed",), {"on_reject": "renormalize"}, _law_truncation),
+    "ceiling": RuleLaw(("ell",), {"completion": "residual"}, _law_ceiling),
+    "truncation_ceiling": RuleLaw(("allowed", "ell"), {"completion": "residual"},
+                                  _law_ceiling),
+    "contrastive": RuleLaw(("beta",), {"alpha": 0.1}, _law_contrastive),
+}
+
+#: rule -> (required parameter names, optional parameters with their defaults)
+RULE_PARAMS: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
+    name: (r.required, dict(r.optional)) for name, r in RULE_LAWS.items()}
+
+#: the lossy rule names (the one list; ``specbound.sim`` derives its lists from it)
+RULES: tuple[str, ...] = tuple(RULE_LAWS)
+if set().union(*(set(r.required) | set(r.optional) for r in RULE_LAWS.values())) - set(
+        _PARAM_PARSERS):  # pragma: no cover - a parameter without a parser
+    raise ImportError("specbound.theory.lossy: every rule parameter needs a parser")
 
 
 
