@@ -460,6 +460,9 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "specbound/sim/_compiled.py:decode_one":
         "the compiled block loop, every block kind inline (being split into one function "
         "per block kind with typed records)",
+    "specbound/sim/_compiled_blockver.py:blockver_block":
+        "the block-verification block of the compiled loop, called with the loop's model and "
+        "buffer arrays as scalars and arrays; goes with the loop's split into typed records",
     "specbound/sim/_compiled.py:decode_batch":
         "the compiled loop's entry; its arguments become typed records with the split",
     "specbound/sim/_compiled.py:decode_serial":
