@@ -278,3 +278,28 @@ def test_detect_many_with_llr_matches_detect():
     for i, r in enumerate(res):
         one = sim.detect(r, 5, score="robust_llr", model=target, radius=0.1)
         assert batch.log_pvalue[i] == one.log_pvalue and batch.score[i] == one.score
+
+
+def test_llm_detect_with_the_target_forward():
+    """The real-model path on the synthetic torch pair: ``llm.detect(..., model=pair)``
+    takes the target's laws from one forward and gives the simulator's result on the same
+    tokens with the same model (the synthetic module's logits are the model's log-laws)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from specbound.llm import detect as llm_detect
+    from tests._llm_synth import synthetic_pair, tiny_tokenizer
+
+    lm = sim.SyntheticLM(12, 2, seed=1, temperature=0.6)
+    pair = synthetic_pair(lm, lm.draft(0.5), tokenizer=tiny_tokenizer())
+    r = sim.speculative_decode(lm, None, [2, 3], "basic_uwm", key=9, max_new_tokens=30,
+                               seed=0, window=3)
+    for score, kw in (("llr", {}), ("robust_llr", {"radius": 0.2})):
+        mine = llm_detect(r.tokens, 9, window=3, prompt_length=2, score=score, model=pair, **kw)
+        ref = sim.detect(r, 9, score=score, model=lm, **kw)
+        assert mine.n_scored == ref.n_scored > 0
+        assert mine.score == pytest.approx(ref.score, rel=1e-9)
+        assert mine.log_pvalue == pytest.approx(ref.log_pvalue, rel=1e-6, abs=1e-9)
+    with pytest.raises(ValueError, match="^model:"):
+        llm_detect(r.tokens, 9, window=3, prompt_length=2, score="llr")
+    with pytest.raises(ValueError, match="^model:"):
+        llm_detect(r.tokens, 9, window=3, prompt_length=2, score="u", model=pair)
