@@ -1,4 +1,6 @@
-"""Watermark detection on text: the tokenizer and the key, never the model.
+"""Watermark detection on text: the tokenizer and the key (and the model only for the
+likelihood-ratio scores ``"llr"`` / ``"robust_llr"``, which need the target's law at every
+scored position: ``model=`` a :class:`~specbound.llm.ModelPair`).
 
 :func:`detect` tokenizes text (or takes token ids, or a
 :class:`~specbound.llm.GenerationResult`) and applies :func:`specbound.sim.detect` (Liu,
