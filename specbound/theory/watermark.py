@@ -782,9 +782,9 @@ __all__ += ["LLR_NULL_METHODS", "LLR_REWEIGHTS", "LLR_SCORES", "llr_log_pvalue",
             "robust_llr_levels"]
 
 
-def _as_llr_inputs(P, tokens, U, *, need_u: bool = True):
+def _as_llr_inputs(P, tokens, U, *, need_u: bool = True, normalize: bool = False):
     """Validate ``P`` (M, V), ``tokens`` (M,) and ``U`` (M, V) of the LLR functions."""
-    Pa = as_prob(P, "P", ndim=(1, 2))
+    Pa = as_prob(P, "P", ndim=(1, 2), normalize=normalize)
     P2 = np.atleast_2d(Pa)
     M, V = P2.shape
     tok = as_int_array(tokens, "tokens", min_value=0, max_value=V - 1).reshape(-1)
@@ -811,6 +811,14 @@ def _as_radii(radius):
     return arr
 
 
+def _one_radius(radius) -> float:
+    """One radius in [0, 1) (a number or a one-element sequence)."""
+    arr = _as_radii(radius)
+    if arr.size != 1:
+        raise ValueError(f"radius: must be one number here, got {arr.size}")
+    return float(arr[0])
+
+
 def _reweight_rows(P2, U2, reweight):
     """``R_E(P)`` row by row (validated input)."""
     M, V = P2.shape
@@ -830,7 +838,8 @@ def _reweight_rows(P2, U2, reweight):
     return out
 
 
-def reweighted_distribution(P, U, reweight: str = "delta") -> np.ndarray:
+def reweighted_distribution(P, U, reweight: str = "delta", *,
+                            normalize: bool = False) -> np.ndarray:
     """The watermarked next-token law ``R_E(P)`` under the keyed uniforms ``U``.
 
     The two unbiased reweightings of Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669,
@@ -853,6 +862,8 @@ def reweighted_distribution(P, U, reweight: str = "delta") -> np.ndarray:
     U : array_like of float
         Keyed uniforms of every token, same shape as ``P``, strictly inside (0, 1).
     reweight : {"delta", "gamma"}
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
 
     Returns
     -------
@@ -867,7 +878,7 @@ def reweighted_distribution(P, U, reweight: str = "delta") -> np.ndarray:
         ``reweight`` unknown.
     """
     reweight = as_choice(reweight, "reweight", LLR_REWEIGHTS)
-    Pa = as_prob(P, "P", ndim=(1, 2))
+    Pa = as_prob(P, "P", ndim=(1, 2), normalize=normalize)
     P2, _, U2 = _as_llr_inputs(Pa, np.zeros(np.atleast_2d(Pa).shape[0], dtype=np.int64), U)
     out = _reweight_rows(P2, U2, reweight)
     return out if Pa.ndim == 2 else out[0]
@@ -908,7 +919,7 @@ def _levels(P2, Q2, a):
     return lo, hi, lo >= hi
 
 
-def robust_llr_levels(P, Q, radius):
+def robust_llr_levels(P, Q, radius, *, normalize: bool = False):
     """Clipping levels ``(lo, hi)`` of the maximin (robust) likelihood ratio.
 
     Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669, §5.3, App. B.5): the detector
@@ -930,6 +941,8 @@ def robust_llr_levels(P, Q, radius):
         ``P`` does.
     radius : float
         ``a`` in [0, 1).
+    normalize : bool, default False
+        Rescale ``P`` and ``Q`` to sum to 1.
 
     Returns
     -------
@@ -943,15 +956,13 @@ def robust_llr_levels(P, Q, radius):
         ``P``/``Q`` not probability vectors or of different shapes, ``Q > 0`` where
         ``P = 0``, ``radius`` outside [0, 1).
     """
-    Pa = as_prob(P, "P")
-    Qa = as_prob(Q, "Q")
+    Pa = as_prob(P, "P", normalize=normalize)
+    Qa = as_prob(Q, "Q", normalize=normalize)
     if Pa.shape != Qa.shape:
         raise ValueError(f"Q: shape {Qa.shape} differs from the shape {Pa.shape} of P")
     if np.any((Pa == 0) & (Qa > 0)):
         raise ValueError("Q: must vanish where P does (a reweighting of P)")
-    a = float(_as_radii(radius)[0]) if np.ndim(radius) == 0 else None
-    if a is None:
-        raise ValueError("radius: must be one number here")
+    a = _one_radius(radius)
     lo, hi, triv = _levels(np.atleast_2d(Pa), np.atleast_2d(Qa), a)
     if Pa.ndim == 1:
         return float(lo[0]), float(hi[0]), bool(triv[0])
@@ -993,7 +1004,7 @@ def _parse_llr(score, reweight, radius):
 
 
 def llr_token_scores(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
-                     radius=None) -> np.ndarray:
+                     radius=None, normalize: bool = False) -> np.ndarray:
     """Per-token likelihood-ratio scores ``log(R_E(P)(x_t) / P(x_t))`` and their robust form.
 
     Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669, §5.2-5.3); the scores of Hu &
@@ -1024,6 +1035,8 @@ def llr_token_scores(P, tokens, U, *, score: str = "llr", reweight: str = "delta
     reweight : {"delta", "gamma"}
     radius : float or sequence of float, optional
         ``robust_llr`` only (required there): radii in [0, 1).
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
 
     Returns
     -------
@@ -1038,13 +1051,13 @@ def llr_token_scores(P, tokens, U, *, score: str = "llr", reweight: str = "delta
         ``"llr"`` or outside [0, 1).
     """
     score, reweight, radii = _parse_llr(score, reweight, radius)
-    P2, tok, U2 = _as_llr_inputs(P, tokens, U)
+    P2, tok, U2 = _as_llr_inputs(P, tokens, U, normalize=normalize)
     Q2 = _reweight_rows(P2, U2, reweight)
     out = np.stack([_scores_from_q(P2, tok, Q2, float(a), reweight) for a in radii])
     return out[0] if (score == "llr" or np.ndim(radius) == 0) else out
 
 
-def llr_null_laws(P, tokens, *, radius=0.0):
+def llr_null_laws(P, tokens, *, radius=0.0, normalize: bool = False):
     """Exact per-token H0 laws of the delta-reweighting (robust) LLR: ``(values, probs)``.
 
     Under H0 the keyed uniforms are fresh and independent of the text, so the race winner
@@ -1071,6 +1084,8 @@ def llr_null_laws(P, tokens, *, radius=0.0):
     tokens : array_like of int, shape (M,)
     radius : float
         ``a`` in [0, 1) (0: the plain LLR).
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
 
     Returns
     -------
@@ -1078,10 +1093,8 @@ def llr_null_laws(P, tokens, *, radius=0.0):
         ``values[t, w]`` is the score when ``w`` wins (``-inf`` possible for ``a = 0``),
         ``probs[t, w] = P_t(w)``.
     """
-    P2, tok, _ = _as_llr_inputs(P, tokens, None, need_u=False)
-    a = float(_as_radii(radius)[0]) if np.ndim(radius) == 0 else None
-    if a is None:
-        raise ValueError("radius: must be one number here")
+    P2, tok, _ = _as_llr_inputs(P, tokens, None, need_u=False, normalize=normalize)
+    a = _one_radius(radius)
     return _delta_laws(P2, tok, a)
 
 
@@ -1138,7 +1151,7 @@ def _chernoff_log_sf(vals, probs, S):
 
 
 def llr_log_pvalue(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
-                   radius=None, method: str | None = None):
+                   radius=None, method: str | None = None, normalize: bool = False):
     """Log p-value of a likelihood-ratio score under H0 (keys independent of the text).
 
     Returns ``(S, log_p)`` where ``S`` is the score summed over the M positions (the
@@ -1170,6 +1183,8 @@ def llr_log_pvalue(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
     P, tokens, U, score, reweight, radius
         As in :func:`llr_token_scores`.
     method : {"exact", "ville", "chernoff"}, optional
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
 
     Returns
     -------
@@ -1192,7 +1207,7 @@ def llr_log_pvalue(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
     if method is None:
         method = allowed[0]
     method = as_choice(method, "method", allowed)
-    P2, tok, U2 = _as_llr_inputs(P, tokens, U)
+    P2, tok, U2 = _as_llr_inputs(P, tokens, U, normalize=normalize)
     Q2 = _reweight_rows(P2, U2, reweight)
     if score == "llr":
         S = float(_scores_from_q(P2, tok, Q2, 0.0, reweight).sum())
