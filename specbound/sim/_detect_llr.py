@@ -92,9 +92,8 @@ def _mc_scores(P, tok, reweight, radii, n_null, rng):
 
 def detect_llr(tok, positions, labels, score, params):
     """Likelihood-ratio detection of one sequence (validated tokens, scored positions and
-    their context labels); returns a :class:`~specbound.sim.detect.DetectionResult`."""
-    from specbound.sim.detect import DetectionResult
-
+    their context labels); returns ``(score, log_pvalue, anlppt, n_scored, pivots)``, the
+    fields of a :class:`~specbound.sim.detect.DetectionResult` (built by the caller)."""
     opts = parse_llr_params(score, params)
     model = opts["model"]
     V = int(model.vocab_size)
@@ -103,7 +102,7 @@ def detect_llr(tok, positions, labels, score, params):
                          f"vocabulary of {V}")
     M = int(positions.size)
     if M == 0:
-        return DetectionResult(0.0, 0.0, float("nan"), 0, np.zeros(0), positions, score)
+        return 0.0, 0.0, float("nan"), 0, np.zeros(0)
     check_alloc("tokens", M * V * 4, what="the model's laws and the keyed uniforms of every "
                                           "scored position")
     P = next_distributions(model, [np.ascontiguousarray(tok[:t]) for t in positions])
@@ -123,4 +122,4 @@ def detect_llr(tok, positions, labels, score, params):
         reps = _mc_scores(P, x, reweight, radii, opts["n_null"], as_rng(opts["seed"]))
         lp = math.log((1 + int(np.sum(reps >= S))) / (opts["n_null"] + 1))
     lp = float(min(0.0, lp))
-    return DetectionResult(S, lp, -lp / M + 0.0, M, pivots, positions, score)
+    return S, lp, -lp / M + 0.0, M, pivots

@@ -431,7 +431,8 @@ def detect(
         _resolve_repeats(res, repeats)
         positions, (labels,) = _labels(tok, prompt_length, [key_digest(key)], window,
                                        False, True)
-        return detect_llr(tok, positions, labels, score, score_params)
+        S, lp, an, M, pivots = detect_llr(tok, positions, labels, score, score_params)
+        return DetectionResult(S, lp, an, M, pivots, positions, score)
     if "model" in score_params:
         raise ValueError(f"model: only the likelihood-ratio scores {LLR_SCORES} use the "
                          f"model (score={score!r} needs the key and the tokens alone)")
