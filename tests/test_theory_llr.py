@@ -158,7 +158,8 @@ def test_llr_delta_pvalue_is_exact():
 
 
 @pytest.mark.parametrize("case", [("llr", "gamma", None), ("robust_llr", "delta", 0.2),
-                                  ("robust_llr", "delta", (0.1, 0.4))])
+                                  pytest.param(("robust_llr", "delta", (0.1, 0.4)),
+                                               marks=pytest.mark.slow)])
 def test_null_pvalues_are_valid(case):
     """Under H0 (fresh keys, a fixed text) ``P(p <= α) <= α`` at α = 0.05 and 0.2 for the
     Ville and Chernoff p-values over 400 keys: one-sided binomial tests, false-failure
