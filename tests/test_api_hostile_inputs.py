@@ -157,6 +157,13 @@ VALID = {
     "prompt": [0],
     "nu": 2,
     "exact_scheme": "exp_race",
+    # likelihood-ratio scores: the model's law at two positions, the tokens, the keyed uniforms
+    "llr_P": np.stack([P3, Q3]),
+    "llr_tokens": np.array([0, 2]),
+    "llr_U": np.array([[0.3, 0.6, 0.9], [0.5, 0.2, 0.7]]),
+    "unif3": np.array([0.3, 0.6, 0.9]),
+    "llr_score": "robust_llr",
+    "llr_reweight": "delta",
 }
 
 
@@ -198,6 +205,17 @@ TABLE: dict[str, Row] = {
     "theory.exact_acceptance": Row(theory.exact_acceptance, ["p", "q", "scheme", "B"],
                                    {"normalize": "flag"}),
     "theory.block_efficiency": Row(theory.block_efficiency, ["prob", "L"]),
+    # likelihood-ratio watermark scores
+    "theory.reweighted_distribution": Row(theory.reweighted_distribution, ["p", "unif3"],
+                                          {"reweight": "llr_reweight"}),
+    "theory.robust_llr_levels": Row(theory.robust_llr_levels, ["p", "q", "real_nonneg"]),
+    "theory.llr_token_scores": Row(theory.llr_token_scores, ["llr_P", "llr_tokens", "llr_U"],
+                                   {"score": "llr_score", "reweight": "llr_reweight",
+                                    "radius": "real_nonneg"}),
+    "theory.llr_null_laws": Row(theory.llr_null_laws, ["llr_P", "llr_tokens"],
+                                {"radius": "real_nonneg"}),
+    "theory.llr_log_pvalue": Row(theory.llr_log_pvalue, ["llr_P", "llr_tokens", "llr_U"],
+                                 {"score": "llr_score", "radius": "real_nonneg"}),
     "theory.mpfr_multiplicity_law": Row(theory.mpfr_multiplicity_law, ["p", "q", "nu"],
                                         {"normalize": "flag"}),
     "theory.expected_block_tokens": Row(theory.expected_block_tokens,
@@ -585,7 +603,8 @@ _NAMED = re.compile(r"^[A-Za-z_][\w.\[\]]*( and [A-Za-z_]\w*)?( \(\w+\))?: ")
 #: public names of theory/sim that take no input to validate, each with the reason
 EXEMPT = {
     **{f"theory.{n}": "a constant (names of schemes, rules, scores)"
-       for n in ("SCHEMES", "RULES", "RULE_PARAMS", "TREE_RULES", "SCORES", "BLOCK_SCHEMES")},
+       for n in ("SCHEMES", "RULES", "RULE_PARAMS", "TREE_RULES", "SCORES", "BLOCK_SCHEMES",
+                 "LLR_SCORES", "LLR_REWEIGHTS", "LLR_NULL_METHODS")},
     **{f"sim.{n}": "a constant (names of schemes and decoders)"
        for n in ("SAMPLERS", "DECODERS", "DECODER_SCHEME")},
     **{name: "a frozen result record built by the library (fields are not validated)"

@@ -1,4 +1,6 @@
-"""Watermark detection on text: the tokenizer and the key, never the model.
+"""Watermark detection on text: the tokenizer and the key (and the model only for the
+likelihood-ratio scores ``"llr"`` / ``"robust_llr"``, which need the target's law at every
+scored position: ``model=`` a :class:`~specbound.llm.ModelPair`).
 
 :func:`detect` tokenizes text (or takes token ids, or a
 :class:`~specbound.llm.GenerationResult`) and applies :func:`specbound.sim.detect` (Liu,
@@ -23,8 +25,42 @@ from specbound._validation import as_int_array
 from specbound.sim.decode import DecodeResult
 from specbound.sim.detect import DetectionResult
 from specbound.sim.detect import detect as _sim_detect
+from specbound.theory.watermark import LLR_SCORES
 
 __all__ = ["detect", "embedded_tokenizer", "tokenizer_for"]
+
+
+class _TargetAlong:
+    """The target's processed next-token laws along one sequence, from one forward: the
+    model protocol of :mod:`specbound.sim` for the prefixes of that sequence (what the
+    likelihood-ratio detector asks for)."""
+
+    def __init__(self, pair):
+        self._pair = pair
+        self._ids = None
+        self._rows = None
+        self.vocab_size = int(pair.vocab_size)
+
+    def _load(self, seq):
+        self._ids = np.asarray(seq, dtype=np.int64)
+        out = self._pair.target_logprobs(self._ids, num_positions=None)
+        self._rows = out.numpy()[0][:, :self.vocab_size]
+
+    def next_distribution(self, context):
+        return self.next_distributions([context])[0]
+
+    def next_distributions(self, contexts, validate=True):
+        contexts = [np.asarray(c, dtype=np.int64) for c in contexts]
+        longest = max(contexts, key=len)
+        if self._ids is None or longest.size > self._ids.size or not np.array_equal(
+                self._ids[:longest.size], longest):
+            self._load(longest)
+        out = np.empty((len(contexts), self.vocab_size))
+        for i, c in enumerate(contexts):
+            if c.size == 0 or not np.array_equal(self._ids[:c.size], c):
+                raise ValueError("model: a scored context is not a prefix of the sequence")
+            out[i] = self._rows[c.size - 1]
+        return out
 
 _TOKENIZER_CACHE: dict = {}
 
@@ -95,8 +131,16 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
     window : int >= 0, optional
         The generator's context window; default: a result's window, else
         :data:`specbound.llm.DEFAULT_WINDOW` (4).  Text needs a finite window.
-    score : {"aaronson", "u", "li", "lattimore"}
-        As in :func:`specbound.sim.detect`.
+    score : {"aaronson", "u", "li", "lattimore", "llr", "robust_llr"}
+        As in :func:`specbound.sim.detect`.  The likelihood-ratio scores ``"llr"`` and
+        ``"robust_llr"`` (Hu et al. 2023, arXiv:2310.10669; Hu & Huang 2024,
+        arXiv:2410.20418) need the model: ``model=`` the :class:`~specbound.llm.ModelPair`
+        whose target generated the text; one forward of the target over the whole sequence
+        gives its processed law at every scored position (options ``reweight``, ``radius``,
+        ``null``, ``n_null``, ``seed`` as in :func:`specbound.sim.detect`).  The detector's
+        forward is not bit-identical to generation's incremental forwards (float32
+        rounding, ~1e-4 in the logits), so a near-tie of the race can turn one token of the
+        plain ``"llr"`` to ``-inf`` (p = 1); ``"robust_llr"`` tolerates it.
     prompt_length : int, optional
         For text and token ids: leading tokens not scored (default ``window``: their context
         windows reach into the unknown prompt).
@@ -127,6 +171,19 @@ def detect(text, key, *, tokenizer=None, window=None, score="aaronson", prompt_l
     """
     from specbound.llm.generation import DEFAULT_WINDOW
 
+    if isinstance(score, str) and score in LLR_SCORES:
+        model = score_params.pop("model", None)
+        if model is None:
+            raise ValueError(f"model: required for score={score!r}: the ModelPair whose "
+                             f"target generated the text (its law at every scored position "
+                             f"enters the likelihood ratio)")
+        if not (hasattr(model, "target_logprobs") and hasattr(model, "tokenizer")):
+            raise ValueError(f"model: must be a ModelPair (load_pair), got "
+                             f"{type(model).__name__}")
+        score_params["model"] = _TargetAlong(model)
+    elif "model" in score_params:
+        raise ValueError(f"model: only the likelihood-ratio scores {LLR_SCORES} use the "
+                         f"model (score={score!r} needs the key and the tokens alone)")
     if isinstance(text, DecodeResult) or all(
             hasattr(text, a) for a in ("tokens", "prompt_length", "watermark")):
         if prompt is not None:

@@ -54,7 +54,12 @@ from specbound._validation import INT64_MAX, as_bool, as_choice, as_int, as_real
 from specbound.results import ResultBatch
 from specbound.sim import _compiled_detect
 from specbound.sim.prf import PrefixLabels, as_window, digest_label, key_digest, prf_uniform_numpy
-from specbound.theory.watermark import null_log_sf, parse_score_params, token_scores
+from specbound.theory.watermark import (
+    LLR_SCORES,
+    null_log_sf,
+    parse_score_params,
+    token_scores,
+)
 
 __all__ = ["DetectionBatch", "DetectionResult", "Pivots", "acceptance_coins", "detect",
            "detect_many", "keyed_pivots"]
@@ -388,10 +393,20 @@ def detect(
     tokens, prompt_length, key, window, dedup, repeats, coin_threshold
         As in :func:`keyed_pivots` (``repeats`` defaults to the result's; ``coin_threshold``
         uses ``mse_pseudo``'s acceptance coin, He et al. 2026).
-    score : {"aaronson", "u", "li", "lattimore"}
+    score : {"aaronson", "u", "li", "lattimore", "llr", "robust_llr"}
         The score; ``score_params`` are passed on (``delta`` for ``"li"``, ``epsilon`` for
         ``"lattimore"``, ``method`` for ``"u"``; see
-        :func:`specbound.theory.null_log_sf`).
+        :func:`specbound.theory.null_log_sf`).  The likelihood-ratio scores ``"llr"`` and
+        ``"robust_llr"`` (Hu et al. 2023, arXiv:2310.10669, §5.2-5.3; Hu & Huang 2024,
+        arXiv:2410.20418) also need the **model**: ``model=`` the target (any model of
+        :mod:`specbound.sim.models`), whose next-token law at every scored position enters
+        the score; their options are ``reweight`` (``"delta"``, default, or ``"gamma"``:
+        the decoder's ``reweight=``), ``radius`` (``robust_llr``: the total-variation
+        radius, or a sequence of radii), ``null`` (``"auto"``, default: the closed-form
+        method of :func:`specbound.theory.llr_log_pvalue`; ``"montecarlo"``: ``n_null``
+        fresh keys, default 999, with ``seed``) -- see :mod:`specbound.sim._detect_llr`.
+        They score every context window once (the first occurrence), because the score of
+        a position depends on the keyed uniforms of every token of its window.
 
     Returns
     -------
@@ -405,6 +420,22 @@ def detect(
     ValueError
         Invalid input (see :func:`keyed_pivots`), unknown score or invalid score parameters.
     """
+    if isinstance(score, str) and score in LLR_SCORES:
+        if coin_threshold is not None:
+            raise ValueError("coin_threshold: not used by the likelihood-ratio scores")
+        from specbound.sim._detect_llr import detect_llr
+
+        tok, prompt_length, key, window = _resolve(tokens, prompt_length, key, window)
+        as_bool(dedup, "dedup")
+        res = tokens if _is_result(tokens) else None
+        _resolve_repeats(res, repeats)
+        positions, (labels,) = _labels(tok, prompt_length, [key_digest(key)], window,
+                                       False, True)
+        S, lp, an, M, pivots = detect_llr(tok, positions, labels, score, score_params)
+        return DetectionResult(S, lp, an, M, pivots, positions, score)
+    if "model" in score_params:
+        raise ValueError(f"model: only the likelihood-ratio scores {LLR_SCORES} use the "
+                         f"model (score={score!r} needs the key and the tokens alone)")
     score, params = parse_score_params(score, score_params)
     piv = keyed_pivots(tokens, prompt_length, key, window=window, dedup=dedup,
                        repeats=repeats, coin_threshold=coin_threshold)
@@ -459,6 +490,21 @@ def detect_many(
         or out of range; results with different windows, or a ``window`` that differs from
         theirs; as in :func:`detect` otherwise.
     """
+    if isinstance(score, str) and score in LLR_SCORES:
+        # per sequence (each needs its own model forward)
+        try:
+            seqs = list(sequences)
+        except TypeError:
+            raise ValueError("sequences: must be a 2-D array or a list of sequences") from None
+        if not seqs:
+            raise ValueError("sequences: must contain at least one sequence")
+        results = _llr_many(seqs, prompt_length, key, window, score, dedup, repeats,
+                            coin_threshold, score_params)
+        return DetectionBatch(
+            np.array([r.score for r in results]), np.array([r.log_pvalue for r in results]),
+            np.array([r.anlppt for r in results]),
+            np.array([r.n_scored for r in results], dtype=np.int64),
+            [r.pivots for r in results], [r.positions for r in results], score)
     score, params = parse_score_params(score, score_params)
     if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
         rows = list(sequences)
@@ -528,3 +574,28 @@ def detect_many(
     with np.errstate(invalid="ignore", divide="ignore"):
         an = np.where(has, -lp / np.maximum(n, 1) + 0.0, np.nan)
     return DetectionBatch(S, lp, an, n, piv, poss, score)
+
+
+def _llr_many(seqs, prompt_length, key, window, score, dedup, repeats, coin_threshold,
+              score_params):
+    """:func:`detect` of every sequence with a likelihood-ratio score."""
+    if all(_is_result(r) for r in seqs):
+        if key is None:
+            key, prompt_length = prompt_length, None
+        if prompt_length is not None:
+            raise ValueError("prompt_length: taken from the results (do not pass it)")
+        pls = [None] * len(seqs)
+    else:
+        if prompt_length is None:
+            raise ValueError("prompt_length: required for token sequences")
+        pl = asarray_named(prompt_length, "prompt_length")
+        if pl.ndim == 0:
+            pls = [pl.item()] * len(seqs)
+        elif pl.ndim == 1 and pl.size == len(seqs):
+            pls = list(pl.tolist())
+        else:
+            raise ValueError(f"prompt_length: must be one integer or one per sequence "
+                             f"({len(seqs)}), got shape {pl.shape}")
+    return [detect(s, p, key, window=window, score=score, dedup=dedup, repeats=repeats,
+                   coin_threshold=coin_threshold, **score_params)
+            for s, p in zip(seqs, pls, strict=True)]

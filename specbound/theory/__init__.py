@@ -44,6 +44,9 @@ from specbound.theory.tree import (
     truncation_efficiency_delta,
 )
 from specbound.theory.watermark import (  # noqa: F401
+    LLR_NULL_METHODS,
+    LLR_REWEIGHTS,
+    LLR_SCORES,
     SCORES,
     aaronson_entropy_bound,
     aaronson_log_pvalue,
@@ -55,7 +58,12 @@ from specbound.theory.watermark import (  # noqa: F401
     lattimore_score,
     li_log_pvalue,
     li_score,
+    llr_log_pvalue,
+    llr_null_laws,
+    llr_token_scores,
     null_log_sf,
+    reweighted_distribution,
+    robust_llr_levels,
     score_log_pvalue,
     score_threshold,
     token_scores,
@@ -105,5 +113,8 @@ __all__ += ["aaronson_entropy_bound", "aaronson_log_pvalue", "aaronson_score", "
             "expected_aaronson_score", "lattimore_log_pvalue", "lattimore_score", "li_log_pvalue",
             "li_score", "null_log_sf", "score_log_pvalue", "score_threshold", "token_scores",
             "tpr_at_fpr", "u_score", "u_score_log_pvalue"]
+__all__ += ["LLR_NULL_METHODS", "LLR_REWEIGHTS", "LLR_SCORES", "llr_log_pvalue",
+            "llr_null_laws", "llr_token_scores", "reweighted_distribution",
+            "robust_llr_levels"]
 __all__ += ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]
 __all__ += ["blockver_block_tokens"]

@@ -760,3 +760,463 @@ def tpr_at_fpr(
             }
         )
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------
+# likelihood-ratio scores (they need the model's next-token law at every scored position)
+# ----------------------------------------------------------------------------------------
+
+#: the scores that need the model's next-token distribution at every scored position
+#: (``score=`` of :func:`llr_token_scores` and of the detectors with a model)
+LLR_SCORES = ("llr", "robust_llr")
+#: the unbiased reweightings ``R_E`` whose likelihood ratio the LLR scores use:
+#: ``"delta"`` (DeltaGumbel: the exponential race) and ``"gamma"`` (the gamma-reweighting)
+LLR_REWEIGHTS = ("delta", "gamma")
+#: null methods of :func:`llr_log_pvalue`: ``"exact"`` (plain LLR, delta reweighting),
+#: ``"ville"`` (plain LLR, any reweighting: the bound ``e^{-S}``), ``"chernoff"`` (robust
+#: LLR, delta reweighting: the Chernoff bound with the exact per-token null laws)
+LLR_NULL_METHODS = ("exact", "ville", "chernoff")
+
+__all__ += ["LLR_NULL_METHODS", "LLR_REWEIGHTS", "LLR_SCORES", "llr_log_pvalue",
+            "llr_null_laws", "llr_token_scores", "reweighted_distribution",
+            "robust_llr_levels"]
+
+
+def _as_llr_inputs(P, tokens, U, *, need_u: bool = True, normalize: bool = False):
+    """Validate ``P`` (M, V), ``tokens`` (M,) and ``U`` (M, V) of the LLR functions."""
+    Pa = as_prob(P, "P", ndim=(1, 2), normalize=normalize)
+    P2 = np.atleast_2d(Pa)
+    M, V = P2.shape
+    tok = as_int_array(tokens, "tokens", min_value=0, max_value=V - 1).reshape(-1)
+    if tok.size != M:
+        raise ValueError(f"tokens: {tok.size} tokens for {M} rows of P")
+    U2 = None
+    if need_u:
+        Ua, _ = as_real_array(U, "U")
+        U2 = np.atleast_2d(Ua)
+        if U2.shape != P2.shape:
+            raise ValueError(f"U: shape {Ua.shape} differs from the shape {Pa.shape} of P")
+        if not np.all(np.isfinite(U2)) or np.any((U2 <= 0.0) | (U2 >= 1.0)):
+            raise ValueError("U: keyed uniforms must lie strictly inside (0, 1)")
+    return P2, tok.astype(np.int64), U2
+
+
+def _as_radii(radius):
+    """``radius`` of the robust LLR: one float or a sequence, each in [0, 1)."""
+    arr = np.atleast_1d(as_real_array(radius, "radius")[0]).astype(np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError("radius: must be a number or a non-empty 1-D sequence of numbers")
+    if not np.all(np.isfinite(arr)) or np.any((arr < 0.0) | (arr >= 1.0)):
+        raise ValueError(f"radius: every radius must lie in [0, 1), got {arr.tolist()}")
+    return arr
+
+
+def _one_radius(radius) -> float:
+    """One radius in [0, 1) (a number or a one-element sequence)."""
+    arr = _as_radii(radius)
+    if arr.size != 1:
+        raise ValueError(f"radius: must be one number here, got {arr.size}")
+    return float(arr[0])
+
+
+def _reweight_rows(P2, U2, reweight):
+    """``R_E(P)`` row by row (validated input)."""
+    M, V = P2.shape
+    if reweight == "delta":
+        with np.errstate(divide="ignore"):
+            s = np.where(P2 > 0, -np.log(U2) / np.where(P2 > 0, P2, 1.0), np.inf)
+        out = np.zeros_like(P2)
+        out[np.arange(M), np.argmin(s, axis=1)] = 1.0
+        return out
+    order = np.argsort(U2, axis=1, kind="stable")
+    b = np.cumsum(np.take_along_axis(P2, order, axis=1), axis=1)
+    b /= b[:, -1:]
+    a = np.concatenate([np.zeros((M, 1)), b[:, :-1]], axis=1)
+    val = np.maximum(np.maximum(2.0 * b - 1.0, 0.0) - np.maximum(2.0 * a - 1.0, 0.0), 0.0)
+    out = np.empty_like(P2)
+    np.put_along_axis(out, order, val, axis=1)
+    return out
+
+
+def reweighted_distribution(P, U, reweight: str = "delta", *,
+                            normalize: bool = False) -> np.ndarray:
+    """The watermarked next-token law ``R_E(P)`` under the keyed uniforms ``U``.
+
+    The two unbiased reweightings of Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669,
+    §4.1.2) on this package's keyed source (``U[v] = prf_uniform(label, v, 0)``, one row per
+    context), used for speculative sampling by Hu & Huang 2024 (arXiv:2410.20418):
+
+    - ``"delta"`` (DeltaGumbel): the point mass at ``argmin_{v: P(v) > 0} -log U[v] / P(v)``
+      (the exponential race of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Alg. 2; first
+      index on ties, as the decoders);
+    - ``"gamma"``: order the tokens by ``U`` ascending; token ``v`` covers ``[a_v, b_v)`` of
+      the cumulative law along that order and receives ``max(2 b_v - 1, 0) - max(2 a_v - 1,
+      0)`` (the first half of [0, 1) dropped, the second doubled).
+
+    Both are unbiased: over uniformly random ``U``, ``E[R_E(P)(v)] = P(v)`` for every ``v``.
+
+    Parameters
+    ----------
+    P : array_like of float
+        Probability vector (1-D) or rows of them (2-D, one per context).
+    U : array_like of float
+        Keyed uniforms of every token, same shape as ``P``, strictly inside (0, 1).
+    reweight : {"delta", "gamma"}
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape as ``P``; every row is a probability vector that vanishes where ``P``
+        does.
+
+    Raises
+    ------
+    ValueError
+        ``P`` not probability vectors; ``U`` of another shape or outside (0, 1);
+        ``reweight`` unknown.
+    """
+    reweight = as_choice(reweight, "reweight", LLR_REWEIGHTS)
+    Pa = as_prob(P, "P", ndim=(1, 2), normalize=normalize)
+    P2, _, U2 = _as_llr_inputs(Pa, np.zeros(np.atleast_2d(Pa).shape[0], dtype=np.int64), U)
+    out = _reweight_rows(P2, U2, reweight)
+    return out if Pa.ndim == 2 else out[0]
+
+
+def _levels(P2, Q2, a):
+    """``(lo, hi, trivial)`` per row for one radius ``a`` (validated input; see
+    :func:`robust_llr_levels`)."""
+    pos = P2 > 0
+    r = np.where(pos, Q2 / np.where(pos, P2, 1.0), 0.0)
+    # hi: g(u) = sum (Q - u P)_+ = a, g decreasing; breakpoints at the ratios, descending
+    rd = np.where(pos, r, -np.inf)
+    od = np.argsort(-rd, axis=1, kind="stable")
+    rs = np.take_along_axis(rd, od, axis=1)
+    Ps = np.take_along_axis(np.where(pos, P2, 0.0), od, axis=1)
+    Qs = np.take_along_axis(np.where(pos, Q2, 0.0), od, axis=1)
+    cP, cQ = np.cumsum(Ps, axis=1), np.cumsum(Qs, axis=1)
+    prevP = np.concatenate([np.zeros((P2.shape[0], 1)), cP[:, :-1]], axis=1)
+    prevQ = np.concatenate([np.zeros((P2.shape[0], 1)), cQ[:, :-1]], axis=1)
+    with np.errstate(invalid="ignore"):
+        G = np.where(np.isfinite(rs), prevQ - rs * prevP, np.inf)
+    k = np.sum(G <= a, axis=1) - 1  # last breakpoint with g <= a (G is non-decreasing)
+    rows = np.arange(P2.shape[0])
+    hi = (cQ[rows, k] - a) / cP[rows, k]
+    # lo: h(l) = sum (l P - Q)_+ = a, h increasing; breakpoints ascending
+    ra = np.where(pos, r, np.inf)
+    oa = np.argsort(ra, axis=1, kind="stable")
+    rs = np.take_along_axis(ra, oa, axis=1)
+    Ps = np.take_along_axis(np.where(pos, P2, 0.0), oa, axis=1)
+    Qs = np.take_along_axis(np.where(pos, Q2, 0.0), oa, axis=1)
+    cP, cQ = np.cumsum(Ps, axis=1), np.cumsum(Qs, axis=1)
+    prevP = np.concatenate([np.zeros((P2.shape[0], 1)), cP[:, :-1]], axis=1)
+    prevQ = np.concatenate([np.zeros((P2.shape[0], 1)), cQ[:, :-1]], axis=1)
+    with np.errstate(invalid="ignore"):
+        H = np.where(np.isfinite(rs), rs * prevP - prevQ, np.inf)
+    k = np.sum(H <= a, axis=1) - 1
+    lo = (cQ[rows, k] + a) / cP[rows, k]
+    return lo, hi, lo >= hi
+
+
+def robust_llr_levels(P, Q, radius, *, normalize: bool = False):
+    """Clipping levels ``(lo, hi)`` of the maximin (robust) likelihood ratio.
+
+    Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669, §5.3, App. B.5): the detector
+    guards against a watermarked law that differs from the computed one ``Q = R_E(P)`` by
+    up to ``radius = a`` in total variation.  The least-favourable law in that ball is
+    ``Q*(v) = P(v) clip(Q(v)/P(v), lo, hi)`` (Huber's clipped likelihood ratio), with ``hi``
+    solving ``Σ_v (Q(v) - hi P(v))_+ = a`` (mass ``a`` taken from the tokens of highest
+    ratio) and ``lo`` solving ``Σ_v (lo P(v) - Q(v))_+ = a`` (mass ``a`` given to the
+    lowest); the robust score of token ``x`` is ``log(Q*(x)/P(x))``.  When ``lo >= hi``
+    (equivalently ``TV(P, Q) <= a``) the ball contains ``P`` itself, nothing can be told
+    apart, and the score is 0.  ``a = 0`` gives ``lo = min ratio``, ``hi = max ratio`` (the
+    plain LLR).  Only tokens with ``P(v) > 0`` enter (``Q`` vanishes where ``P`` does for
+    both reweightings).
+
+    Parameters
+    ----------
+    P, Q : array_like of float
+        Probability vectors (1-D) or rows of them (2-D), same shape; ``Q`` must vanish where
+        ``P`` does.
+    radius : float
+        ``a`` in [0, 1).
+    normalize : bool, default False
+        Rescale ``P`` and ``Q`` to sum to 1.
+
+    Returns
+    -------
+    (lo, hi, trivial) : tuple of float or numpy.ndarray
+        The clipping levels of the likelihood ratio ``Q/P`` (not its log) and whether the
+        row is trivial (``lo >= hi``: score 0).
+
+    Raises
+    ------
+    ValueError
+        ``P``/``Q`` not probability vectors or of different shapes, ``Q > 0`` where
+        ``P = 0``, ``radius`` outside [0, 1).
+    """
+    Pa = as_prob(P, "P", normalize=normalize)
+    Qa = as_prob(Q, "Q", normalize=normalize)
+    if Pa.shape != Qa.shape:
+        raise ValueError(f"Q: shape {Qa.shape} differs from the shape {Pa.shape} of P")
+    if np.any((Pa == 0) & (Qa > 0)):
+        raise ValueError("Q: must vanish where P does (a reweighting of P)")
+    a = _one_radius(radius)
+    lo, hi, triv = _levels(np.atleast_2d(Pa), np.atleast_2d(Qa), a)
+    if Pa.ndim == 1:
+        return float(lo[0]), float(hi[0]), bool(triv[0])
+    return lo, hi, triv
+
+
+def _scores_from_q(P2, tok, Q2, a, reweight="delta"):
+    """Per-token (robust) LLR of the observed tokens given ``R_E(P)`` rows (validated).
+
+    For the gamma reweighting the ratio is capped at its exact bound 2: ``R_G(P)(x)`` is
+    a difference of cumulative sums, which can exceed ``2 P(x)`` by rounding when ``P(x)``
+    is tiny."""
+    rows = np.arange(P2.shape[0])
+    px, qx = P2[rows, tok], Q2[rows, tok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(px > 0, qx / np.where(px > 0, px, 1.0), 1.0)
+        if reweight == "gamma":
+            ratio = np.minimum(ratio, 2.0)
+        if a > 0.0:
+            lo, hi, triv = _levels(P2, Q2, a)
+            ratio = np.where(triv, 1.0, np.clip(ratio, lo, hi))
+        out = np.log(ratio)
+    return np.where(px > 0, out, 0.0)
+
+
+def _parse_llr(score, reweight, radius):
+    score = as_choice(score, "score", LLR_SCORES)
+    reweight = as_choice(reweight, "reweight", LLR_REWEIGHTS)
+    if score == "llr":
+        if radius is not None:
+            raise ValueError("radius: only for score='robust_llr'")
+        radii = np.zeros(1)
+    else:
+        if radius is None:
+            raise ValueError("radius: required for score='robust_llr' (the total-variation "
+                             "radius a in [0, 1), or a sequence of them)")
+        radii = _as_radii(radius)
+    return score, reweight, radii
+
+
+def llr_token_scores(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
+                     radius=None, normalize: bool = False) -> np.ndarray:
+    """Per-token likelihood-ratio scores ``log(R_E(P)(x_t) / P(x_t))`` and their robust form.
+
+    Hu, Chen, Wu, Wu, Zhang & Huang 2023 (arXiv:2310.10669, §5.2-5.3); the scores of Hu &
+    Huang 2024 (arXiv:2410.20418) for the DeltaGumbel and gamma reweightings.  Unlike the
+    pivot scores of :data:`SCORES` they need the model's next-token law ``P_t`` at every
+    scored position and the keyed uniforms of *every* token there (``R_E(P_t)`` is a
+    function of all of them).
+
+    - ``"llr"``: ``s_t = log R_E(P_t)(x_t) - log P_t(x_t)``.  With the delta reweighting it
+      is ``-log P_t(x_t)`` when ``x_t`` is the race winner and ``-inf`` otherwise; with the
+      gamma reweighting it lies in ``[-inf, log 2]``.
+    - ``"robust_llr"``: the maximin variant, ``log clip(R_E(P_t)(x_t)/P_t(x_t), lo, hi)``
+      with the levels of :func:`robust_llr_levels` for the total-variation radius
+      ``radius`` (0 on a trivial row); finite for every ``radius > 0``.
+
+    A position whose token has ``P_t(x_t) = 0`` scores 0: ``R_E(P_t)`` vanishes there for
+    every key, so the token says nothing about the key.
+
+    Parameters
+    ----------
+    P : array_like of float, shape (M, V)
+        The model's next-token law at each scored position (1-D for one position).
+    tokens : array_like of int, shape (M,)
+        The observed tokens ``x_t`` (ids below ``V``).
+    U : array_like of float, shape (M, V)
+        The keyed uniforms of every token at each position, strictly inside (0, 1).
+    score : {"llr", "robust_llr"}
+    reweight : {"delta", "gamma"}
+    radius : float or sequence of float, optional
+        ``robust_llr`` only (required there): radii in [0, 1).
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (M,) for one radius (and for ``"llr"``), (R, M) for R radii.
+
+    Raises
+    ------
+    ValueError
+        Shapes that disagree, ``P`` not probability rows, ``U`` outside (0, 1), a token id
+        out of range, an unknown ``score``/``reweight``, ``radius`` missing, given to
+        ``"llr"`` or outside [0, 1).
+    """
+    score, reweight, radii = _parse_llr(score, reweight, radius)
+    P2, tok, U2 = _as_llr_inputs(P, tokens, U, normalize=normalize)
+    Q2 = _reweight_rows(P2, U2, reweight)
+    out = np.stack([_scores_from_q(P2, tok, Q2, float(a), reweight) for a in radii])
+    return out[0] if (score == "llr" or np.ndim(radius) == 0) else out
+
+
+def llr_null_laws(P, tokens, *, radius=0.0, normalize: bool = False):
+    """Exact per-token H0 laws of the delta-reweighting (robust) LLR: ``(values, probs)``.
+
+    Under H0 the keyed uniforms are fresh and independent of the text, so the race winner
+    ``w`` at position ``t`` has law ``P_t`` whatever the observed token ``x = x_t``.  With
+    ``Q = δ_w`` the levels of :func:`robust_llr_levels` are ``hi = (1 - a)/P(w)`` and
+    ``lo = a/(1 - P(w))``, trivial iff ``P(w) >= 1 - a``, so the score takes the value
+
+    - ``log((1 - a)/P(x))`` if ``w = x`` (``-log P(x)`` for ``a = 0``),
+    - ``log(a/(1 - P(w)))`` if ``w ≠ x`` (``-inf`` for ``a = 0``),
+    - ``0`` if ``P(w) >= 1 - a`` (and at every ``w`` when ``P(x) = 0``),
+
+    with probability ``P(w)``: row ``t`` of the result is the law over the ``V`` possible
+    winners (entries with ``P(w) = 0`` have probability 0).
+
+    Note ``E_H0[e^{s_t}] = (1 - a) + a Σ_{w ≠ x} P(w)/(1 - P(w))`` (non-trivial rows), which
+    exceeds 1 for some ``(P, x)`` when ``a > 0``: ``e^{-S}`` is *not* a valid p-value of the
+    robust score against text written without the key (it is valid when ``x ~ P``, the
+    average of that expression over ``x`` being 1); :func:`llr_log_pvalue` uses these exact
+    laws instead.
+
+    Parameters
+    ----------
+    P : array_like of float, shape (M, V)
+    tokens : array_like of int, shape (M,)
+    radius : float
+        ``a`` in [0, 1) (0: the plain LLR).
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
+
+    Returns
+    -------
+    (values, probs) : tuple of numpy.ndarray, each (M, V)
+        ``values[t, w]`` is the score when ``w`` wins (``-inf`` possible for ``a = 0``),
+        ``probs[t, w] = P_t(w)``.
+    """
+    P2, tok, _ = _as_llr_inputs(P, tokens, None, need_u=False, normalize=normalize)
+    a = _one_radius(radius)
+    return _delta_laws(P2, tok, a)
+
+
+def _delta_laws(P2, tok, a):
+    rows = np.arange(P2.shape[0])
+    px = P2[rows, tok][:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        other = np.log(a / (1.0 - P2)) if a > 0 else np.full(P2.shape, -np.inf)
+        match = np.log((1.0 - a) / np.where(px > 0, px, 1.0))
+    vals = np.where(np.arange(P2.shape[1])[None, :] == tok[:, None], match, other)
+    if a > 0:
+        vals = np.where(P2 >= 1.0 - a, 0.0, vals)
+    vals = np.where(px > 0, vals, 0.0)
+    vals = np.where(P2 > 0, vals, 0.0)
+    return vals, P2.copy()
+
+
+def _chernoff_log_sf(vals, probs, S):
+    """``min_{λ >= 0} Σ_t K_t(λ) - λ S`` with ``K_t(λ) = log Σ_w probs e^{λ vals}`` (finite
+    values only; -inf atoms contribute nothing to the MGF for λ > 0)."""
+    from scipy import optimize
+
+    logp = np.log(np.where(probs > 0, probs, 1.0))
+    live = (probs > 0) & np.isfinite(vals)
+    top = float(np.sum(np.max(np.where(live, vals, -np.inf), axis=1)))
+    if not np.isfinite(top) or S > top + 1e-12 * max(1.0, abs(top)):
+        return -math.inf  # above the largest possible sum
+    lw = np.where(live, logp, -np.inf)
+    v0 = np.where(live, vals, 0.0)
+
+    def K(lam):
+        return float(np.sum(special.logsumexp(lw + lam * v0, axis=1)))
+
+    def dK(lam):
+        z = lw + lam * v0
+        w = np.exp(z - special.logsumexp(z, axis=1, keepdims=True))
+        return float(np.sum(w * v0))
+
+    # at λ = 0+ the -inf atoms are dropped: K(0+) = Σ log P(finite); mean of the rest
+    if dK(0.0) >= S:
+        return min(0.0, K(0.0))
+    if S >= top:
+        # the sum reaches the top only when every token takes its largest value
+        return float(np.sum(special.logsumexp(
+            np.where(live & (v0 >= np.max(np.where(live, v0, -np.inf), axis=1,
+                                            keepdims=True)), lw, -np.inf), axis=1)))
+    hi = 1.0
+    while dK(hi) < S:
+        hi *= 2.0
+        if hi > 1e8:
+            break
+    lam = optimize.brentq(lambda x: dK(x) - S, 0.0, hi, xtol=1e-12, rtol=1e-12)
+    return min(0.0, K(lam) - lam * S)
+
+
+def llr_log_pvalue(P, tokens, U, *, score: str = "llr", reweight: str = "delta",
+                   radius=None, method: str | None = None, normalize: bool = False):
+    """Log p-value of a likelihood-ratio score under H0 (keys independent of the text).
+
+    Returns ``(S, log_p)`` where ``S`` is the score summed over the M positions (the
+    largest over the radii for several radii).  H0 is this package's: the keyed uniforms
+    of distinct context windows are fresh uniforms independent of the text (Liu, Wan, Gao
+    & Gündüz 2026, arXiv:2609.21858, App. E), so given the text the per-token scores are
+    independent with laws fixed by ``(P_t, x_t)``.  Methods (``method=None`` picks the
+    first that applies):
+
+    - ``"exact"`` (``llr``, delta): ``S`` is finite only when every token is its race winner,
+      which has H0 probability ``Π_t P_t(x_t) = e^{-S}`` (positions with ``P_t(x_t) = 0``
+      excluded); so ``log p = -S`` exactly, and ``log p = 0`` when ``S = -inf``.
+    - ``"ville"`` (``llr``, both reweightings): unbiasedness gives ``E_H0[e^{s_t}] =
+      E_E[R_E(P_t)(x_t)]/P_t(x_t) = 1``, so ``P(S' >= S) <= e^{-S}`` (Markov's inequality on
+      the product; Hu et al. 2023, §5.1): a valid, conservative p-value.  The only method for
+      the gamma reweighting, whose per-token law has no closed form.
+    - ``"chernoff"`` (``robust_llr``, delta): ``min_{λ >= 0} Σ_t K_t(λ) - λ S`` with the
+      exact per-token cumulant generating functions ``K_t`` of :func:`llr_null_laws`: a valid
+      upper bound on the exact p-value (within a factor of order ``√M`` of it in the
+      moderate tail, the usual Chernoff gap).  Several radii: the smallest bound plus
+      ``log R`` (Bonferroni over the R radii, as the authors' code does).
+
+    The robust score with the gamma reweighting has no method here: its per-token null law
+    has no closed form; :func:`specbound.sim.detect` calibrates it by Monte Carlo over fresh
+    keys (``null="montecarlo"``).
+
+    Parameters
+    ----------
+    P, tokens, U, score, reweight, radius
+        As in :func:`llr_token_scores`.
+    method : {"exact", "ville", "chernoff"}, optional
+    normalize : bool, default False
+        Rescale the rows of ``P`` to sum to 1.
+
+    Returns
+    -------
+    (float, float)
+        ``(S, log_p)``, ``log_p`` in ``[-inf, 0]``.
+
+    Raises
+    ------
+    ValueError
+        As in :func:`llr_token_scores`; a ``method`` that does not apply to the score and
+        reweighting.
+    """
+    score, reweight, radii = _parse_llr(score, reweight, radius)
+    allowed = {("llr", "delta"): ("exact", "ville"), ("llr", "gamma"): ("ville",),
+               ("robust_llr", "delta"): ("chernoff",), ("robust_llr", "gamma"): ()}[
+        (score, reweight)]
+    if not allowed:
+        raise ValueError("score: 'robust_llr' with reweight='gamma' has no closed-form null "
+                         "here; use specbound.sim.detect(..., null='montecarlo')")
+    if method is None:
+        method = allowed[0]
+    method = as_choice(method, "method", allowed)
+    P2, tok, U2 = _as_llr_inputs(P, tokens, U, normalize=normalize)
+    Q2 = _reweight_rows(P2, U2, reweight)
+    if score == "llr":
+        S = float(_scores_from_q(P2, tok, Q2, 0.0, reweight).sum())
+        return S, (0.0 if S == -math.inf else min(0.0, -S))
+    best_S, best_lp = -math.inf, 0.0
+    for a in radii:
+        S = float(_scores_from_q(P2, tok, Q2, float(a)).sum())
+        vals, probs = _delta_laws(P2, tok, float(a))
+        lp = _chernoff_log_sf(vals, probs, S)
+        best_S = max(best_S, S)
+        best_lp = min(best_lp, lp)
+    return best_S, min(0.0, best_lp + math.log(radii.size))
