@@ -36,7 +36,7 @@ draft changes; the target itself is never modified.
     one equal weight per continuation through it).  An acceptance gate drafts only where it
     pays: with ``â`` the running acceptance of the lookup's proposals and a block of ``k``
     drafted tokens costing ``c_k = 1 + S (B (k + 1) - 1)`` single-token forwards (``S``
-    the verify-cost slope, default 0.25, measured on one CPU core), the block drafts the
+    the verify-cost slope, default 0.4, measured on one CPU core), the block drafts the
     ``k`` maximising ``E_k(â) / c_k`` (``E_k(a) = 1 + a + ... + a^k``) if that ratio exceeds
     1, i.e. where ``â`` clears the exact break-even acceptance; ``cost=0`` drafts every
     match to its full length.  The choice depends on the committed tokens only, so the

@@ -25,8 +25,10 @@ entries (:data:`SCAN`), never the text: the cost per token does not grow with th
 The acceptance gate ("never slower than plain sampling").  A block that drafts ``k`` tokens
 costs one target forward over ``k + 1`` tokens per draft row, modelled as
 ``c_k = 1 + s (B (k + 1) - 1)`` single-token forwards (``s``: the verify-cost slope of the
-spec, ``ngram:N[:K]:cost=S``, default :data:`DEFAULT_COST`; measured on one CPU core, a
-5-token verification costs 1.9-2.2 single-token forwards, ``s`` about 0.25), and emits
+spec, ``ngram:N[:K]:cost=S``, default :data:`DEFAULT_COST`; measured on one busy CPU core,
+a 2-token verification costs 1.33-1.45 single-token forwards and a 5-token one 1.87-2.53:
+the default matches the 2-token cost, which decides whether to draft at all, and
+over-estimates longer blocks, so the gate errs towards ``ar`` steps), and emits
 ``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token is accepted
 with probability ``a`` independently; an ``ar`` step costs 1 and emits 1.  The drafter keeps
 a running estimate ``â`` of the acceptance of its own proposals (:class:`AcceptanceEstimate`:
@@ -67,8 +69,9 @@ import numpy as np
 #: continuations are searched among the ``SCAN * B`` most recent occurrences)
 SCAN = 8
 #: default verify-cost slope ``s`` of the gate: a block drafting ``k`` tokens (``B`` rows)
-#: costs ``1 + s (B (k + 1) - 1)`` single-token forwards (one CPU core: ``c_4`` 1.9-2.2)
-DEFAULT_COST = 0.25
+#: costs ``1 + s (B (k + 1) - 1)`` single-token forwards (one busy CPU core: ``c_1``
+#: 1.33-1.45, ``c_4`` 1.87-2.53; the default fits ``c_1``, the break-even of drafting at all)
+DEFAULT_COST = 0.4
 #: the acceptance estimate before any proposal was scored, and its weight in decisions
 PRIOR, PRIOR_WEIGHT = 0.5, 4.0
 #: memory of the acceptance estimate, in decisions (weights decay by ``1 - 1 / MEMORY``)
