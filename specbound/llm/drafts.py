@@ -35,7 +35,8 @@ draft changes; the target itself is never modified.
     of the ``B`` most recent occurrences whose continuations differ (the law after a path:
     one equal weight per continuation through it).  An acceptance gate drafts only where it
     pays: with ``â`` the running acceptance of the lookup's proposals and a block of ``k``
-    drafted tokens costing ``c_k = 1 + S (B (k + 1) - 1)`` single-token forwards (``S``
+    drafted tokens costing ``c_k = 1 + S (m (k + 1) - 1)`` single-token forwards (``m``
+    the distinct continuations found, at most ``B``; ``S``
     the verify-cost slope, default 0.4, measured on one CPU core), the block drafts the
     ``k`` maximising ``E_k(â) / c_k`` (``E_k(a) = 1 + a + ... + a^k``) if that ratio exceeds
     1, i.e. where ``â`` clears the exact break-even acceptance; ``cost=0`` drafts every

@@ -24,11 +24,14 @@ entries (:data:`SCAN`), never the text: the cost per token does not grow with th
 
 The acceptance gate ("never slower than plain sampling").  A block that drafts ``k`` tokens
 costs one target forward over ``k + 1`` tokens per draft row, modelled as
-``c_k = 1 + s (B (k + 1) - 1)`` single-token forwards (``s``: the verify-cost slope of the
-spec, ``ngram:N[:K]:cost=S``, default :data:`DEFAULT_COST`; measured on one busy CPU core,
-a 2-token verification costs 1.33-1.45 single-token forwards and a 5-token one 1.87-2.53:
-the default matches the 2-token cost, which decides whether to draft at all, and
-over-estimates longer blocks, so the gate errs towards ``ar`` steps), and emits
+``c_k = 1 + s (m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of distinct
+continuations found (at most the decoder's ``B``: the verification's rows are the distinct
+draft paths, and drafts drawn from a mixture of ``m`` point masses take at most ``m``) and
+``s`` the verify-cost slope of the spec (``ngram:N[:K]:cost=S``, default
+:data:`DEFAULT_COST`; measured on one busy CPU core, a 2-token verification costs 1.33-1.45
+single-token forwards and a 5-token one 1.87-2.53: the default fits the 2-token cost, which
+decides whether to draft at all, and over-estimates longer blocks, so the gate errs towards
+``ar`` steps).  Such a block emits
 ``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token is accepted
 with probability ``a`` independently; an ``ar`` step costs 1 and emits 1.  The drafter keeps
 a running estimate ``â`` of the acceptance of its own proposals (:class:`AcceptanceEstimate`:
@@ -284,7 +287,9 @@ class NgramDrafter:
         self._scored = None
         if not conts:
             return 0
-        k = best_length(self.estimate.value, len(conts[0]), self.cost, B)
+        # the verification's rows: the distinct leaves, at most one per distinct continuation
+        # (the B drafts are drawn from their mixture), not B
+        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts))
         if k == 0:  # no draft; the ar step's token is scored against the first proposal
             self._scored = ({(): {conts[0][0]: 1}}, 1)
             return 0
