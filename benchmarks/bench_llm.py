@@ -701,7 +701,7 @@ NGRAM_COLUMNS = ["prompt_type", "temperature", *COLUMNS, "drafted_share", "accep
                  "verify_cost_ratio", "break_even_acceptance", "verify_cost_ratio_1",
                  "break_even_acceptance_1", "measured_cost_slope"]
 #: the n-gram drafts of ``--ngram``: the gated default and the ungated one (every match)
-NGRAM_GATED, NGRAM_FREE = "ngram:3", "ngram:3:cost=0"
+NGRAM_GATED, NGRAM_FREE = "ngram:3", "ngram:3:fixed=0:cost=0"
 NGRAM_TYPES = ("code", "chat", "summaries", "edit")
 
 
@@ -871,7 +871,7 @@ def _predicted_aatps(res, rec):
 
 def run_ngram_multi(pair, n, rounds, temps, L=4, out_dir=None, command="",
                     types=("code", "edit")):
-    """mpfr B = 4 against B = 1 with n-gram multi-drafts (``ngram:3:cost=0``: every match
+    """mpfr B = 4 against B = 1 with n-gram multi-drafts (``ngram:3:fixed=0:cost=0``: every match
     drafted, so both draft at the same positions): AATPS gain against the exact-acceptance
     theory.  Every run records its verified contexts (``ContextRecorder``), so tokens/s
     include the recording for both rows alike."""

@@ -12,7 +12,7 @@ those runs are shared with ``real_crosscheck`` in ``real_runs.csv``).
 
 The n-gram draft is the default ``ngram:3``: with its acceptance gate (``specbound.llm.
 ngram``: a block drafts only where the running acceptance of the lookup's proposals clears
-the break-even of the verify-cost slope 0.4; otherwise an ``ar`` step), so its AATPS is
+the break-even of the default verify-cost model; otherwise an ``ar`` step), so its AATPS is
 that of a drafter that declines to draft where drafting does not pay.
 
 Per configuration and prompt type: AATPS (tokens per block), the theory's predicted AATPS

@@ -44,9 +44,13 @@ V = 12
     ("ngram:1:5", DraftSpec("ngram", 1, None, 5), "ngram:1:5"),
     ("ngram:2:4:ar", DraftSpec("ngram", 2, None, 4), "ngram:2:4"),
     (" ngram: 3 ", DraftSpec("ngram", 3, None, None), "ngram:3"),
-    ("ngram:3:cost=0", DraftSpec("ngram", 3, None, None, 0.0), "ngram:3:cost=0"),
-    ("ngram:2:4:ar:cost=0.5", DraftSpec("ngram", 2, None, 4, 0.5), "ngram:2:4:cost=0.5"),
-    ("ngram:3:cost=0.4", DraftSpec("ngram", 3, None, None), "ngram:3"),  # the default
+    ("ngram:3:fixed=0:cost=0", DraftSpec("ngram", 3, None, None, (0.0, 0.0)),
+     "ngram:3:fixed=0:cost=0"),
+    ("ngram:2:4:ar:cost=0.5", DraftSpec("ngram", 2, None, 4, (0.5, 0.5)),
+     "ngram:2:4:fixed=0.5:cost=0.5"),
+    ("ngram:2:cost=0.3:fixed=1", DraftSpec("ngram", 2, None, None, (1.0, 0.3)),
+     "ngram:2:fixed=1:cost=0.3"),
+    ("ngram:3:fixed=0.5:cost=0.1", DraftSpec("ngram", 3, None, None), "ngram:3"),  # default
 ])
 def test_parse_valid_specs(text, spec, canonical):
     got = parse_draft(text)
@@ -67,11 +71,13 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:4:temperature", "fallback 'temperature' in 'ngram:3:4:temperature' is not known"),
     ("ngram:3:4:bogus", "fallback 'bogus'"),
     ("ngram:3:4:temperature:1.5", r"ngram takes N, N:K or N:K:FALLBACK \(then optionally "
-                                  r":cost=S\), got 'ngram:3:4:temperature:1.5'"),
-    ("ngram:3:cost=-1", "ngram cost S .* must be a finite number >= 0, got '-1' in "
-                        "'ngram:3:cost=-1'"),
-    ("ngram:3:cost=inf", "ngram cost S"),
-    ("ngram:3:4:cost=x", "ngram cost S .* got 'x'"),
+                                  r":fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
+    ("ngram:3:cost=-1", r"ngram cost \(the verify-cost model\) must be a finite number >= 0, "
+                        "got '-1' in 'ngram:3:cost=-1'"),
+    ("ngram:3:fixed=inf", "ngram fixed"),
+    ("ngram:3:4:cost=x", "ngram cost .* got 'x'"),
+    ("ngram:3:slope=1", "ngram option 'slope' in 'ngram:3:slope=1' is not known"),
+    ("ngram:3:cost=1:cost=2", "ngram option 'cost' .* is not known or repeated"),
     ("ngram:cost=0", "ngram N must be an integer, got 'cost=0'"),
 ])
 def test_bad_specs_name_the_draft(text, match):
@@ -169,32 +175,36 @@ def test_break_even_solves_expected_tokens_equal_cost():
             a = break_even(c, k)
             assert expected_tokens(a, k) == pytest.approx(c, abs=1e-12)
             assert expected_tokens(a - 1e-9, k) < c
-    assert verify_cost(0, 0.25) == 1.0 and verify_cost(4, 0.25) == 2.0
-    assert verify_cost(2, 0.25, B=2) == pytest.approx(1 + 0.25 * 5)
+    assert verify_cost(0, (0.5, 0.1)) == 1.0 and verify_cost(4, (0, 0.25)) == 2.0
+    assert verify_cost(1, (0.5, 0.1)) == pytest.approx(1.6)
+    assert verify_cost(2, (0.5, 0.25), B=2) == pytest.approx(1.5 + 0.25 * 5)
 
 
-@given(st.floats(0.0, 1.0), st.integers(0, 8), st.floats(0.0, 1.5), st.integers(1, 4))
-def test_gate_picks_the_best_length(a, bound, cost, B):
+@given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
+       st.floats(0.0, 1.5), st.integers(1, 4))
+def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
     """``best_length``: the k of 1..bound with the largest tokens per cost when it beats an
-    ar step (ratio 1), else 0; for B = 1 it drafts exactly when ``a > cost`` (the
-    break-even acceptance of one drafted token; longer blocks never pay below it)."""
+    ar step (ratio 1), else 0; without a fixed overhead and for B = 1 it drafts exactly when
+    ``a > slope`` (the break-even acceptance of one drafted token; longer blocks never pay
+    below it: ``E_k(a) <= 1 + k a``)."""
     from specbound.llm.ngram import best_length, expected_tokens, verify_cost
 
+    cost = (fixed, slope)
     k = best_length(a, bound, cost, B)
     gains = [1.0] + [expected_tokens(a, j) / verify_cost(j, cost, B) for j in
                      range(1, bound + 1)]
-    if cost == 0:
+    if cost == (0.0, 0.0):
         assert k == bound
     else:
         assert gains[k] == max(gains) and (k == 0 or gains[k] > 1.0)
-        if B == 1 and bound >= 1:
-            assert (k > 0) == (a > cost)
+        if B == 1 and bound >= 1 and fixed == 0:
+            assert (k > 0) == (a > slope)
 
 
 def test_gate_closes_scores_ar_steps_and_reopens():
-    """cost 0.45: the prior 0.5 drafts; rejected proposals close the gate (ar steps), whose
-    tokens are still scored against the proposal; a repeating text reopens it."""
-    d = NgramDrafter(1, None, 10, cost=0.45)
+    """cost (0, 0.45): the prior 0.5 drafts; rejected proposals close the gate (ar steps),
+    whose tokens are still scored against the proposal; a repeating text reopens it."""
+    d = NgramDrafter(1, None, 10, cost=(0.0, 0.45))
     d.reset([1, 2])
     seen = []
     for t in [3, 4, 5, 6, 7, 8]:
@@ -217,7 +227,7 @@ def test_gate_closes_scores_ar_steps_and_reopens():
 
 
 def test_drafter_laws_are_point_masses_and_mixtures():
-    d = NgramDrafter(2, None, 10, cost=0)  # no gate: every match drafted in full
+    d = NgramDrafter(2, None, 10, cost=(0, 0))  # no gate: every match drafted in full
     d.reset([5, 6, 1, 5, 6, 2, 5, 6])
     assert d.plan(4, 1) == 3  # the most recent occurrence is followed by 2, 5, 6
     q = d.laws([(), (2,), (2, 5)])
@@ -238,7 +248,7 @@ def synth():
     target = sim.SyntheticLM(V, context_length=3, seed=11)
     draft = sim.SyntheticLM(V, context_length=2, seed=12, temperature=1.3)
     pair = synthetic_pair(target, draft)
-    return target, pair, pair.with_draft("ngram:2"), pair.with_draft("ngram:2:cost=0")
+    return target, pair, pair.with_draft("ngram:2"), pair.with_draft("ngram:2:fixed=0:cost=0")
 
 
 # repeats (3, 1) and (1, 4): the lookup succeeds at the prompt's end
@@ -336,21 +346,23 @@ class _NgramSynthBackend(SyntheticBackend):
 
 
 SYNTH_RUNS = 3000
-#: (decoder, B, prompt, gate cost): cost 0 drafts every match; the default gate drafts one
-#: token first; at 0.45 the second block drafts or not depending on the first's outcome
-SYNTH_CASES = [("vsps", 1, REP, None), ("vsps", 1, REP, 0.45), ("specinfer", 2, MULTI, 0.0),
-               ("mpfr", 2, MULTI, 0.0), ("pfr", 1, REP, None)]
+#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; the default gate drafts
+#: at its prior; at (0, 0.45) the second block drafts or not depending on the first's outcome
+SYNTH_CASES = [("vsps", 1, REP, None), ("vsps", 1, REP, (0.0, 0.45)),
+               ("specinfer", 2, MULTI, (0.0, 0.0)), ("mpfr", 2, MULTI, (0.0, 0.0)),
+               ("pfr", 1, REP, None)]
 
 
 def _spec(n, cost):
-    return f"ngram:{n}" if cost is None else f"ngram:{n}:cost={cost:g}"
+    return (f"ngram:{n}" if cost is None
+            else f"ngram:{n}:fixed={cost[0]:g}:cost={cost[1]:g}")
 
 
 @pytest.mark.slow
 def test_first_two_tokens_follow_the_target(synth):
     """The joint law of the first two emitted tokens is the target's (n-gram drafts accept
     or reject inside the first block, so both a decision and a residual draw are tested; with
-    the gate at cost 0.45 whether the second block drafts depends on the first token).
+    the gate at cost (0, 0.45) whether the second block drafts depends on the first token).
     Five configurations, false-failure probability FAILURE_RATE together (Bonferroni)."""
     target, base, _, _ = synth
     alpha = bonferroni(len(SYNTH_CASES), FAILURE_RATE)
@@ -428,13 +440,14 @@ def test_first_token_follows_the_target_on_the_embedded_model(llm_pair, embed_id
     t_lm, _ = G.as_protocol_models(llm_pair)
     target = sim.CachedLM(t_lm)
     p = target.next_distribution(embed_ids)
-    probe = NgramDrafter(3, None, llm_pair.vocab_size, cost=0)
+    probe = NgramDrafter(3, None, llm_pair.vocab_size, cost=(0, 0))
     probe.reset(embed_ids)
     assert probe.plan(2, 2) >= 1 and len(probe.index.continuations(1, 2)) == 2
     alpha = bonferroni(3, FAILURE_RATE)
     # vsps with the default gate (its prior drafts one token here); B = 2 without the gate
     # (at the prior a two-row block does not pay, so the gated run would be an ar step)
-    for decoder, B, cost in (("vsps", 1, None), ("specinfer", 2, 0.0), ("mpfr", 2, 0.0)):
+    for decoder, B, cost in (("vsps", 1, None), ("specinfer", 2, (0.0, 0.0)),
+                             ("mpfr", 2, (0.0, 0.0))):
         pair = llm_pair.with_draft(_spec(3, cost))
         first = np.empty(EMBED_RUNS, dtype=np.int64)
         for i in range(EMBED_RUNS):
@@ -451,12 +464,12 @@ def test_first_token_follows_the_target_on_the_embedded_model(llm_pair, embed_id
 
 @pytest.mark.slow
 def test_keyed_drafter_invariance_on_the_embedded_model(llm_pair, embed_ids):
-    """pfr with ``ngram:3`` (gated) and mpfr B = 2 with ``ngram:3:cost=0`` (every match
+    """pfr with ``ngram:3`` (gated) and mpfr B = 2 with ``ngram:3:fixed=0:cost=0`` (every match
     drafted) emit the tokens of the ``temperature:1.5`` draft under the same key (and
     basic_uwm's)."""
     kw = dict(key=2026, window=4, max_new_tokens=12, stop_at_eos=False)
     ref = G.generate(llm_pair, embed_ids, "basic_uwm", **kw)
-    for decoder, B, draft in (("pfr", 1, "ngram:3"), ("mpfr", 2, "ngram:3:cost=0")):
+    for decoder, B, draft in (("pfr", 1, "ngram:3"), ("mpfr", 2, "ngram:3:fixed=0:cost=0")):
         a = G.generate(llm_pair, embed_ids, decoder, L=3, B=B, draft=draft, **kw)
         b = G.generate(llm_pair, embed_ids, decoder, L=3, B=B, **kw)
         np.testing.assert_array_equal(a.tokens, b.tokens)

@@ -24,14 +24,14 @@ entries (:data:`SCAN`), never the text: the cost per token does not grow with th
 
 The acceptance gate ("never slower than plain sampling").  A block that drafts ``k`` tokens
 costs one target forward over ``k + 1`` tokens per draft row, modelled as
-``c_k = 1 + s (m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of distinct
-continuations found (at most the decoder's ``B``: the verification's rows are the distinct
-draft paths, and drafts drawn from a mixture of ``m`` point masses take at most ``m``) and
-``s`` the verify-cost slope of the spec (``ngram:N[:K]:cost=S``, default
-:data:`DEFAULT_COST`; measured on one busy CPU core, a 2-token verification costs 1.33-1.45
-single-token forwards and a 5-token one 1.87-2.53: the default fits the 2-token cost, which
-decides whether to draft at all, and over-estimates longer blocks, so the gate errs towards
-``ar`` steps).  Such a block emits
+``c_k = 1 + f + s (m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of
+distinct continuations found (at most the decoder's ``B``: the verification's rows are the
+distinct draft paths, and drafts drawn from a mixture of ``m`` point masses take at most
+``m``), ``f`` the fixed overhead of a forward over more than one token and ``s`` the cost
+of each further token (the spec's ``ngram:N[:K]:fixed=F:cost=S``, defaults
+:data:`DEFAULT_COST`: ``f = 0.5``, ``s = 0.1``, so ``c_1 = 1.6`` and ``c_4 = 1.9``; measured
+on one busy CPU core, a 2-token verification costs 1.55-1.62 single-token forwards on code
+and chat prompts and a 5-token one 1.84-1.91, ``benchmarks/README.md``).  Such a block emits
 ``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token is accepted
 with probability ``a`` independently; an ``ar`` step costs 1 and emits 1.  The drafter keeps
 a running estimate ``â`` of the acceptance of its own proposals (:class:`AcceptanceEstimate`:
@@ -43,7 +43,7 @@ clears the exact break-even acceptance of that ``k`` (:func:`break_even`; for ``
 but the gate says no, the proposal is still scored: the ``ar`` step's token equals the
 proposed token with probability ``p(x)``, exactly the acceptance of a drafted point mass in
 ``vsps`` (``min(1, p(x) / q(x))`` with ``q(x) = 1``), so the estimate keeps learning and the
-gate reopens where the text starts to repeat.  ``cost=0`` turns the gate off (every match is
+gate reopens where the text starts to repeat.  ``fixed=0:cost=0`` turns the gate off (every match is
 drafted to its full length).
 
 Why the output law stays the target's.  The block length and the draft laws are functions
@@ -71,10 +71,10 @@ import numpy as np
 #: most entries of one key's occurrence list read by a lookup (the ``B`` distinct
 #: continuations are searched among the ``SCAN * B`` most recent occurrences)
 SCAN = 8
-#: default verify-cost slope ``s`` of the gate: a block drafting ``k`` tokens (``B`` rows)
-#: costs ``1 + s (B (k + 1) - 1)`` single-token forwards (one busy CPU core: ``c_1``
-#: 1.33-1.45, ``c_4`` 1.87-2.53; the default fits ``c_1``, the break-even of drafting at all)
-DEFAULT_COST = 0.4
+#: default verify-cost model ``(f, s)`` of the gate: a block drafting ``k`` tokens in ``m``
+#: rows costs ``1 + f + s (m (k + 1) - 1)`` single-token forwards (one busy CPU core:
+#: ``c_1`` 1.55-1.62, ``c_4`` 1.84-1.91 on code and chat prompts)
+DEFAULT_COST = (0.5, 0.1)
 #: the acceptance estimate before any proposal was scored, and its weight in decisions
 PRIOR, PRIOR_WEIGHT = 0.5, 4.0
 #: memory of the acceptance estimate, in decisions (weights decay by ``1 - 1 / MEMORY``)
@@ -87,10 +87,11 @@ def expected_tokens(a: float, k: int) -> float:
     return float(sum(a ** i for i in range(int(k) + 1)))
 
 
-def verify_cost(k: int, cost: float, B: int = 1) -> float:
-    """``c_k = 1 + s (B (k + 1) - 1)``: a block drafting ``k`` tokens in ``B`` rows, in
-    single-token forwards (``k = 0``: 1, an ``ar`` step)."""
-    return 1.0 + float(cost) * (int(B) * (int(k) + 1) - 1) if k > 0 else 1.0
+def verify_cost(k: int, cost, B: int = 1) -> float:
+    """``c_k = 1 + f + s (B (k + 1) - 1)``: a block drafting ``k`` tokens in ``B`` rows, in
+    single-token forwards (``cost = (f, s)``; ``k = 0``: 1, an ``ar`` step)."""
+    f, s = cost
+    return 1.0 + float(f) + float(s) * (int(B) * (int(k) + 1) - 1) if k > 0 else 1.0
 
 
 def break_even(c: float, k: int) -> float:
@@ -113,12 +114,12 @@ def break_even(c: float, k: int) -> float:
     return hi
 
 
-def best_length(a: float, bound: int, cost: float, B: int = 1) -> int:
+def best_length(a: float, bound: int, cost, B: int = 1) -> int:
     """The gate: the ``k`` in ``1 .. bound`` maximising ``E_k(a) / c_k`` if that ratio is
-    above 1, else 0 (an ``ar`` step).  ``cost = 0``: ``bound`` (drafting is free)."""
+    above 1, else 0 (an ``ar`` step).  ``cost = (0, 0)``: ``bound`` (drafting is free)."""
     if bound <= 0:
         return 0
-    if cost == 0:
+    if tuple(cost) == (0.0, 0.0):
         return int(bound)
     best, k_best = 1.0, 0
     for k in range(1, int(bound) + 1):
@@ -232,14 +233,15 @@ def naive_continuations(tokens, n: int, length: int, count: int = 1):
 class NgramDrafter:
     """The draft laws of an ``ngram:N[:K]`` draft, block by block (module docstring).
 
-    ``cost``: the gate's verify-cost slope ``s`` (None: :data:`DEFAULT_COST`; 0: no gate).
+    ``cost``: the gate's verify-cost model ``(f, s)`` (None: :data:`DEFAULT_COST`;
+    ``(0, 0)``: no gate).
     """
 
-    def __init__(self, n: int, k: int | None, vocab_size: int, cost: float | None = None):
+    def __init__(self, n: int, k: int | None, vocab_size: int, cost=None):
         self.index = NgramIndex(n)
         self.k = k
         self.vocab_size = int(vocab_size)
-        self.cost = DEFAULT_COST if cost is None else float(cost)
+        self.cost = DEFAULT_COST if cost is None else (float(cost[0]), float(cost[1]))
         self.estimate = AcceptanceEstimate()
         self._trie: dict[tuple, dict[int, int]] = {}
         #: what the block now planned proposes: the trie of its drafts (drafted block) or
