@@ -48,23 +48,35 @@ Modes (one per invocation):
   float32 and the reduced-precision processed next-token distributions over every context
   of the shipped log (``specbound.llm.shipped_log()``).  ``bench_llm_dtype.csv``.
 
-- ``--ngram``: prompt lookup, one prompt per type (``code``: a HumanEval prompt; ``chat``: a
-  ShareGPT prompt; ``edit``: "fix the typo in this function" built from a HumanEval prompt
-  whose answer quotes it) x temperature (``--temps``, default 0.3,0.7,1.0; top-k 50):
-  ``vsps`` with ``ngram:3`` against ``ar`` and against transformers' prompt lookup
-  (``generate(do_sample=True, prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``,
-  same prompt, same L, same processing, no end-of-sequence), rounds as above; per row
-  AATPS, target forwards per token, the share of blocks that drafted (specbound), and the
-  exact break-even acceptance (below).  ``bench_llm_ngram.csv``.
+- ``--ngram``: prompt lookup, one prompt per type of ``--types`` (default all four:
+  ``code``: a HumanEval prompt; ``chat``: a ShareGPT prompt; ``summaries``: a ShareGPT
+  request to summarise a text it contains; ``edit``: "fix the typo in this function" built
+  from a HumanEval prompt whose answer quotes it) x temperature (``--temps``, default
+  0.3,0.7,1.0; top-k 50): ``vsps`` with ``ngram:3`` (the acceptance gate) and with
+  ``ngram:3:fixed=0:cost=0`` (every match drafted) against ``ar`` and (unless
+  ``--no-peer``) against transformers' prompt lookup (``generate(do_sample=True,
+  prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``, same prompt, same L, same
+  processing, no end-of-sequence), rounds as above; per row AATPS, target forwards per
+  token, the share of blocks that drafted (specbound), the acceptance (accepted drafts /
+  decisions) and the exact break-even acceptances (below).  ``bench_llm_ngram.csv``.
+- ``--ngram-multi``: ``mpfr`` B = 4 against B = 1 with ``ngram:3:fixed=0:cost=0`` (n-gram
+  multi-drafts, every match drafted, so both draft at the same positions) on ``--types``
+  (default code, edit) x ``--temps`` (default 0.3,1.0): AATPS pooled over the rounds, the
+  theory's AATPS (every decision's exact acceptance at its recorded context,
+  ``specbound.llm.decision_acceptance``) and both gains B = 4 / B = 1.  Every run records
+  its contexts, so the tokens/s of both rows include that.  ``bench_llm_ngram_multi.csv``.
+- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (gated and not) against
+  batched ``ar`` on the ``--prompts`` shortest prompts (half HumanEval, half ShareGPT).
+  ``bench_llm_ngram_batch.csv``.
 
 Break-even of prompt lookup: a block that drafts ``k`` tokens costs one ``(k + 1)``-token
-target forward, ``c_k`` single-token forwards (measured once per run: the median of 9
-timed forwards of each width over the prompt's cache), and emits ``1 + A`` tokens, ``A``
-its accepted drafts; plain sampling emits one token per single-token forward.  Drafting
-pays where ``E[1 + A] > c_k``: with a per-token acceptance ``a`` of independent decisions
-``E[1 + A] = (1 - a^(k+1)) / (1 - a)``; the smallest ``a`` with
-``(1 - a^(k+1)) / (1 - a) >= c_k`` is the break-even reported beside the measured
-acceptance (``accepted drafts / decisions``).
+target forward, ``c_k`` single-token forwards (measured once per prompt: the median of 9
+timed forwards of each width over the prompt's cache; ``c_1`` and ``c_L``), and emits
+``1 + A`` tokens, ``A`` its accepted drafts; plain sampling emits one token per
+single-token forward.  Drafting pays where ``E[1 + A] > c_k``: with a per-token acceptance
+``a`` of independent decisions ``E[1 + A] = (1 - a^(k+1)) / (1 - a)``; the smallest ``a``
+with ``(1 - a^(k+1)) / (1 - a) >= c_k`` (:func:`specbound.llm.ngram.break_even`) is the
+break-even reported beside the measured acceptance, for ``k = 1`` and ``k = L``.
 
 Batched decoding (``--batch``): ``--prompts`` chat prompts (half HumanEval, half ShareGPT)
 x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched forward per
