@@ -48,23 +48,35 @@ Modes (one per invocation):
   float32 and the reduced-precision processed next-token distributions over every context
   of the shipped log (``specbound.llm.shipped_log()``).  ``bench_llm_dtype.csv``.
 
-- ``--ngram``: prompt lookup, one prompt per type (``code``: a HumanEval prompt; ``chat``: a
-  ShareGPT prompt; ``edit``: "fix the typo in this function" built from a HumanEval prompt
-  whose answer quotes it) x temperature (``--temps``, default 0.3,0.7,1.0; top-k 50):
-  ``vsps`` with ``ngram:3`` against ``ar`` and against transformers' prompt lookup
-  (``generate(do_sample=True, prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``,
-  same prompt, same L, same processing, no end-of-sequence), rounds as above; per row
-  AATPS, target forwards per token, the share of blocks that drafted (specbound), and the
-  exact break-even acceptance (below).  ``bench_llm_ngram.csv``.
+- ``--ngram``: prompt lookup, one prompt per type of ``--types`` (default all four:
+  ``code``: a HumanEval prompt; ``chat``: a ShareGPT prompt; ``summaries``: a ShareGPT
+  request to summarise a text it contains; ``edit``: "fix the typo in this function" built
+  from a HumanEval prompt whose answer quotes it) x temperature (``--temps``, default
+  0.3,0.7,1.0; top-k 50): ``vsps`` with ``ngram:3`` (the acceptance gate) and with
+  ``ngram:3:fixed=0:cost=0`` (every match drafted) against ``ar`` and (unless
+  ``--no-peer``) against transformers' prompt lookup (``generate(do_sample=True,
+  prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``, same prompt, same L, same
+  processing, no end-of-sequence), rounds as above; per row AATPS, target forwards per
+  token, the share of blocks that drafted (specbound), the acceptance (accepted drafts /
+  decisions) and the exact break-even acceptances (below).  ``bench_llm_ngram.csv``.
+- ``--ngram-multi``: ``mpfr`` B = 4 against B = 1 with ``ngram:3:fixed=0:cost=0`` (n-gram
+  multi-drafts, every match drafted, so both draft at the same positions) on ``--types``
+  (default code, edit) x ``--temps`` (default 0.3,1.0): AATPS pooled over the rounds, the
+  theory's AATPS (every decision's exact acceptance at its recorded context,
+  ``specbound.llm.decision_acceptance``) and both gains B = 4 / B = 1.  Every run records
+  its contexts, so the tokens/s of both rows include that.  ``bench_llm_ngram_multi.csv``.
+- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (gated and not) against
+  batched ``ar`` on the ``--prompts`` shortest prompts (half HumanEval, half ShareGPT).
+  ``bench_llm_ngram_batch.csv``.
 
 Break-even of prompt lookup: a block that drafts ``k`` tokens costs one ``(k + 1)``-token
-target forward, ``c_k`` single-token forwards (measured once per run: the median of 9
-timed forwards of each width over the prompt's cache), and emits ``1 + A`` tokens, ``A``
-its accepted drafts; plain sampling emits one token per single-token forward.  Drafting
-pays where ``E[1 + A] > c_k``: with a per-token acceptance ``a`` of independent decisions
-``E[1 + A] = (1 - a^(k+1)) / (1 - a)``; the smallest ``a`` with
-``(1 - a^(k+1)) / (1 - a) >= c_k`` is the break-even reported beside the measured
-acceptance (``accepted drafts / decisions``).
+target forward, ``c_k`` single-token forwards (measured once per prompt: the median of 9
+timed forwards of each width over the prompt's cache; ``c_1`` and ``c_L``), and emits
+``1 + A`` tokens, ``A`` its accepted drafts; plain sampling emits one token per
+single-token forward.  Drafting pays where ``E[1 + A] > c_k``: with a per-token acceptance
+``a`` of independent decisions ``E[1 + A] = (1 - a^(k+1)) / (1 - a)``; the smallest ``a``
+with ``(1 - a^(k+1)) / (1 - a) >= c_k`` (:func:`specbound.llm.ngram.break_even`) is the
+break-even reported beside the measured acceptance, for ``k = 1`` and ``k = L``.
 
 Batched decoding (``--batch``): ``--prompts`` chat prompts (half HumanEval, half ShareGPT)
 x ``N`` new tokens decoded by :func:`specbound.llm.generate_batch` (one batched forward per
@@ -698,7 +710,11 @@ def run_batch(pair, n, rounds, n_prompts=16, L=4, out_dir=None):
 
 
 NGRAM_COLUMNS = ["prompt_type", "temperature", *COLUMNS, "drafted_share", "acceptance",
-                 "verify_cost_ratio", "break_even_acceptance"]
+                 "verify_cost_ratio", "break_even_acceptance", "verify_cost_ratio_1",
+                 "break_even_acceptance_1", "measured_cost_slope"]
+#: the n-gram drafts of ``--ngram``: the gated default and the ungated one (every match)
+NGRAM_GATED, NGRAM_FREE = "ngram:3", "ngram:3:fixed=0:cost=0"
+NGRAM_TYPES = ("code", "chat", "summaries", "edit")
 
 
 def _edit_prompt(code: str) -> str:
@@ -711,12 +727,21 @@ def _edit_prompt(code: str) -> str:
             f"otherwise:\n\n{code}")
 
 
-def _ngram_prompts():
+def _ngram_prompts(types=NGRAM_TYPES):
+    """One prompt per type: ``code`` a HumanEval prompt, ``chat`` a ShareGPT prompt,
+    ``summaries`` the first ShareGPT request to summarise a text it contains (the selection
+    of ``paper_figs._real_runs.summarize_prompts``) of at most 1,600 characters, ``edit``
+    "fix the typo" around another HumanEval prompt."""
     from specbound.llm import prompts
 
     code = prompts("humaneval", 2, seed=0)
-    return {"code": code[0], "chat": prompts("sharegpt", 1, seed=0)[0],
-            "edit": _edit_prompt(code[1])}
+    out = {"code": code[0], "chat": prompts("sharegpt", 1, seed=0)[0],
+           "edit": _edit_prompt(code[1])}
+    if "summaries" in types:
+        from paper_figs._real_runs import summarize_prompts
+
+        out["summaries"] = next(t for t in summarize_prompts(0) if len(t) <= 1600)
+    return {k: out[k] for k in types}
 
 
 def _verify_cost(pair, ids, k, reps=9):
@@ -742,22 +767,19 @@ def _verify_cost(pair, ids, k, reps=9):
 
 
 def _break_even(c, k=4):
-    """Smallest per-token acceptance ``a`` with ``(1 - a^(k+1)) / (1 - a) >= c``."""
-    from scipy.optimize import brentq
+    """Smallest per-token acceptance ``a`` with ``(1 - a^(k+1)) / (1 - a) >= c``
+    (:func:`specbound.llm.ngram.break_even`)."""
+    from specbound.llm.ngram import break_even
 
-    def gain(a):
-        return sum(a ** i for i in range(k + 1)) - c
-
-    if gain(0.0) >= 0:
-        return 0.0
-    return float(brentq(gain, 0.0, 1.0)) if gain(1.0) >= 0 else float("nan")
+    return break_even(c, k)
 
 
-def _sb_ngram_run(pair, ids, n, rnd, L=4):
+def _sb_ngram_run(pair, ids, n, rnd, L=4, dec="vsps", B=1, log=None):
     from specbound.llm import generate
 
     t0 = time.perf_counter()
-    res = generate(pair, ids, "vsps", L=L, max_new_tokens=n, stop_at_eos=False, seed=rnd)
+    res = generate(pair, ids, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
+                   stop_at_eos=False, seed=rnd, log=log)
     sec = time.perf_counter() - t0
     drafted = [d.shape[1] > 0 for d in res.drafts]
     return {"n_tokens": res.n_generated, "seconds": sec, "aatps": res.aatps,
@@ -766,7 +788,7 @@ def _sb_ngram_run(pair, ids, n, rnd, L=4):
             "drafted_share": sum(drafted) / len(drafted),
             # None (left out of the medians) for a run without decisions
             "acceptance": (float(res.decision_accepted.mean()) if res.decision_accepted.size
-                           else None)}
+                           else None), "result": res}
 
 
 def _hf_lookup_run(pair, ids, n, seed, L=4):
@@ -793,51 +815,143 @@ def _hf_lookup_run(pair, ids, n, seed, L=4):
             "target_forwards_per_token": len(calls) / (out.shape[1] - t.shape[1])}
 
 
-def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command=""):
-    """vsps with ngram:3 against ar and transformers' prompt lookup, prompt type x T."""
-    texts = _ngram_prompts()
+def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM_TYPES,
+              peer=True):
+    """vsps with ngram:3 (gated and ungated) against ar and (``peer``) transformers' prompt
+    lookup, prompt type x T."""
+    texts = _ngram_prompts(types)
     out = []
     before = _machine_load()
     print(f"{len(texts)} prompt types x T in {list(temps)} x {n} new tokens, L = {L}, "
           f"{rounds} rounds; {before[1]}")
     for T in temps:
         tp = pair.with_processing(temperature=T)
-        ng = tp.with_draft("ngram:3")
         for kind, text in texts.items():
             ids = tp.encode_prompt(text)
-            _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
-            c = _verify_cost(tp, ids, L)
-            rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r)),
-                    ("specbound vsps ngram:3",
-                     lambda r, ng=ng, ids=ids: _sb_ngram_run(ng, ids, n, r, L)),
-                    ("transformers prompt lookup",
-                     lambda r, tp=tp, ids=ids: _hf_lookup_run(tp, ids, n, r, L))]
-            print(f"-- {kind} ({len(ids)} prompt tokens), T = {T}, verify cost ratio "
-                  f"{c:.2f}")
+            rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r))]
+            for d in (NGRAM_GATED, NGRAM_FREE):
+                ng = tp.with_draft(d)
+                _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
+                rows.append((f"specbound vsps {d}",
+                             lambda r, ng=ng, ids=ids: _sb_ngram_run(ng, ids, n, r, L)))
+            if peer:
+                rows.append(("transformers prompt lookup",
+                             lambda r, tp=tp, ids=ids: _hf_lookup_run(tp, ids, n, r, L)))
+            c, c1 = _verify_cost(tp, ids, L), _verify_cost(tp, ids, 1)
+            print(f"-- {kind} ({len(ids)} prompt tokens), T = {T}, verify cost ratios "
+                  f"c_{L} = {c:.2f}, c_1 = {c1:.2f}")
             meas = _measure(rows, rounds)
             extra = (*EXTRA, "drafted_share", "acceptance")
             for name, _ in rows:
                 ref = None if name == "specbound ar" else "specbound ar"
                 row = _summary(meas, name, ref, extra)
                 row.update(prompt_type=kind, temperature=T, verify_cost_ratio=c,
-                           break_even_acceptance=_break_even(c, L))
+                           break_even_acceptance=_break_even(c, L), verify_cost_ratio_1=c1,
+                           break_even_acceptance_1=_break_even(c1, 1),
+                           measured_cost_slope=(c - 1) / L)
                 out.append(row)
-            r = _ratios(meas, "specbound vsps ngram:3", "transformers prompt lookup")
-            out.append({"prompt_type": kind, "temperature": T,
-                        "row": "vsps ngram:3 / transformers prompt lookup", "rounds": len(r),
-                        "ratio_to": "transformers prompt lookup",
-                        "ratio_median": _spread(r)[0], "ratio_min": min(r),
-                        "ratio_max": max(r), "ratios": " ".join(f"{x:.3f}" for x in r)})
+            if peer:
+                r = _ratios(meas, f"specbound vsps {NGRAM_GATED}", "transformers prompt lookup")
+                out.append({"prompt_type": kind, "temperature": T,
+                            "row": f"vsps {NGRAM_GATED} / transformers prompt lookup",
+                            "rounds": len(r), "ratio_to": "transformers prompt lookup",
+                            "ratio_median": _spread(r)[0], "ratio_min": min(r),
+                            "ratio_max": max(r), "ratios": " ".join(f"{x:.3f}" for x in r)})
     after = _machine_load()
     _print_table(out, ["prompt_type", "temperature", "row", "tok_s_median", "ratio_to",
                        "ratio_median", "ratio_min", "ratio_max", "aatps", "drafted_share",
-                       "acceptance", "break_even_acceptance"])
+                       "acceptance", "break_even_acceptance_1", "break_even_acceptance"])
     return _write("bench_llm_ngram.csv", out, NGRAM_COLUMNS, out_dir, before, after, command)
+
+
+NGRAM_MULTI_COLUMNS = ["prompt_type", "temperature", "row", "B", "rounds", "n_tokens",
+                       "tok_s_median", "ratio_to", "ratio_median", "ratio_min", "ratio_max",
+                       "aatps", "predicted_aatps", "aatps_gain", "predicted_gain",
+                       "drafted_share", "acceptance"]
+
+
+def _predicted_aatps(res, rec):
+    """The theory's AATPS of a run: its realised AATPS with every decision's realised
+    acceptance replaced by its exact conditional probability
+    (:func:`specbound.llm.decision_acceptance` at the recorded contexts)."""
+    from specbound.llm import decision_acceptance
+
+    dec = decision_acceptance(res, rec)
+    e = res.emitted_per_block
+    return float((e.sum() - dec["accepted"].sum() + dec["predicted"].sum()) / e.size)
+
+
+def run_ngram_multi(pair, n, rounds, temps, L=4, out_dir=None, command="",
+                    types=("code", "edit")):
+    """mpfr B = 4 against B = 1 with n-gram multi-drafts (``ngram:3:fixed=0:cost=0``: every match
+    drafted, so both draft at the same positions): AATPS gain against the exact-acceptance
+    theory.  Every run records its verified contexts (``ContextRecorder``), so tokens/s
+    include the recording for both rows alike."""
+    from specbound.llm import ContextRecorder
+
+    texts = _ngram_prompts(types)
+    out = []
+    before = _machine_load()
+    print(f"mpfr B=1 vs B=4 with {NGRAM_FREE}: {list(texts)} x T in {list(temps)} x {n} new "
+          f"tokens, L = {L}, {rounds} rounds; {before[1]}")
+
+    def one(ng, ids, r, B):
+        rec = ContextRecorder()
+        m = _sb_ngram_run(ng, ids, n, r, L, dec="mpfr", B=B, log=rec)
+        m["predicted_aatps"] = _predicted_aatps(m["result"], rec)
+        return m
+
+    for T in temps:
+        ng = pair.with_processing(temperature=T).with_draft(NGRAM_FREE)
+        for kind, text in texts.items():
+            ids = ng.encode_prompt(text)
+            _sb_ngram_run(ng, ids, 4, 0, L, dec="mpfr", B=4)  # warm-up
+            rows = [(f"mpfr B={B} {NGRAM_FREE}",
+                     lambda r, ng=ng, ids=ids, B=B: one(ng, ids, r, B))
+                    for B in (1, 4)]
+            print(f"-- {kind} ({len(ids)} prompt tokens), T = {T}")
+            meas = _measure(rows, rounds)
+            base = rows[0][0]
+            for (name, _), B in zip(rows, (1, 4), strict=True):
+                row = _summary(meas, name, None if B == 1 else base,
+                               ("aatps", "predicted_aatps", "drafted_share", "acceptance"))
+                # gains: totals over the rounds (tokens per block pooled), not medians
+                tot = {k: sum(m[k] * m["result"].emitted_per_block.size for m in meas[name])
+                       for k in ("aatps", "predicted_aatps")}
+                blocks = sum(m["result"].emitted_per_block.size for m in meas[name])
+                row.update(prompt_type=kind, temperature=T, B=B,
+                           aatps=tot["aatps"] / blocks,
+                           predicted_aatps=tot["predicted_aatps"] / blocks)
+                out.append(row)
+            one_, four = out[-2], out[-1]
+            four.update(aatps_gain=four["aatps"] / one_["aatps"],
+                        predicted_gain=four["predicted_aatps"] / one_["predicted_aatps"])
+    after = _machine_load()
+    _print_table(out, ["prompt_type", "temperature", "row", "aatps", "predicted_aatps",
+                       "aatps_gain", "predicted_gain", "tok_s_median", "ratio_median"])
+    return _write("bench_llm_ngram_multi.csv", out, NGRAM_MULTI_COLUMNS, out_dir, before,
+                  after, command)
+
+
+def run_ngram_batch(pair, n, rounds, n_prompts, L=4, out_dir=None, command=""):
+    """``generate_batch`` vsps with ``ngram:3`` (gated and ungated) against batched ``ar`` on
+    the ``n_prompts`` shortest prompts (half HumanEval, half ShareGPT)."""
+    ids = _short_prompts(pair, n_prompts)
+    rows = [("batched ar", lambda r: _batched_ar(pair, ids, n, r))]
+    for d in (NGRAM_GATED, NGRAM_FREE):
+        ng = pair.with_draft(d)
+        rows.append((f"batched vsps {d}",
+                     lambda r, ng=ng: _batched_ar(ng, ids, n, r, dec="vsps", L=L)))
+    meas, before, after = _batched_rounds(pair, ids, n, rows, rounds)
+    out = [_summary(meas, name, None if name == "batched ar" else "batched ar")
+           for name, _ in rows]
+    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max"])
+    return _write("bench_llm_ngram_batch.csv", out, COLUMNS, out_dir, before, after, command)
 
 
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
         drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command="",
-        temps=None):
+        temps=None, types=None, peer=True):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -862,7 +976,15 @@ def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_di
                          command)
     if mode == "ngram":
         return run_ngram(pair, n, rounds or (1 if quick else ROUNDS),
-                         temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command)
+                         temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command,
+                         types or NGRAM_TYPES, peer)
+    if mode == "ngram-multi":
+        return run_ngram_multi(pair, n, rounds or (1 if quick else ROUNDS),
+                               temps or ((1.0,) if quick else (0.3, 1.0)), L, out_dir, command,
+                               types or ("code", "edit"))
+    if mode == "ngram-batch":
+        return run_ngram_batch(pair, n, rounds or (1 if quick else ROUNDS),
+                               4 if quick else n_prompts, L, out_dir, command)
     if mode == "dtype":
         return run_dtype(pair, n, rounds or (1 if quick else ROUNDS), out_dir, command)
     if mode in ("tree", "tree-only"):
@@ -902,25 +1024,39 @@ def main(argv=None):
     g.add_argument("--dtype", action="store_true", help="float32 vs bfloat16 vs int8")
     g.add_argument("--ngram", action="store_true",
                    help="vsps with ngram:3 vs ar and transformers' prompt lookup")
-    ap.add_argument("--temps", default=None, help="temperatures of --ngram (0.3,0.7,1.0)")
+    g.add_argument("--ngram-multi", action="store_true",
+                   help="mpfr B=4 vs B=1 with n-gram multi-drafts: AATPS gain vs theory")
+    g.add_argument("--ngram-batch", action="store_true",
+                   help="generate_batch vsps ngram:3 vs batched ar (--prompts prompts)")
+    ap.add_argument("--temps", default=None,
+                    help="temperatures of the --ngram modes (0.3,0.7,1.0; multi: 0.3,1.0)")
+    ap.add_argument("--types", default=None,
+                    help="prompt types of the --ngram modes (code,chat,summaries,edit)")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="--ngram without transformers' prompt lookup rows")
     g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     ap.add_argument("--prompts", type=int, default=16, help="prompts of the batched modes")
     ap.add_argument("--ks", default="1,2,4,8", help="early_exit layers of --sweep")
     ap.add_argument("--Ls", default="2,4", help="block lengths of --sweep")
     a = ap.parse_args(argv)
+    if a.types and not set(a.types.split(",")) <= set(NGRAM_TYPES):
+        ap.error(f"--types: must be a comma-separated subset of {','.join(NGRAM_TYPES)}, got "
+                 f"{a.types!r}")
     if a.memory_child:
         return memory_child(a.memory_child, a.tokens or 64, a.prompts)
     mode = next((m for m, on in (("tree", a.tree), ("tree-only", a.tree_only),
                                  ("batch", a.batch), ("batch-hf", a.batch_hf),
                                  ("threads", a.threads_compare), ("sweep", a.sweep),
                                  ("memory", a.memory), ("dtype", a.dtype),
-                                 ("ngram", a.ngram)) if on), "default")
+                                 ("ngram", a.ngram), ("ngram-multi", a.ngram_multi),
+                                 ("ngram-batch", a.ngram_batch)) if on), "default")
     command = "python -m benchmarks.bench_llm " + " ".join(
         sys.argv[1:] if argv is None else argv)
     run(mode, a.quick, a.tokens, a.threads, a.rounds, a.out,
         [d for d in a.drafts.split(",") if d], a.all, a.prompts,
         tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
-        command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None)
+        command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None,
+        tuple(a.types.split(",")) if a.types else None, not a.no_peer)
 
 
 if __name__ == "__main__":

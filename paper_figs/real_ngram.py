@@ -10,24 +10,43 @@ it runs ``vsps`` (L = 4), ``specinfer`` B = 2, ``mpfr`` B = 2 and B = 4 with ``n
 beside ``ar`` and ``vsps`` / ``mpfr`` B = 2 with the derived draft D0 (``temperature:1.5``;
 those runs are shared with ``real_crosscheck`` in ``real_runs.csv``).
 
+The n-gram draft is the default ``ngram:3``: with its acceptance gate (``specbound.llm.
+ngram``: a block drafts only where the running acceptance of the lookup's proposals clears
+the break-even of the default verify-cost model; otherwise an ``ar`` step), so its AATPS is
+that of a drafter that declines to draft where drafting does not pay.
+
 Per configuration and prompt type: AATPS (tokens per block), the theory's predicted AATPS
 (each decision's exact acceptance at its realised context, ``specbound.llm.
 decision_acceptance``: for a point-mass draft in ``vsps`` it is ``p`` of the drafted token;
-``specinfer`` has no per-context scheme: NaN), target forwards per generated token, and the
+``specinfer`` has no per-context scheme: NaN), target forwards per generated token, the
 configuration's generated tokens per CPU second (the whole batched run's process CPU time,
-so one value per configuration).  Keyed rows: ``mpfr`` with ``ngram:3`` (B = 2, 4) against
+so one value per configuration), the realised acceptance (accepted / decisions; NaN without
+decisions) and the exact break-even acceptance of a single-draft block of ``L`` (and of 1)
+drafted tokens: the smallest ``a`` with ``1 + a + ... + a^k >= c_k``, ``c_k`` the measured
+cost of a ``(k + 1)``-token target forward over a 1-token forward on the first prompt's
+cache (median of 7 each, timed in this process: machine-dependent, like tokens per CPU
+second).  Keyed rows: ``mpfr`` with ``ngram:3`` (B = 2, 4) against
 ``mpfr`` B = 2 with D0 under the same key: the share of prompts whose 64 tokens are equal
 (drafter invariance of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3; the two
 differ only through float32 rounding of the batched forwards), and the median and largest
 detection log10 p-value (``specbound.llm.detect``, whole-prefix labels) of each.
+At temperature 0.7 (:data:`T_LOW`; its own store ``real_ngram_t07.csv``; the first third of
+each prompt set, 8 prompts per set at full scale, same key and seeds): ``ar``, ``vsps`` and
+``mpfr`` B = 4 with ``ngram:3``, the same summary columns plus ``temperature``.
 
-Cost at full scale: four new configurations of 64 prompts x 64 tokens; the blocks without
-an occurrence are single-token steps, so each costs about one ``ar`` configuration (about a
-minute on the reference machine's two workers); the derived-draft rows come from the shared
-store.  ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens.
+Cost at full scale (an estimate from the quick run's tokens per CPU second, one prompt x 6
+tokens on a busy 2-core machine, not a timed full run): relative to ``ar`` the n-gram
+configurations cost 0.9-1.1x and ``mpfr`` B = 4 1.3-2.2x, so the four n-gram configurations
+at temperature 1 cost about 5.3 ``ar`` configurations of 64 prompts x 64 tokens and the
+three at 0.7 (24 prompts) about 1.1, each ``ar`` configuration about a minute on the
+reference machine's two workers (the derived-draft rows come from the shared store): about
+6.5 minutes in all.  ``--quick``: one ShareGPT prompt of at most 64 tokens, 6 new tokens
+(both temperatures).
 
 Outputs: ``real_ngram.csv`` (``config, decoder, B, draft, prompt_type, n_prompts, n_blocks,
-aatps, predicted_aatps, target_forwards_per_token, tokens_per_cpu_second``),
+aatps, predicted_aatps, target_forwards_per_token, tokens_per_cpu_second, acceptance,
+verify_cost_ratio, break_even_acceptance, verify_cost_ratio_1, break_even_acceptance_1``),
+``real_ngram_temperature.csv`` (the same columns and ``temperature``, the 0.7 rows),
 ``real_ngram_keyed.csv`` (``config, reference, same_tokens, n_prompts,
 log10_p_median, log10_p_max``), ``real_ngram.png``.
 
@@ -38,6 +57,7 @@ MODEL] [--draft SPEC] [--prompts N] [--tokens N] [--prompt-tokens N]``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +76,13 @@ SPECS = (rr.RunSpec("ar"), rr.RunSpec("vsps"), rr.RunSpec("mpfr", B=2),
          rr.RunSpec("vsps", draft=NGRAM), rr.RunSpec("specinfer", B=2, draft=NGRAM),
          rr.RunSpec("mpfr", B=2, draft=NGRAM), rr.RunSpec("mpfr", B=4, draft=NGRAM))
 TYPES = {"humaneval": "code", "sharegpt": "chat", "sharegpt_summarize": "summaries"}
+#: the second temperature, its configurations and its share of the prompts (own store: a
+#: store holds one signature); a third of the prompts of each set keeps the study's cost
+#: within the reproduction budget
+T_LOW = 0.7
+SPECS_LOW = (rr.RunSpec("ar"), rr.RunSpec("vsps", draft=NGRAM),
+             rr.RunSpec("mpfr", B=4, draft=NGRAM))
+LOW_SHARE = 3
 
 
 def label(spec: rr.RunSpec) -> str:
@@ -82,7 +109,47 @@ def _predicted(sub: pd.DataFrame, decoder: str) -> float:
     return float((emitted - acc + pred) / blocks)
 
 
-def summary_rows(df: pd.DataFrame, specs) -> pd.DataFrame:
+def _acceptance(sub: pd.DataFrame) -> float:
+    """Accepted decisions over decisions (NaN without decisions or a per-context scheme)."""
+    if "dec_accepted" not in sub:
+        return math.nan
+    acc = [rr.parse(x, float) for x in sub["dec_accepted"]]
+    n = sum(a.size for a in acc)
+    return float(sum(a.sum() for a in acc) / n) if n else math.nan
+
+
+def verify_costs(s, L: int = 4, reps: int = 7) -> dict:
+    """``c_1`` and ``c_L``: the median time of a 2- and an ``(L + 1)``-token target forward
+    over the first prompt's cache, each over the median of a 1-token forward; and the exact
+    break-even acceptances of single-draft blocks of 1 and ``L`` drafted tokens."""
+    import copy
+    import time
+
+    import torch
+
+    from specbound.llm.ngram import break_even
+
+    pair = rr.pair_for(s, NGRAM)
+    ids = pair.encode_prompt(rr.prompt_texts(s, pair)[0][2])
+    base = pair.target_logprobs(torch.as_tensor(ids[:-1])[None], use_cache=True)
+
+    def timed(width):
+        xs = []
+        for _ in range(reps):
+            cache = copy.deepcopy(base.cache)
+            x = torch.as_tensor([list(ids[-1:]) + [int(ids[-1])] * width])
+            t0 = time.perf_counter()
+            pair.target_logprobs(x, cache=cache, use_cache=True, num_positions=width + 1)
+            xs.append(time.perf_counter() - t0)
+        return float(np.median(xs))
+
+    one = timed(0)
+    c1, cL = timed(1) / one, timed(L) / one
+    return {"verify_cost_ratio": cL, "break_even_acceptance": break_even(cL, L),
+            "verify_cost_ratio_1": c1, "break_even_acceptance_1": break_even(c1, 1)}
+
+
+def summary_rows(df: pd.DataFrame, specs, costs=None) -> pd.DataFrame:
     rows = []
     for sp in specs:
         sub = rr.select(df, sp)
@@ -97,7 +164,8 @@ def summary_rows(df: pd.DataFrame, specs) -> pd.DataFrame:
                          "predicted_aatps": _predicted(g, sp.decoder),
                          "target_forwards_per_token": float(g["n_target_evals"].sum()
                                                             / g["n_generated"].sum()),
-                         "tokens_per_cpu_second": rate})
+                         "tokens_per_cpu_second": rate,
+                         "acceptance": _acceptance(g), **(costs or {})})
     return pd.DataFrame(rows)
 
 
@@ -124,11 +192,20 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     s = rr.settings(quick, **resolve_params(PARAMS, quick, params))
     specs = rr.resolve(SPECS, s)
     df = rr.runs(out_dir, specs, s, executor=executor, progress=progress, desc=NAME)
-    S = summary_rows(df, specs)
+    costs = verify_costs(s)
+    S = summary_rows(df, specs, costs)
     K = keyed_rows(df, specs, s)
     for k, v in s.columns().items():
         S[f"setting_{k}"] = v
-    return S, K
+    low = replace(s, temperature=T_LOW, per_set=max(1, s.per_set // LOW_SHARE))
+    specs_low = rr.resolve(SPECS_LOW, low)
+    df_low = rr.runs(out_dir, specs_low, low, executor=executor, progress=progress,
+                     desc=f"{NAME} T={T_LOW}", store=f"{NAME}_t07")
+    S_low = summary_rows(df_low, specs_low, costs)
+    S_low.insert(0, "temperature", T_LOW)
+    for k, v in low.columns().items():
+        S_low[f"setting_{k}"] = v
+    return S, K, S_low
 
 
 def plot(S: pd.DataFrame, png: Path) -> None:
@@ -161,14 +238,17 @@ def plot(S: pd.DataFrame, png: Path) -> None:
 def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     """Run (or resume); write the CSVs and the PNG into ``out_dir`` (``params``: the keywords
     of ``paper_figs._real_runs.PARAMS``)."""
-    S, K = compute(out_dir, quick=quick, executor=executor, **params)
+    S, K, S_low = compute(out_dir, quick=quick, executor=executor, **params)
     csv = out_path(out_dir, f"{NAME}.csv")
     kcsv = out_path(out_dir, f"{NAME}_keyed.csv")
+    tcsv = out_path(out_dir, f"{NAME}_temperature.csv")
     S.to_csv(csv, index=False, float_format="%.10g")
     K.to_csv(kcsv, index=False, float_format="%.10g")
+    S_low.to_csv(tcsv, index=False, float_format="%.10g")
     png = out_path(out_dir, f"{NAME}.png")
     plot(S, png)
-    return [png, csv, kcsv, out_path(out_dir, f"{rr.RUNS}.csv")]
+    return [png, csv, kcsv, tcsv, out_path(out_dir, f"{rr.RUNS}.csv"),
+            out_path(out_dir, f"{NAME}_t07.csv")]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,11 @@
 """Prompt-lookup drafts ``ngram:N[:K]`` (specbound.llm.ngram, specbound.llm.drafts).
 
 - the spec's grammar and its errors (before any model loads; CLI exit 2);
-- the incrementally kept n-gram index against a scan of the whole sequence (hypothesis);
+- the incrementally kept n-gram index against a scan of the whole sequence (hypothesis), and
+  a lookup that reads a bounded tail of one key's list whatever the text's length;
+- the acceptance gate: the break-even acceptance, the block length it picks (hypothesis
+  against a brute force), a gate that closes on rejected proposals, keeps scoring them on
+  ``ar`` steps and reopens on a repeating text;
 - on a synthetic model wrapped as a torch module: no draft forward, blocks as long as the
   lookup, an ``ar`` step where nothing is found, keyed drafter invariance, ``generate_batch``
   and ``custom_generate`` equal to ``generate``, the joint law of the first two tokens
@@ -40,6 +44,13 @@ V = 12
     ("ngram:1:5", DraftSpec("ngram", 1, None, 5), "ngram:1:5"),
     ("ngram:2:4:ar", DraftSpec("ngram", 2, None, 4), "ngram:2:4"),
     (" ngram: 3 ", DraftSpec("ngram", 3, None, None), "ngram:3"),
+    ("ngram:3:fixed=0:cost=0", DraftSpec("ngram", 3, None, None, (0.0, 0.0)),
+     "ngram:3:fixed=0:cost=0"),
+    ("ngram:2:4:ar:cost=0.5", DraftSpec("ngram", 2, None, 4, (0.5, 0.5)),
+     "ngram:2:4:fixed=0.5:cost=0.5"),
+    ("ngram:2:cost=0.3:fixed=1", DraftSpec("ngram", 2, None, None, (1.0, 0.3)),
+     "ngram:2:fixed=1:cost=0.3"),
+    ("ngram:3:fixed=0.5:cost=0.1", DraftSpec("ngram", 3, None, None), "ngram:3"),  # default
 ])
 def test_parse_valid_specs(text, spec, canonical):
     got = parse_draft(text)
@@ -59,8 +70,15 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:", "ngram N must be an integer"),
     ("ngram:3:4:temperature", "fallback 'temperature' in 'ngram:3:4:temperature' is not known"),
     ("ngram:3:4:bogus", "fallback 'bogus'"),
-    ("ngram:3:4:temperature:1.5", "ngram takes N, N:K or N:K:FALLBACK, got "
-                                  "'ngram:3:4:temperature:1.5'"),
+    ("ngram:3:4:temperature:1.5", r"ngram takes N, N:K or N:K:FALLBACK \(then optionally "
+                                  r":fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
+    ("ngram:3:cost=-1", r"ngram cost \(the verify-cost model\) must be a finite number >= 0, "
+                        "got '-1' in 'ngram:3:cost=-1'"),
+    ("ngram:3:fixed=inf", "ngram fixed"),
+    ("ngram:3:4:cost=x", "ngram cost .* got 'x'"),
+    ("ngram:3:slope=1", "ngram option 'slope' in 'ngram:3:slope=1' is not known"),
+    ("ngram:3:cost=1:cost=2", "ngram option 'cost' .* is not known or repeated"),
+    ("ngram:cost=0", "ngram N must be an integer, got 'cost=0'"),
 ])
 def test_bad_specs_name_the_draft(text, match):
     with pytest.raises(ValueError, match=f"^draft: .*{match}"):
@@ -115,8 +133,101 @@ def test_index_positions_and_distinct_continuations():
     assert NgramIndex(3, [1, 2, 3]).continuations(4) == []
 
 
+class _CountingList(list):
+    """A list that records how many entries every read of it returns."""
+
+    reads: list
+
+    def __getitem__(self, i):
+        out = super().__getitem__(i)
+        self.reads.append(len(out) if isinstance(i, slice) else 1)
+        return out
+
+    def __iter__(self):  # a scan would iterate the whole list
+        self.reads.append(len(self))
+        return super().__iter__()
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_lookup_reads_a_bounded_tail(count):
+    """A key with 5,000 earlier occurrences: the lookup reads at most ``SCAN * count + 1``
+    of its entries (not the text, not the whole list), and finds what a scan finds."""
+    from specbound.llm.ngram import SCAN
+
+    seq = [1, 2, 3, 0] * 2500 + [4, 1, 2]
+    idx = NgramIndex(2, seq)
+    lst = _CountingList(idx._ends[(1, 2)])
+    lst.reads = []
+    idx._ends[(1, 2)] = lst
+    assert len(lst) == 2500
+    assert idx.continuations(3, count) == naive_continuations(seq, 2, 3, count)
+    assert sum(lst.reads) <= SCAN * count + 1
+
+
+def test_break_even_solves_expected_tokens_equal_cost():
+    from specbound.llm.ngram import break_even, expected_tokens, verify_cost
+
+    assert break_even(0.9, 4) == 0.0 and break_even(1.0, 4) == 0.0
+    assert np.isnan(break_even(5.5, 4))
+    assert break_even(1.3, 1) == pytest.approx(0.3, abs=1e-15)  # k = 1: a = c - 1
+    for k in (2, 4):
+        for c in (1.2, 1.87, 2.19, k + 1.0):
+            a = break_even(c, k)
+            assert expected_tokens(a, k) == pytest.approx(c, abs=1e-12)
+            assert expected_tokens(a - 1e-9, k) < c
+    assert verify_cost(0, (0.5, 0.1)) == 1.0 and verify_cost(4, (0, 0.25)) == 2.0
+    assert verify_cost(1, (0.5, 0.1)) == pytest.approx(1.6)
+    assert verify_cost(2, (0.5, 0.25), B=2) == pytest.approx(1.5 + 0.25 * 5)
+
+
+@given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
+       st.floats(0.0, 1.5), st.integers(1, 4))
+def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
+    """``best_length``: the k of 1..bound with the largest tokens per cost when it beats an
+    ar step (ratio 1), else 0; without a fixed overhead and for B = 1 it drafts exactly when
+    ``a > slope`` (the break-even acceptance of one drafted token; longer blocks never pay
+    below it: ``E_k(a) <= 1 + k a``)."""
+    from specbound.llm.ngram import best_length, expected_tokens, verify_cost
+
+    cost = (fixed, slope)
+    k = best_length(a, bound, cost, B)
+    gains = [1.0] + [expected_tokens(a, j) / verify_cost(j, cost, B) for j in
+                     range(1, bound + 1)]
+    if cost == (0.0, 0.0):
+        assert k == bound
+    else:
+        assert gains[k] == max(gains) and (k == 0 or gains[k] > 1.0)
+        if B == 1 and bound >= 1 and fixed == 0:
+            assert (k > 0) == (a > slope)
+
+
+def test_gate_closes_scores_ar_steps_and_reopens():
+    """cost (0, 0.45): the prior 0.5 drafts; rejected proposals close the gate (ar steps),
+    whose tokens are still scored against the proposal; a repeating text reopens it."""
+    d = NgramDrafter(1, None, 10, cost=(0.0, 0.45))
+    d.reset([1, 2])
+    seen = []
+    for t in [3, 4, 5, 6, 7, 8]:
+        d.extend([1])  # the proposal: what followed the last earlier 1 (2, then 3, 4, ...)
+        seen.append(d.plan(4, 1))
+        d.extend([t])  # never the proposal: a rejection (scored whether drafted or not)
+    assert seen[0] == 1 and seen[-1] == 0 and d.estimate.value < 0.45
+    before = (d.estimate.accepted, d.estimate.decisions)
+    d.extend([1])
+    assert d.plan(4, 1) == 0
+    d.extend([8])  # the ar step's token equals the proposal (8): scored as accepted
+    decay = 1 - 1 / 32
+    assert d.estimate.accepted == pytest.approx(before[0] * decay + 1)
+    assert d.estimate.decisions == pytest.approx(before[1] * decay + 1)
+    for _ in range(40):
+        d.extend([1])
+        k = d.plan(4, 1)
+        d.extend([2])
+    assert k >= 1 and d.estimate.value > 0.45
+
+
 def test_drafter_laws_are_point_masses_and_mixtures():
-    d = NgramDrafter(2, None, 10)
+    d = NgramDrafter(2, None, 10, cost=(0, 0))  # no gate: every match drafted in full
     d.reset([5, 6, 1, 5, 6, 2, 5, 6])
     assert d.plan(4, 1) == 3  # the most recent occurrence is followed by 2, 5, 6
     q = d.laws([(), (2,), (2, 5)])
@@ -137,7 +248,7 @@ def synth():
     target = sim.SyntheticLM(V, context_length=3, seed=11)
     draft = sim.SyntheticLM(V, context_length=2, seed=12, temperature=1.3)
     pair = synthetic_pair(target, draft)
-    return target, pair, pair.with_draft("ngram:2")
+    return target, pair, pair.with_draft("ngram:2"), pair.with_draft("ngram:2:fixed=0:cost=0")
 
 
 # repeats (3, 1) and (1, 4): the lookup succeeds at the prompt's end
@@ -147,7 +258,7 @@ MULTI = np.array([7, 8, 2, 4, 5, 7, 8, 9, 6, 0, 7, 8], dtype=np.int64)
 
 
 def test_no_draft_forward_and_blocks_follow_the_lookup(synth):
-    _, base, pair = synth
+    _, base, _, pair = synth  # no gate: every block with a match drafts
     pair.target.calls.clear()
     res = G.generate(pair, REP, "vsps", L=4, max_new_tokens=30, seed=1)
     assert pair.draft is pair.target  # the stand-in, never called for the draft
@@ -162,18 +273,20 @@ def test_no_draft_forward_and_blocks_follow_the_lookup(synth):
 
 
 def test_no_occurrence_is_an_ar_step(synth):
-    _, _, pair = synth
+    _, _, pair, _ = synth
     prompt = np.arange(V, dtype=np.int64)  # no bigram repeats
     res = G.generate(pair, prompt, "vsps", L=4, max_new_tokens=1, seed=1)
     assert res.drafts[0].shape == (1, 0) and res.nu.size == 0
     assert res.emitted_per_block.tolist() == [1] and res.n_draft_evals == 0
 
 
-@pytest.mark.parametrize("decoder,B", [("pfr", 1), ("mpfr", 2), ("mpfr", 3)])
-def test_keyed_drafter_invariance(synth, decoder, B):
-    """pfr / mpfr emit basic_uwm's tokens under one key with the n-gram draft, as with a
-    model draft (Liu, Wan, Gao & Gündüz 2026, Prop. C.3)."""
-    _, base, pair = synth
+@pytest.mark.parametrize("decoder,B,gate", [("pfr", 1, True), ("mpfr", 2, False),
+                                            ("mpfr", 3, True)])
+def test_keyed_drafter_invariance(synth, decoder, B, gate):
+    """pfr / mpfr emit basic_uwm's tokens under one key with the n-gram draft (gated or
+    not), as with a model draft (Liu, Wan, Gao & Gündüz 2026, Prop. C.3)."""
+    _, base, gated, free = synth
+    pair = gated if gate else free
     kw = dict(key=31, window=3, max_new_tokens=24, stop_at_eos=False)
     ref = G.generate(base, MULTI, "basic_uwm", **kw)
     got = G.generate(pair, MULTI, decoder, L=3, B=B, **kw)
@@ -188,7 +301,7 @@ def test_keyed_drafter_invariance(synth, decoder, B):
 def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
     from tests.test_llm_batch import _synthetic_pair as batch_pair
 
-    target, base, pair = synth
+    target, base, pair, _ = synth
     kw = dict(L=3, B=B, key=4, max_new_tokens=12, stop_at_eos=False)
     bp = batch_pair(target, target)  # modules with transformers-like ragged caches
     batch = llm.generate_batch(bp, [REP, MULTI], decoder, draft="ngram:2", seed=[5, 6], **kw)
@@ -213,9 +326,9 @@ def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
 class _NgramSynthBackend(SyntheticBackend):
     """The simulator's backend with an n-gram draft (the laws of :class:`PairBackend`'s)."""
 
-    def __init__(self, target, n, k=None):
+    def __init__(self, target, n, k=None, cost=None):
         super().__init__(target, target)
-        self.ng = NgramDrafter(n, k, target.vocab_size)
+        self.ng = NgramDrafter(n, k, target.vocab_size, cost)
 
     def reset(self, prompt):
         super().reset(prompt)
@@ -233,18 +346,29 @@ class _NgramSynthBackend(SyntheticBackend):
 
 
 SYNTH_RUNS = 3000
-SYNTH_CASES = [("vsps", 1, REP), ("specinfer", 2, MULTI), ("mpfr", 2, MULTI), ("pfr", 1, REP)]
+#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; the default gate drafts
+#: at its prior; at (0, 0.45) the second block drafts or not depending on the first's outcome
+SYNTH_CASES = [("vsps", 1, REP, None), ("vsps", 1, REP, (0.0, 0.45)),
+               ("specinfer", 2, MULTI, (0.0, 0.0)), ("mpfr", 2, MULTI, (0.0, 0.0)),
+               ("pfr", 1, REP, None)]
+
+
+def _spec(n, cost):
+    return (f"ngram:{n}" if cost is None
+            else f"ngram:{n}:fixed={cost[0]:g}:cost={cost[1]:g}")
 
 
 @pytest.mark.slow
 def test_first_two_tokens_follow_the_target(synth):
     """The joint law of the first two emitted tokens is the target's (n-gram drafts accept
-    or reject inside the first block, so both a decision and a residual draw are tested).
-    Four configurations, false-failure probability FAILURE_RATE together (Bonferroni)."""
-    target, base, pair = synth
+    or reject inside the first block, so both a decision and a residual draw are tested; with
+    the gate at cost (0, 0.45) whether the second block drafts depends on the first token).
+    Five configurations, false-failure probability FAILURE_RATE together (Bonferroni)."""
+    target, base, _, _ = synth
     alpha = bonferroni(len(SYNTH_CASES), FAILURE_RATE)
     cached = sim.CachedLM(target)
-    for decoder, B, prompt in SYNTH_CASES:
+    for decoder, B, prompt, cost in SYNTH_CASES:
+        pair = base.with_draft(_spec(2, cost))
         p1 = target.next_distribution(prompt)
         joint = np.concatenate([p1[a] * target.next_distribution(np.append(prompt, a))
                                 for a in range(V)])
@@ -252,7 +376,7 @@ def test_first_two_tokens_follow_the_target(synth):
         for i in range(SYNTH_RUNS):
             r = sim.speculative_decode(cached, cached, prompt, decoder, L=3, B=B, key=i,
                                        seed=i, window=3, max_new_tokens=2,
-                                       backend=_NgramSynthBackend(cached, 2))
+                                       backend=_NgramSynthBackend(cached, 2, cost=cost))
             first[i] = r.generated[0] * V + r.generated[1]
         g = G.generate(pair, prompt, decoder, L=3, B=B, key=0, seed=0, window=3,
                        max_new_tokens=2, stop_at_eos=False)
@@ -265,7 +389,7 @@ def test_point_mass_acceptance_is_p_of_the_drafted_token(synth):
     drafted token ``x`` (1 - TV(p, one-hot)), decision by decision, from the recorded laws;
     over 10 runs the realised acceptances match it (z-score of the summed martingale
     differences within 5: false failure 5.7e-7)."""
-    _, _, pair = synth
+    _, _, _, pair = synth
     diff = var = 0.0
     n_dec = 0
     for seed in range(10):
@@ -316,18 +440,24 @@ def test_first_token_follows_the_target_on_the_embedded_model(llm_pair, embed_id
     t_lm, _ = G.as_protocol_models(llm_pair)
     target = sim.CachedLM(t_lm)
     p = target.next_distribution(embed_ids)
-    pair = llm_pair.with_draft("ngram:3")
-    probe = NgramDrafter(3, None, llm_pair.vocab_size)
+    probe = NgramDrafter(3, None, llm_pair.vocab_size, cost=(0, 0))
     probe.reset(embed_ids)
     assert probe.plan(2, 2) >= 1 and len(probe.index.continuations(1, 2)) == 2
     alpha = bonferroni(3, FAILURE_RATE)
-    for decoder, B in (("vsps", 1), ("specinfer", 2), ("mpfr", 2)):
+    # vsps with a gate whose one-token block pays at the prior (one new token caps the block
+    # at one draft, which the default model's fixed overhead declines); B = 2 without the
+    # gate (at the prior a two-row block does not pay, so the gated run would be an ar step)
+    for decoder, B, cost in (("vsps", 1, (0.0, 0.4)), ("specinfer", 2, (0.0, 0.0)),
+                             ("mpfr", 2, (0.0, 0.0))):
+        pair = llm_pair.with_draft(_spec(3, cost))
         first = np.empty(EMBED_RUNS, dtype=np.int64)
         for i in range(EMBED_RUNS):
             r = sim.speculative_decode(target, target, embed_ids, decoder, L=2, B=B, key=i,
                                        seed=i, window=4, max_new_tokens=1,
-                                       backend=_NgramSynthBackend(target, 3))
+                                       backend=_NgramSynthBackend(target, 3, cost=cost))
             first[i] = r.generated[0]
+            if i == 0:
+                assert r.drafts[0].shape[1] >= 1  # the block drafted
         g = G.generate(pair, embed_ids, decoder, L=2, B=B, key=0, seed=0, max_new_tokens=1)
         assert g.generated[0] == first[0]
         assert_gof(first, p, samples=True, alpha=alpha, label=decoder)
@@ -335,13 +465,15 @@ def test_first_token_follows_the_target_on_the_embedded_model(llm_pair, embed_id
 
 @pytest.mark.slow
 def test_keyed_drafter_invariance_on_the_embedded_model(llm_pair, embed_ids):
-    """pfr and mpfr B = 2 with ``ngram:3`` emit the tokens of the ``temperature:1.5`` draft
-    under the same key (and basic_uwm's)."""
+    """pfr with ``ngram:3`` (gated) and mpfr B = 2 with ``ngram:3:fixed=0:cost=0`` (every match
+    drafted) emit the tokens of the ``temperature:1.5`` draft under the same key (and
+    basic_uwm's)."""
     kw = dict(key=2026, window=4, max_new_tokens=12, stop_at_eos=False)
     ref = G.generate(llm_pair, embed_ids, "basic_uwm", **kw)
-    for decoder, B in (("pfr", 1), ("mpfr", 2)):
-        a = G.generate(llm_pair, embed_ids, decoder, L=3, B=B, draft="ngram:3", **kw)
+    for decoder, B, draft in (("pfr", 1, "ngram:3"), ("mpfr", 2, "ngram:3:fixed=0:cost=0")):
+        a = G.generate(llm_pair, embed_ids, decoder, L=3, B=B, draft=draft, **kw)
         b = G.generate(llm_pair, embed_ids, decoder, L=3, B=B, **kw)
         np.testing.assert_array_equal(a.tokens, b.tokens)
         np.testing.assert_array_equal(a.tokens, ref.tokens)
-        assert (a.emitted_per_block > 1).any()  # the lookup drafted and was accepted
+        assert any(d.shape[1] > 0 for d in a.drafts)  # the lookup drafted
+    assert (a.emitted_per_block > 1).any()  # and was accepted (ungated mpfr)

@@ -26,19 +26,29 @@ draft changes; the target itself is never modified.
     paper, Frantar et al. 2023, arXiv:2210.17323) and stored dequantized: each group takes
     at most :math:`2^{BITS}` distinct values.  Embedding, norms and LM head are shared with
     the target, unquantized (as GPTQ/AWQ leave them).
-``ngram:N`` or ``ngram:N:K`` (N >= 1, K >= 1)
+``ngram:N``, ``ngram:N:K`` or ``ngram:N:K:ar``, then optionally ``:fixed=F:cost=S`` (F, S >= 0)
     Prompt lookup, no model: the last ``N`` committed tokens (prompt plus text so far) are
     looked up among their earlier occurrences in an index kept up to date token by token
     (:mod:`specbound.llm.ngram`), and the block drafts what followed the most recent one,
     at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  Its draft law is a
     point mass (``q`` one-hot) on the looked-up token; with ``B`` drafts, the continuations
     of the ``B`` most recent occurrences whose continuations differ (the law after a path:
-    one equal weight per continuation through it).  Where no occurrence exists the block
-    has no draft: the decoder's one-token step from the target's law (an ``ar`` step, one
-    single-token target forward), never a drafted fallback, since on a CPU a derived draft
-    costs more than it saves (``ngram:N:K:ar`` names this fallback explicitly; it is the
-    only one).  It costs no model forward (``n_draft_forwards`` stays 0; the lookups' wall
-    time is ``draft_seconds``).  ``pair.draft`` is the target itself, never called.
+    one equal weight per continuation through it).  An acceptance gate drafts only where it
+    pays: with ``â`` the running acceptance of the lookup's proposals and a block of ``k``
+    drafted tokens costing ``c_k = 1 + F + S (m (k + 1) - 1)`` single-token forwards (``m``
+    the distinct continuations found, at most ``B``; ``F`` the fixed overhead of a
+    many-token forward, ``S`` the cost per further token; defaults ``F = 0.5``, ``S = 0.1``,
+    measured on one CPU core), the block drafts the ``k`` maximising ``E_k(â) / c_k``
+    (``E_k(a) = 1 + a + ... + a^k``) if that ratio exceeds 1, i.e. where ``â`` clears the
+    exact break-even acceptance; ``fixed=0:cost=0`` drafts every match to its full length.
+    The choice depends on the committed tokens only, so the emitted law stays the target's
+    and the run is deterministic given the seed.  Where no occurrence exists (or the gate
+    says no) the block has no draft: the decoder's one-token step from the target's law (an
+    ``ar`` step, one single-token target forward), never a drafted fallback, since on a CPU
+    a derived draft costs more than it saves
+    (``ngram:N:K:ar`` names this fallback explicitly; it is the only one).  It costs no
+    model forward (``n_draft_forwards`` stays 0; the lookups' wall time is
+    ``draft_seconds``).  ``pair.draft`` is the target itself, never called.
 ``model:ID_OR_PATH``
     A separate model (``"embedded"``, a Hugging Face model id, a local folder or a ``.gguf``
     file, loaded like the target).  Its tokenizer must equal the target's (same vocabulary,
@@ -85,13 +95,14 @@ DRAFT_DESCRIPTIONS = MappingProxyType({
     "quantized": "the target's decoder-layer weights re-quantized to BITS bits, "
                  "round-to-nearest per group (default 64 weights), made locally",
     "ngram": "prompt lookup: the continuation of the most recent earlier occurrence of the "
-             "last N tokens (q one-hot, at most K tokens, no model forward; no occurrence: "
+             "last N tokens (q one-hot, at most K tokens, no model forward; drafted only where "
+             "the running acceptance clears the break-even of the verify cost; otherwise "
              "an ar step)",
     "model": "a separate model with the target's tokenizer (e.g. Qwen2.5-0.5B-Instruct for "
              "Qwen2.5-7B-Instruct)",
 })
 _USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]', "
-          "'ngram:N[:K]' or 'model:ID_OR_PATH'")
+          "'ngram:N[:K[:ar]][:fixed=F][:cost=S]' or 'model:ID_OR_PATH'")
 
 
 def _float_text(t: float) -> str:
@@ -119,20 +130,29 @@ class DraftSpec:
         Quantization group (``quantized`` only).
     proposals : int or None
         ``K`` of ``ngram:N:K``: at most this many drafted tokens per block (None: ``L``).
+    verify_cost : tuple of two floats, or None
+        ``(F, S)`` of ``ngram:...:fixed=F:cost=S``: the acceptance gate's verify-cost model
+        (None: the default, :data:`specbound.llm.ngram.DEFAULT_COST`; ``(0, 0)``: no gate).
     """
 
     kind: str
     value: float | int | str
     group_size: int | None = None
     proposals: int | None = None
+    verify_cost: tuple | None = None
 
     def __str__(self) -> str:
         if self.kind == "temperature":
             return f"temperature:{_float_text(self.value)}"
         if self.kind == "quantized" and self.group_size != DEFAULT_GROUP:
             return f"quantized:{self.value}:{self.group_size}"
-        if self.kind == "ngram" and self.proposals is not None:
-            return f"ngram:{self.value}:{self.proposals}"
+        if self.kind == "ngram":
+            k = "" if self.proposals is None else f":{self.proposals}"
+            c = ""
+            if self.verify_cost is not None:
+                f, s = self.verify_cost
+                c = f":fixed={_float_text(f)}:cost={_float_text(s)}"
+            return f"ngram:{self.value}{k}{c}"
         return f"{self.kind}:{self.value}"
 
     @property
@@ -149,10 +169,33 @@ def _int(text: str, what: str) -> int:
 
 
 def _parse_ngram(rest: str) -> DraftSpec:
-    """``N``, ``N:K`` or ``N:K:FALLBACK`` of an ``ngram`` draft (FALLBACK: ``ar`` only)."""
+    """``N``, ``N:K`` or ``N:K:FALLBACK`` (FALLBACK: ``ar`` only), each optionally followed by
+    ``:fixed=F`` and / or ``:cost=S`` (the gate's verify-cost model, finite numbers >= 0)."""
+    from specbound.llm.ngram import DEFAULT_COST
+
     parts = rest.split(":")
+    model = dict(zip(("fixed", "cost"), DEFAULT_COST, strict=True))
+    seen: set = set()
+    while len(parts) > 1 and "=" in parts[-1]:
+        name, _, text = parts.pop().strip().partition("=")
+        name = name.strip()
+        if name not in model or name in seen:
+            raise ValueError(f"draft: ngram option {name!r} in 'ngram:{rest}' is not known or "
+                             "repeated; the options are fixed=F and cost=S")
+        seen.add(name)
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"draft: ngram {name} (the verify-cost model) must be a finite "
+                             f"number >= 0, got {text.strip()!r} in 'ngram:{rest}'")
+        model[name] = value
+    cost = (model["fixed"], model["cost"])
+    cost = None if cost == tuple(DEFAULT_COST) else cost
     if len(parts) > 3:
-        raise ValueError(f"draft: ngram takes N, N:K or N:K:FALLBACK, got 'ngram:{rest}'")
+        raise ValueError(f"draft: ngram takes N, N:K or N:K:FALLBACK (then optionally "
+                         f":fixed=F:cost=S), got 'ngram:{rest}'")
     n = _int(parts[0].strip(), "ngram N")
     if n < 1:
         raise ValueError(f"draft: ngram N (the looked-up n-gram's length) must be >= 1, got "
@@ -169,7 +212,7 @@ def _parse_ngram(rest: str) -> DraftSpec:
             f"only fallback is {list(NGRAM_FALLBACKS)} (no occurrence: an ar step from the "
             "target's law; a drafted fallback would cost draft forwards where nothing is "
             "looked up)")
-    return DraftSpec("ngram", n, None, k)
+    return DraftSpec("ngram", n, None, k, cost)
 
 
 def parse_draft(draft) -> DraftSpec:

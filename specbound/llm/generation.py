@@ -389,7 +389,8 @@ class PairBackend:
         if getattr(spec, "kind", None) == "ngram":
             from specbound.llm.ngram import NgramDrafter
 
-            self.ngram = NgramDrafter(spec.value, spec.proposals, pair.vocab_size)
+            self.ngram = NgramDrafter(spec.value, spec.proposals, pair.vocab_size,
+                                      spec.verify_cost)
         self.target_seconds = 0.0
         self.draft_seconds = 0.0
         self.n_target_forwards = 0

@@ -9,24 +9,57 @@ transformers' ``generate(prompt_lookup_num_tokens=...)``; vLLM's n-gram speculat
 the list of the positions where it ends; appending a token registers one n-gram (the one
 that ends just before it, which now has a continuation), so the index is kept up to date in
 ``O(N)`` per token, and a lookup reads the list of one key from its end, a bounded number of
-entries (:data:`SCAN`), never the text.
+entries (:data:`SCAN`), never the text: the cost per token does not grow with the text.
 
 :class:`NgramDrafter` turns a lookup into the draft laws of one block (:meth:`plan`):
 
-- the most recent earlier occurrence sets the block's length: ``ell = min(L, K, c)`` with
-  ``c`` the number of tokens that follow it (``K`` absent: no cap but ``L``);
-- for ``B`` drafts, the continuations (``ell`` tokens) of the ``B`` most recent occurrences
-  whose continuations differ, most recent first (fewer occurrences, fewer distinct drafts);
+- the most recent earlier occurrence bounds the block's length: at most ``min(L, K, c)``
+  tokens with ``c`` the number of tokens that follow it (``K`` absent: no cap but ``L``);
+- the acceptance gate (below) drafts only where drafting pays, and sets the length;
+- for ``B`` drafts, the continuations of the ``B`` most recent occurrences whose
+  continuations differ, most recent first (fewer occurrences, fewer distinct drafts);
 - the draft law after a path of the block is the mixture, one equal weight per selected
   continuation through that path, of point masses at their next tokens; for ``B = 1`` (or
   one continuation) a point mass: ``q = one-hot``.
 
-A law that depends only on the committed tokens and the block path is a draft model in the
-sense of every decoder here (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan, Gao
-& Gündüz 2026, arXiv:2609.21858, Alg. 1, 4, 10), so the emitted law stays the target's.
-Without an occurrence the block has no draft (``ell = 0``): the decoder's own one-token step
-from the target's law alone, i.e. an ``ar`` step at the cost of one single-token target
-forward (never a verification of an empty draft beside it).
+The acceptance gate ("never slower than plain sampling").  A block that drafts ``k`` tokens
+costs one target forward over ``k + 1`` tokens per draft row, modelled as
+``c_k = 1 + f + s (m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of
+distinct continuations found (at most the decoder's ``B``: the verification's rows are the
+distinct draft paths, and drafts drawn from a mixture of ``m`` point masses take at most
+``m``), ``f`` the fixed overhead of a forward over more than one token and ``s`` the cost
+of each further token (the spec's ``ngram:N[:K]:fixed=F:cost=S``, defaults
+:data:`DEFAULT_COST`: ``f = 0.5``, ``s = 0.1``, so ``c_1 = 1.6`` and ``c_4 = 1.9``; measured
+on one busy CPU core, a 2-token verification costs 1.55-1.62 single-token forwards on code
+and chat prompts and a 5-token one 1.84-1.91, ``benchmarks/README.md``).  Such a block emits
+``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token is accepted
+with probability ``a`` independently; an ``ar`` step costs 1 and emits 1.  The drafter keeps
+a running estimate ``â`` of the acceptance of its own proposals (:class:`AcceptanceEstimate`:
+an exponentially weighted share of accepted decisions, memory :data:`MEMORY` decisions,
+prior :data:`PRIOR` with weight :data:`PRIOR_WEIGHT`), and drafts the ``k`` (1 to the
+lookup's bound) that maximises ``E_k(â) / c_k`` when that ratio exceeds 1 -- i.e. when ``â``
+clears the exact break-even acceptance of that ``k`` (:func:`break_even`; for ``B = 1`` and
+``k = 1`` it is ``s`` itself); otherwise the block is an ``ar`` step.  Where a match exists
+but the gate says no, the proposal is still scored: the ``ar`` step's token equals the
+proposed token with probability ``p(x)``, exactly the acceptance of a drafted point mass in
+``vsps`` (``min(1, p(x) / q(x))`` with ``q(x) = 1``), so the estimate keeps learning and the
+gate reopens where the text starts to repeat.  ``fixed=0:cost=0`` turns the gate off (every match is
+drafted to its full length).
+
+Why the output law stays the target's.  The block length and the draft laws are functions
+of the committed tokens only (the lookup, the scores of earlier proposals against the
+committed text, and the spec's constants), fixed before the block draws any randomness.  A
+law that depends only on the committed tokens and the block path is a draft model in the
+sense of every decoder here, and every decoder is exact for any draft and any block length
+chosen this way (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan, Gao & Gündüz
+2026, arXiv:2609.21858, Alg. 1, 4, 10): conditionally on the past, each block emits the
+target's law; by induction on the blocks so does the whole sequence.  For the same reason
+the choice is deterministic given the seed (no clock or timing enters it), and keyed
+decoders emit the same tokens as with any other draft (their tokens do not depend on the
+draft at all).  Without an occurrence, or when the gate says no, the block has no draft
+(``ell = 0``): the decoder's own one-token step from the target's law, i.e. an ``ar`` step
+at the cost of one single-token target forward (never a verification of an empty draft
+beside it).
 """
 
 from __future__ import annotations
@@ -38,6 +71,83 @@ import numpy as np
 #: most entries of one key's occurrence list read by a lookup (the ``B`` distinct
 #: continuations are searched among the ``SCAN * B`` most recent occurrences)
 SCAN = 8
+#: default verify-cost model ``(f, s)`` of the gate: a block drafting ``k`` tokens in ``m``
+#: rows costs ``1 + f + s (m (k + 1) - 1)`` single-token forwards (one busy CPU core:
+#: ``c_1`` 1.55-1.62, ``c_4`` 1.84-1.91 on code and chat prompts)
+DEFAULT_COST = (0.5, 0.1)
+#: the acceptance estimate before any proposal was scored, and its weight in decisions
+PRIOR, PRIOR_WEIGHT = 0.5, 4.0
+#: memory of the acceptance estimate, in decisions (weights decay by ``1 - 1 / MEMORY``)
+MEMORY = 32
+
+
+def expected_tokens(a: float, k: int) -> float:
+    """``E_k(a) = 1 + a + ... + a^k``: mean tokens of a block drafting ``k`` tokens, each
+    accepted with probability ``a`` independently (plus the correction or bonus token)."""
+    return float(sum(a ** i for i in range(int(k) + 1)))
+
+
+def verify_cost(k: int, cost, B: int = 1) -> float:
+    """``c_k = 1 + f + s (B (k + 1) - 1)``: a block drafting ``k`` tokens in ``B`` rows, in
+    single-token forwards (``cost = (f, s)``; ``k = 0``: 1, an ``ar`` step)."""
+    f, s = cost
+    return 1.0 + float(f) + float(s) * (int(B) * (int(k) + 1) - 1) if k > 0 else 1.0
+
+
+def break_even(c: float, k: int) -> float:
+    """The exact break-even acceptance: the smallest ``a`` in [0, 1] with
+    ``E_k(a) >= c`` (``E_k(a) / c = 1`` where ``c > 1``; 0 where ``c <= 1``; NaN where even
+    ``a = 1`` does not pay, ``c > k + 1``).  ``E_k`` is increasing on [0, 1], so bisection
+    (60 halvings: below 1e-17)."""
+    c, k = float(c), int(k)
+    if c <= 1.0:
+        return 0.0
+    if c > k + 1:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if expected_tokens(mid, k) >= c:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def best_length(a: float, bound: int, cost, B: int = 1) -> int:
+    """The gate: the ``k`` in ``1 .. bound`` maximising ``E_k(a) / c_k`` if that ratio is
+    above 1, else 0 (an ``ar`` step).  ``cost = (0, 0)``: ``bound`` (drafting is free)."""
+    if bound <= 0:
+        return 0
+    if tuple(cost) == (0.0, 0.0):
+        return int(bound)
+    best, k_best = 1.0, 0
+    for k in range(1, int(bound) + 1):
+        g = expected_tokens(a, k) / verify_cost(k, cost, B)
+        if g > best:
+            best, k_best = g, k
+    return k_best
+
+
+class AcceptanceEstimate:
+    """Exponentially weighted share of accepted proposals: ``(A + w0 a0) / (D + w0)`` with
+    ``A``, ``D`` the decayed counts of accepted decisions and of decisions (each older
+    decision's weight multiplied by ``1 - 1 / memory`` at every new one), ``a0`` the prior
+    and ``w0`` its weight."""
+
+    def __init__(self, prior: float = PRIOR, weight: float = PRIOR_WEIGHT,
+                 memory: float = MEMORY):
+        self.prior, self.weight, self.decay = float(prior), float(weight), 1.0 - 1.0 / memory
+        self.accepted = self.decisions = 0.0
+
+    def add(self, accepted: bool) -> None:
+        self.accepted = self.accepted * self.decay + (1.0 if accepted else 0.0)
+        self.decisions = self.decisions * self.decay + 1.0
+
+    @property
+    def value(self) -> float:
+        return ((self.accepted + self.weight * self.prior)
+                / (self.decisions + self.weight))
 
 
 class NgramIndex:
@@ -121,33 +231,75 @@ def naive_continuations(tokens, n: int, length: int, count: int = 1):
 
 
 class NgramDrafter:
-    """The draft laws of an ``ngram:N[:K]`` draft, block by block (module docstring)."""
+    """The draft laws of an ``ngram:N[:K]`` draft, block by block (module docstring).
 
-    def __init__(self, n: int, k: int | None, vocab_size: int):
+    ``cost``: the gate's verify-cost model ``(f, s)`` (None: :data:`DEFAULT_COST`;
+    ``(0, 0)``: no gate).
+    """
+
+    def __init__(self, n: int, k: int | None, vocab_size: int, cost=None):
         self.index = NgramIndex(n)
         self.k = k
         self.vocab_size = int(vocab_size)
+        self.cost = DEFAULT_COST if cost is None else (float(cost[0]), float(cost[1]))
+        self.estimate = AcceptanceEstimate()
         self._trie: dict[tuple, dict[int, int]] = {}
+        #: what the block now planned proposes: the trie of its drafts (drafted block) or
+        #: the one proposed token an ``ar`` step is scored against; None: no proposal
+        self._scored: tuple | None = None
 
     def reset(self, tokens) -> None:
         self.index = NgramIndex(self.index.n, tokens)
+        self.estimate = AcceptanceEstimate()
         self._trie = {}
+        self._scored = None
 
     def extend(self, tokens) -> None:
+        """Commit a block's tokens: score the block's proposals against them, then index
+        them."""
+        tokens = [int(t) for t in tokens]
+        if self._scored is not None and tokens:
+            trie, ell = self._scored
+            path: tuple = ()
+            for s in range(min(ell, len(tokens))):
+                ok = tokens[s] in trie.get(path, ())
+                self.estimate.add(ok)
+                if not ok:
+                    break
+                path = path + (tokens[s],)
+        self._scored = None
         self.index.extend(tokens)
         self._trie = {}
 
-    def plan(self, ell: int, B: int) -> int:
-        """Look up the block's drafts; returns its length (0: no occurrence)."""
-        cap = ell if self.k is None else min(ell, self.k)
-        conts = self.index.continuations(cap, B) if cap > 0 else []
+    @staticmethod
+    def _make_trie(conts) -> dict[tuple, dict[int, int]]:
         trie: dict[tuple, dict[int, int]] = {}
         for c in conts:
             for s in range(len(c)):
                 kids = trie.setdefault(c[:s], {})
                 kids[c[s]] = kids.get(c[s], 0) + 1
-        self._trie = trie
-        return len(conts[0]) if conts else 0
+        return trie
+
+    def plan(self, ell: int, B: int) -> int:
+        """Look up the block's drafts and apply the gate; returns the block's length (0: no
+        occurrence, or drafting does not pay: an ``ar`` step)."""
+        cap = ell if self.k is None else min(ell, self.k)
+        conts = self.index.continuations(cap, B) if cap > 0 else []
+        self._trie = {}
+        self._scored = None
+        if not conts:
+            return 0
+        # the verification's rows: the distinct leaves, at most one per distinct continuation
+        # (the B drafts are drawn from their mixture), not B
+        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts))
+        if k == 0:  # no draft; the ar step's token is scored against the first proposal
+            self._scored = ({(): {conts[0][0]: 1}}, 1)
+            return 0
+        if k < len(conts[0]):
+            conts = self.index.continuations(k, B)
+        self._trie = self._make_trie(conts)
+        self._scored = (self._trie, k)
+        return k
 
     def laws(self, paths) -> np.ndarray:
         """The draft law after each path of the planned block (rows of ``vocab_size``)."""
