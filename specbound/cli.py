@@ -561,7 +561,7 @@ def default_drafts(n_layers: int) -> list[str]:
 
 
 _SYNTAX = {"temperature": "temperature:T", "early_exit": "early_exit:K",
-           "quantized": "quantized:BITS[:GROUP]", "ngram": "ngram:N[:K]",
+           "quantized": "quantized:BITS[:GROUP]", "ngram": "ngram:N[:K[:ar]][:fixed=F][:cost=S]",
            "model": "model:ID_OR_PATH"}
 
 
@@ -793,7 +793,8 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
                         "token's pivot (default 4); 0: the key alone, no context")
     p.add_argument("--draft", default="temperature:1.5", type=_nonempty_text,
                    help="draft spec: temperature:T, early_exit:K, quantized:BITS[:GROUP], "
-                        "ngram:N[:K] (prompt lookup, no model; no match: an ar step) or "
+                        "ngram:N[:K] (prompt lookup, no model; no match or a running acceptance "
+                        "below break-even: an ar step) or "
                         "model:ID_OR_PATH (default temperature:1.5)")
     p.add_argument("--max-new-tokens", type=_int_in(0, MAX_TOKENS), default=128,
                    help="default 128")
