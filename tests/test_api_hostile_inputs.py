@@ -221,6 +221,9 @@ TABLE: dict[str, Row] = {
     "theory.expected_block_tokens": Row(theory.expected_block_tokens,
                                         ["p_fn", "q_fn", "prompt", "exact_scheme"],
                                         {"L": "L", "B": "int"}),
+    "theory.blockver_block_tokens": Row(theory.blockver_block_tokens,
+                                        ["p_fn", "q_fn", "prompt"],
+                                        {"L": "L", "context_length": "context_length"}),
     # lossy rules
     "theory.induced_distribution": Row(theory.induced_distribution, ["p", "q", "rule"],
                                        {"ell": "ell", "normalize": "flag"}),
@@ -924,6 +927,8 @@ LLM_TABLE: dict[str, Row] = {
     "llm.ModelPair.target_logprobs": Row(_m("pair", "target_logprobs"), ["llm_ids"],
                                          _LOGITS_KW),
     "llm.ModelPair.draft_logprobs": Row(_m("pair", "draft_logprobs"), ["llm_ids"], _LOGITS_KW),
+    "llm.ModelPair.forward_logprobs": Row(_m("pair", "forward_logprobs"),
+                                          ["llm_which", "llm_ids"], _LOGITS_KW),
     "llm.ModelPair.next_token_probs": Row(_m("pair", "next_token_probs"), ["llm_contexts"],
                                           {"model": "llm_which", "batch_size": "int"}),
     "llm.ModelPair.encode_prompt": Row(_m("pair", "encode_prompt"), ["llm_text"],

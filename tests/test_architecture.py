@@ -185,6 +185,9 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
         "benchmarks time the Numba kernels themselves",
     ("benchmarks.bench_against", "specbound.sim.montecarlo:_chunks"):
         "the benchmark reproduces the Monte Carlo's chunking to time it alone",
+    ("benchmarks.bench_llm", "paper_figs._real_runs"):
+        "the n-gram benchmark's summaries prompt type is the real studies' summarisation set "
+        "(one selection rule, summarize_prompts, not a second copy)",
     ("benchmarks.bench_decode", "specbound.sim._compiled"):
         "the benchmark compares the compiled loop with the Python loop directly",
     ("benchmarks.bench_decode", "specbound.sim._config"):

@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specbound._validation import as_int, as_pair
+from specbound._validation import as_int, as_int_array, as_pair, asarray_named
 
 __all__ = ["blockver_block_tokens"]
 
@@ -90,12 +90,11 @@ def blockver_block_tokens(p_fn: Callable, q_fn: Callable, prompt, *, L: int = 4,
     L = as_int(L, "L", min_value=1, max_value=MAX_BLOCKVER_LOOKAHEAD)
     if context_length is not None:
         context_length = as_int(context_length, "context_length", min_value=0)
-    h = np.asarray(prompt if prompt is not None else [])
+    h = asarray_named(prompt if prompt is not None else [], "prompt")
     if h.ndim > 1 or (h.size and (h.dtype == np.bool_ or h.dtype.kind not in "iu")):
         raise ValueError("prompt: must be a 1-D sequence of integer token ids")
-    if h.size and h.min() < 0:
-        raise ValueError("prompt: token ids must be non-negative")
-    h = [int(t) for t in h.reshape(-1)]
+    # token ids fit int64 (the contexts handed to p_fn / q_fn), refused before any cast
+    h = [int(t) for t in as_int_array(h.reshape(-1), "prompt", min_value=0)]
     w = context_length
     laws: dict = {}
     n_vocab: list[int] = []
