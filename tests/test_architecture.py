@@ -460,22 +460,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "specbound/sim/_compiled.py:_clock":
         "a Numba kernel of the compiled block loop; goes with the loop's split into typed "
         "records",
-    "specbound/sim/_compiled.py:decode_one":
-        "the compiled block loop, every block kind inline (being split into one function "
-        "per block kind with typed records)",
-    "specbound/sim/_compiled_blockver.py:blockver_block":
-        "the block-verification block of the compiled loop, called with the loop's model and "
-        "buffer arrays as scalars and arrays; goes with the loop's split into typed records",
-    "specbound/sim/_compiled.py:decode_batch":
-        "the compiled loop's entry; its arguments become typed records with the split",
-    "specbound/sim/_compiled.py:decode_serial":
-        "the compiled loop's entry; its arguments become typed records with the split",
-    "specbound/sim/_compiled.py:plan":
-        "packs the compiled loop's arguments; goes with the split",
-    "specbound/sim/_compiled.py:decode_single":
-        "the one-prompt call of the compiled loop; goes with the split",
-    "specbound/sim/_compiled.py:build_result":
-        "the compiled loop's result builder; goes with the split",
     "specbound/sim/_compiled_lossy.py:correction":
         "a Numba kernel: a rule's parameters travel as arrays and scalars (no records)",
     "specbound/sim/_kernels.py:_mpfr_select":

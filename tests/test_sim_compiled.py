@@ -175,11 +175,11 @@ def test_unsupported_runs_fall_back_to_the_reference_loop():
     a = speculative_decode(ct, draft, [1], "pfr", L=2, key=3, max_new_tokens=6, seed=1)
     assert ct.misses > 0
     assert_same(_reference(target, draft, [1], "pfr", L=2, key=3, max_new_tokens=6, seed=1), a)
-    assert C.decode_single(ct, draft, np.array([1]), "pfr", 2, 1, 3, 6,
-                           np.random.default_rng(1), None, None) is None
+    assert C.decode_single(ct, draft, np.array([1]), np.random.default_rng(1),
+                           C.run_args("pfr", L=2, B=1, N=6, key=3)) is None
     g = np.random.Generator(np.random.Philox(5))
-    assert C.decode_single(target, draft, np.array([1]), "vsps", 2, 1, None, 6, g, None,
-                           None) is None
+    assert C.decode_single(target, draft, np.array([1]), g,
+                           C.run_args("vsps", L=2, B=1, N=6)) is None
     assert g.random() == np.random.Generator(np.random.Philox(5)).random()  # nothing drawn
     m = speculative_decode(target, draft, [1], "mpfr", L=2, B=2, key=3, max_new_tokens=6,
                            window=1, repeats="mask", seed=2)

@@ -18,7 +18,6 @@ import pytest
 
 from specbound import sim
 from specbound.sim import SyntheticBackend, SyntheticLM, prf, speculative_decode
-from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as C
 from specbound.sim import decode as D
 from specbound.sim import decoders as R
@@ -88,7 +87,7 @@ def test_decoder_without_a_spec_is_refused_by_every_entry_point():
     with pytest.raises(ValueError, match="^decoder:"):
         sim.speculative_decode_batch(t, d, [[1]], "nonexistent")
     with pytest.raises(ValueError, match="^decoder:"):
-        C.plan(t, d, "nonexistent", None, 2, 1, 4)
+        C.run_args("nonexistent", L=2, B=1, N=4)
     with pytest.raises(ValueError, match="^decoder:"):
         R.decoder_spec(3)
 
@@ -113,20 +112,13 @@ def test_the_compiled_kernel_itself_refuses_an_unknown_kind():
     """The kernel's own check (behind :func:`_compiled.compiled_spec`): a kind number
     outside the known kinds raises instead of running some block."""
     t, d = _pair()
-    spec, dspec, tm, dm, kdw, adw, share = C.plan(t, d, "vsps", None, 2, 1, 4)
-    out = C.outputs(1, 4, 2, 1, True)
+    p = C.plan(t, d, C.run_args("vsps", L=2, B=1, N=4))
     for bad in (len(R.BLOCK_KINDS), -1):
-        dspec = dspec.copy()
-        dspec[C.DS_KIND] = bad
-        tokens = np.zeros((1, 5), np.int64)
+        R_ = C.run_record(p.dspec, C.option_flags(), N=4, L=2, B=1, share=p.share)._replace(
+            kind=bad)
         st = C.pcg_state(np.random.default_rng(0))[None, :].copy()
         with pytest.raises(ValueError, match="unknown block kind"):
-            C.decode_serial(dspec, tm, dm, tokens, np.array([1], np.int64), 4, 2, 1, -1, st,
-                            -1, kdw, adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"],
-                            out["nu"], out["dec_ok"], out["dec_pos"], out["pivots"],
-                            out["drafts"], out["block_ell"], out["counts"], True, share,
-                            np.zeros((1, 4), np.int64), C.option_flags(), out["skipped"],
-                            out["decision_skipped"], *C.NO_RULE)
+            C.run_kernel(R_, p.tm, p.dm, [np.array([1], np.int64)], st)
 
 
 def test_a_spec_without_a_block_function_fails_the_import_check(monkeypatch):

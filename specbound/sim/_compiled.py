@@ -32,6 +32,9 @@ seeds whose generator is not ``PCG64``, and runs whose work arrays exceed :data:
 
 from __future__ import annotations
 
+from collections import namedtuple
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -63,8 +66,9 @@ from specbound.sim.decoders import (
     DecoderSpec,
     decoder_spec,
 )
+from specbound.sim.detect import acceptance_digest
 from specbound.sim.lossy import RULE_CONTRASTIVE, RULE_FUZZY, RULE_TRUNCATION
-from specbound.sim.prf import prf_uniform
+from specbound.sim.prf import key_digest, key_id, prf_uniform
 from specbound.sim.results import DecodeResult, WatermarkConfig
 
 JIT_PAR = dict(JIT, parallel=True)
@@ -76,8 +80,17 @@ _KEYED = tuple(s.code for s in DECODER_SPECS.values() if s.keyed)
 #: positions in the decoder's compiled spec ``dspec`` (:func:`compiled_spec`)
 DS_CODE, DS_KIND, DS_KEYED, DS_ACCEPTANCE = range(4)
 
+#: the number of block kinds (``BLOCK_*`` are ``0 .. N_BLOCK_KINDS - 1``)
+N_BLOCK_KINDS = len(BLOCK_KINDS)
+
 MODEL_SYNTHETIC = 0
 MODEL_MARKOV = 1
+
+#: the compiled form of a model (:func:`model_spec`): its kind (``MODEL_*``), the integer,
+#: unsigned and float parameters and base logits of a ``SyntheticLM``, the quantile table
+#: (``SyntheticLM``) or transition matrix (``MarkovLM``), the initial law, the first-order rows
+Model = namedtuple("Model", ("kind", "ints", "uints", "floats", "base", "matrix", "initial",
+                             "rows"))
 
 # ------------------------------------------------------------------ models
 
@@ -103,13 +116,13 @@ def model_spec(model, unwrap_cached=False):
     e_u = np.zeros(2, np.uint64)
     e_f = np.zeros(4, np.float64)
     if type(model) is SyntheticLM:
-        return (MODEL_SYNTHETIC, np.ascontiguousarray(model._ints),
+        return Model(MODEL_SYNTHETIC, np.ascontiguousarray(model._ints),
                 np.ascontiguousarray(model._uints), np.ascontiguousarray(model._floats),
                 np.ascontiguousarray(model._base, dtype=np.float64),
                 np.ascontiguousarray(model._table, dtype=np.float64).reshape(1, -1),
                 np.zeros(1), model._rows())
     if type(model) is MarkovLM:
-        return (MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
+        return Model(MODEL_MARKOV, e_i, e_u, e_f, np.zeros(1),
                 np.ascontiguousarray(model.transition_matrix, dtype=np.float64),
                 np.ascontiguousarray(model.initial, dtype=np.float64), np.zeros((1, 1)))
     return None
@@ -315,600 +328,794 @@ def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_
     return _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
 
 
+# ------------------------------------------------------------------ records
+
+#: the constants of one kernel call, shared by every prompt (:func:`run_record`): the
+#: block kind (``BLOCK_*``), the decoder's flags and options resolved once (``keyed``;
+#: ``kcoin`` mse_pseudo's second-key coin; ``reweighted`` the test between reweighted laws;
+#: ``gamma``, ``mask``, ``fresh``, ``kres``, ``skipmode`` the options; ``track_skip`` repeats
+#: looked for), the sizes, the keys as words, and the verification step of the single-draft
+#: block (``vstep`` -1: speculative sampling's own step; else a lossy rule's code with its
+#: constants ``fpar, ipar, jud, alw``, :mod:`specbound.sim._compiled_lossy`)
+Run = namedtuple("Run", (
+    "kind", "keyed", "kcoin", "reweighted", "gamma", "mask", "fresh", "kres", "skipmode",
+    "track_skip", "N", "L", "B", "max_blocks", "window", "kdw", "adw", "person",
+    "store_drafts", "share", "vstep", "fpar", "ipar", "jud", "alw"))
+
+#: the output arrays (:func:`outputs`: one row per prompt; :func:`decode_row`: a prompt's
+#: row): per block ``emitted``, ``accepted``, ``block_ell``, ``drafts[block, :, :ell]``; per
+#: decision ``nu``, ``dec_ok``, ``dec_pos``, ``decision_skipped``; per generated token
+#: ``pivots``, ``skipped``; ``counts = (target evals, draft evals, target contexts, draft
+#: contexts)``
+Out = namedtuple("Out", ("emitted", "accepted", "nu", "dec_ok", "dec_pos", "pivots", "drafts",
+                         "block_ell", "counts", "skipped", "decision_skipped"))
+
+#: one prompt: its tokens (prompt then generated), PCG64 state, prompt length, run label
+Prompt = namedtuple("Prompt", ("tokens", "st", "n0", "run_label"))
+
+#: the work arrays of one prompt (:func:`_work`): distributions (``P`` target, ``Q`` drafts,
+#: ``QN`` per trie node, ``QS`` of skipped contexts, ``SN`` shared back-off sums, ``LG``
+#: logits, ``GU/GP/GQ`` gamma reweighting, ``W/T/NU`` lossy rules), the trie of a block
+#: (``parent, ntok, depth, mult, nfirst, nlab, labset, nskip, nskset, nslot, ncands,
+#: has_s``), the drafts (``paths, dnode, buf, seen, active, cands, u_acc, leaf_rows,
+#: order, sks, labs``), the block's uniforms (``us, ulabels``) and the label state
+#: (``scr``; ``pre/pst`` the key's prefix hash, ``apre/apst`` the second key's)
+Work = namedtuple("Work", (
+    "P", "LG", "Q", "QN", "QS", "SN", "GU", "GP", "GQ", "W", "T", "NU",
+    "parent", "ntok", "depth", "mult", "nfirst", "nlab", "labset", "nskip", "nskset", "nslot",
+    "ncands", "has_s", "paths", "dnode", "buf", "seen", "active", "cands", "u_acc",
+    "leaf_rows", "order", "sks", "labs", "us", "ulabels", "scr", "pre", "pst", "apre",
+    "apst"))
+
+
+@njit(**JIT)
+def _work(R, n):
+    """The zeroed / empty work arrays of one prompt (sizes from the run ``R``)."""
+    B = R.B
+    L = R.L
+    maxn = 1 + B * L
+    # sizes first (no control flow inside the record's construction)
+    nq = L if R.kind == BLOCK_SINGLE else 1
+    nqn = maxn if R.kind == BLOCK_SPECINFER else 1
+    ns = maxn if R.skipmode and R.kind == BLOCK_TREE else 1
+    nsn = maxn if R.share else 1
+    g = n if R.gamma else 1
+    lossy = n if R.vstep >= 0 else 1
+    nnu = n if R.vstep == RULE_CONTRASTIVE else 1
+    return Work(
+        np.empty(n), np.empty(n), np.empty((nq, n)), np.empty((nqn, n)), np.empty((ns, n)),
+        np.empty((nsn, n)), np.empty(g), np.empty(g), np.empty(g),
+        np.empty(lossy), np.empty(lossy), np.empty(nnu),
+        np.empty(maxn, np.int64), np.empty(maxn, np.int64), np.empty(maxn, np.int64),
+        np.empty(maxn, np.int64), np.empty(maxn, np.int64), np.empty(maxn, np.uint64),
+        np.zeros(maxn, np.bool_), np.zeros(maxn, np.bool_), np.zeros(maxn, np.bool_),
+        np.zeros(maxn, np.int64), np.empty((ns, B), np.int64), np.zeros(maxn, np.bool_),
+        np.empty((B, L), np.int64), np.empty((B, L + 1), np.int64), np.empty(B, np.int64),
+        np.empty(B, np.int64), np.empty(B, np.int64), np.empty(B, np.int64), np.empty(B),
+        np.empty((B, L), np.int64), np.empty(B, np.int64), np.zeros(L, np.bool_),
+        np.empty(L, np.uint64), np.empty(3 * B * (L + 1)), np.empty(L + 1, np.uint64),
+        np.empty(64, np.uint64), np.zeros(24, np.uint64), np.zeros(2, np.int64),
+        np.zeros(24, np.uint64), np.zeros(2, np.int64))
+
+
+@njit(**JIT)
+def _key_label(R, w, pr, hlen, cur):
+    """The keyed label of ``tokens[:cur]`` (block start ``hlen``)."""
+    return _label(R.window, R.kdw, R.person, w.pre, w.pst, pr.tokens, hlen, cur, w.scr)
+
+
+@njit(**JIT)
+def _clock_label(R, w, pr, hlen, cur):
+    """The clock label of ``tokens[:cur]`` for a keyed decoder (:func:`_clock`)."""
+    return _clock(R.window, R.kdw, R.person, w.pre, w.pst, pr.tokens, pr.n0, hlen, cur, w.scr,
+                  R.mask, pr.run_label)
+
+
+@njit(**JIT)
+def _skipped(R, pr, cur):
+    """Whether ``tokens[:cur]`` is a skipped repeat (``repeats="skip"`` with a window)."""
+    return R.track_skip and _is_repeat(pr.tokens, pr.n0, cur, R.window)
+
+
+@njit(**JIT)
+def _emit(O, pr, gen, y, pivot, sk):
+    """Emit token ``y`` as generated token ``gen`` with its pivot and skip flag; ``gen + 1``."""
+    pr.tokens[pr.n0 + gen] = y
+    O.pivots[gen] = pivot
+    O.skipped[gen] = sk
+    return gen + 1
+
+
+@njit(**JIT)
+def _decide(O, ndec, nu, ok, gen, sk):
+    """Record decision ``ndec`` (``nu`` consistent drafts, accepted ``ok``) at the last
+    emitted token (``gen`` tokens emitted); ``ndec + 1``."""
+    O.nu[ndec] = nu
+    O.dec_ok[ndec] = ok
+    O.dec_pos[ndec] = gen - 1
+    O.decision_skipped[ndec] = sk
+    return ndec + 1
+
+
+@njit(**JIT)
+def _keyed_token(R, w, pr, probs, lab, sk, u, hlen, cur):
+    """The keyed token at ``tokens[:cur]`` from ``probs`` and its pivot: the shared decision
+    of a keyed decoder without a draft to verify (the token step, the bonus token, a tree
+    context).  A skipped repeat draws ``categorical(probs, u)``; ``reweight="gamma"`` draws
+    from the gamma-reweighted law with ``u``; otherwise the exponential race on the clocks
+    of ``lab``.  The pivot is ``prf_uniform(label, y, 0)`` with the keyed label (what the
+    detector recomputes)."""
+    if sk:
+        y = _K.categorical(probs, u)
+    elif R.gamma:
+        gamma_reweight(lab, probs, w.GU, w.GP)
+        y = _K.categorical(w.GP, u)
+    else:
+        y = _K.race_argmin(lab, probs, 0)
+    if R.mask or sk:
+        lab = _key_label(R, w, pr, hlen, cur)
+    return y, prf_uniform(lab, y, 0)
+
+
+# ------------------------------------------------------------------ the token block
+
+
+@njit(**JIT)
+def block_token(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """One target token (``ar``, ``basic_uwm``); returns ``(gen, ndec, emitted, error)``."""
+    hlen = pr.n0 + gen
+    O.counts[0] += 1
+    O.counts[2] += 1
+    model_probs(tm, pr.tokens[:hlen], w.P)
+    if not R.keyed:
+        y = _K.categorical(w.P, pcg_double(pr.st))
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        return gen, ndec, 1, 0
+    lab = _clock_label(R, w, pr, hlen, hlen)
+    ug = 0.0
+    if R.gamma or R.skipmode:  # one unkeyed uniform per token
+        ug = pcg_double(pr.st)
+    sk = _skipped(R, pr, hlen)
+    y, piv = _keyed_token(R, w, pr, w.P, lab, sk, ug, hlen, hlen)
+    gen = _emit(O, pr, gen, y, piv, sk)
+    return gen, ndec, 1, 0
+
+
+# ------------------------------------------------------------------ the tree block
+
+
+@njit(**JIT)
+def _tree_node(w, nn, node, tok, d):
+    """Add a child of ``node`` with token ``tok`` at depth ``d`` (or count it once more);
+    returns the number of nodes."""
+    c = _child(w.parent, w.ntok, w.nfirst[node], nn, node, tok)
+    if c >= 0:
+        w.mult[c] += 1
+        return nn
+    w.parent[nn] = node
+    w.ntok[nn] = tok
+    w.depth[nn] = d
+    w.mult[nn] = 1
+    w.labset[nn] = False
+    w.nskset[nn] = False
+    w.has_s[nn] = False
+    w.nfirst[nn] = nn
+    return nn + 1
+
+
+@njit(**JIT)
+def _tree_draft(R, dm, w, O, pr, hlen, ell):
+    """Grow the draft tree of one block level by level (Alg. 10): every node of depth ``d``
+    with multiplicity ``k`` gets its ``k`` keyed MPFR drafts (or ``k`` i.i.d. drafts from
+    ``q`` at a skipped repeat).  Returns ``(nodes, first leaf)``."""
+    share = R.share
+    nn = 1
+    w.parent[0] = -1
+    w.ntok[0] = -1
+    w.depth[0] = 0
+    w.mult[0] = R.B
+    w.labset[0] = False
+    w.has_s[0] = False
+    w.nskset[0] = False
+    lev0 = 0
+    lev1 = 1
+    if R.skipmode:
+        pcg_doubles(pr.st, w.us[:3 * R.B * (ell + 1)])
+    if R.fresh:
+        for i in range(ell + 1):
+            w.ulabels[i] = pcg_next(pr.st)
+    for d in range(ell):
+        O.counts[1] += 1
+        O.counts[3] += lev1 - lev0
+        slot = 0
+        for node in range(lev0, lev1):
+            _write_path(w.parent, w.ntok, w.depth, node, pr.tokens, hlen)
+            _draft_eval(dm, pr.tokens[:hlen + d], w.SN[node if share else 0], w.LG, w.Q[0],
+                        share)
+            w.has_s[node] = share
+            kk = w.mult[node]
+            sk = _skipped(R, pr, hlen + d)
+            w.nskip[node] = sk
+            w.nskset[node] = True
+            if sk:  # kk i.i.d. drafts from q with the slots' uniforms
+                w.QS[node] = w.Q[0]
+                w.nslot[node] = slot
+                for j in range(kk):
+                    w.buf[j] = _K.categorical(w.Q[0], w.us[(d * R.B + slot + j) * 3])
+                    w.ncands[node, j] = w.buf[j]
+            else:
+                w.nlab[node] = _tree_label(R, w, pr, hlen, hlen + d, d)
+                w.labset[node] = True
+                _K.mpfr_topk(w.nlab[node], w.Q[0], kk, w.buf)
+            slot += kk
+            w.nfirst[node] = nn
+            for i in range(kk):
+                nn = _tree_node(w, nn, node, w.buf[i], d + 1)
+        lev0 = lev1
+        lev1 = nn
+    return nn, lev0
+
+
+@njit(**JIT)
+def _tree_label(R, w, pr, hlen, cur, d):
+    """The clock label of a tree context at depth ``d``: ``pfr_nowm``'s fresh or position
+    labels, else the keyed clock label."""
+    if R.fresh:
+        return w.ulabels[d]
+    if not R.keyed:  # pfr_nowm: the unkeyed position clocks
+        return _K.trial_label(pr.run_label, cur)
+    return _clock_label(R, w, pr, hlen, cur)
+
+
+@njit(**JIT)
+def _tree_store(w, O, nblk, lev0, nn, ell):
+    """The block's drafts: the leaves with multiplicity, sorted lexicographically."""
+    nl = nn - lev0
+    for i in range(nl):
+        u = lev0 + i
+        while u > 0:
+            w.leaf_rows[i, w.depth[u] - 1] = w.ntok[u]
+            u = w.parent[u]
+        w.order[i] = i
+    order = w.order
+    for i in range(1, nl):
+        j = i
+        while j > 0 and _less_row(w.leaf_rows[order[j]], w.leaf_rows[order[j - 1]], ell):
+            order[j], order[j - 1] = order[j - 1], order[j]
+            j -= 1
+    r = 0
+    for i in range(nl):
+        for _ in range(w.mult[lev0 + order[i]]):
+            for s in range(ell):
+                O.drafts[nblk, r, s] = w.leaf_rows[order[i], s]
+            r += 1
+
+
+@njit(**JIT)
+def _tree_skipped_step(R, w, node, s):
+    """A skipped repeat's decision in the tree: vanilla speculative sampling (multiplicity
+    1) or SpecInfer's recursive rejection over the node's i.i.d. drafts, unkeyed coins."""
+    j = w.nslot[node]
+    us = w.us
+    if w.mult[node] == 1:
+        x = w.ntok[w.nfirst[node]]
+        ok = us[(s * R.B + j) * 3 + 1] * w.QS[node, x] <= w.P[x]
+        y = x if ok else _K.residual_sample(w.P, w.QS[node], us[(s * R.B + j) * 3 + 2])
+        return y, ok
+    kk = w.mult[node]
+    for i in range(kk):
+        w.u_acc[i] = us[(s * R.B + j + i) * 3 + 1]
+    return _K.specinfer_verify(w.P, w.QS[node], w.ncands[node, :kk], w.u_acc[:kk],
+                               us[(s * R.B + j) * 3 + 2])
+
+
+@njit(**JIT)
+def block_tree(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """The PFR / MPFR draft tree (Alg. 3, 4, 9, 10): draft, verify along the emitted path,
+    the bonus token when every position passed; returns ``(gen, ndec, emitted, error)``."""
+    hlen = pr.n0 + gen
+    ell = R.L if R.L < R.N - gen else R.N - gen
+    nn, lev0 = _tree_draft(R, dm, w, O, pr, hlen, ell)
+    O.counts[0] += 1
+    O.counts[2] += nn
+    if R.store_drafts:
+        _tree_store(w, O, nblk, lev0, nn, ell)
+    node = 0
+    k = 0
+    for s in range(ell):
+        cur = hlen + s
+        _target_eval(tm, pr.tokens[:cur], w.SN[node if w.has_s[node] else 0], w.LG, w.P,
+                     w.has_s[node])
+        sk = w.nskip[node]
+        if sk:
+            y, ok = _tree_skipped_step(R, w, node, s)
+            piv = prf_uniform(_key_label(R, w, pr, hlen, cur), y, 0) if R.keyed else np.nan
+        elif R.keyed:
+            y, piv = _keyed_token(R, w, pr, w.P, w.nlab[node], False, 0.0, hlen, cur)
+        else:
+            y = _K.race_argmin(w.nlab[node], w.P, 0)
+            piv = np.nan
+        gen = _emit(O, pr, gen, y, piv, sk)
+        k += 1
+        c = _child(w.parent, w.ntok, w.nfirst[node], nn, node, y)
+        if not sk:
+            ok = c >= 0
+        ndec = _decide(O, ndec, w.mult[node], ok, gen, sk)
+        if not ok:
+            return gen, ndec, k, 0
+        node = c
+    if gen < R.N:  # the bonus token
+        cur = hlen + ell
+        model_probs(tm, pr.tokens[:cur], w.P)
+        if not w.nskset[node]:
+            w.nskip[node] = _skipped(R, pr, cur)
+            w.nskset[node] = True
+        sk = w.nskip[node]
+        if not sk and not w.labset[node]:
+            w.nlab[node] = _tree_label(R, w, pr, hlen, cur, ell)
+            w.labset[node] = True
+        if R.keyed:
+            y, piv = _keyed_token(R, w, pr, w.P, w.nlab[node], sk, w.us[(ell * R.B) * 3 + 2],
+                                  hlen, cur)
+        elif sk:
+            y = _K.categorical(w.P, w.us[(ell * R.B) * 3 + 2])
+            piv = np.nan
+        else:
+            y = _K.race_argmin(w.nlab[node], w.P, 0)
+            piv = np.nan
+        gen = _emit(O, pr, gen, y, piv, sk)
+        k += 1
+    return gen, ndec, k, 0
+
+
+# ------------------------------------------------------------------ the single-draft block
+
+
+@njit(**JIT)
+def _keyed_draw(R, w, probs, lab, sk, u):
+    """The decision of a keyed token from ``probs``: ``categorical(probs, u)`` at a skipped
+    repeat, from the gamma-reweighted law with ``u`` under ``reweight="gamma"``, else the
+    exponential race on the clocks of ``lab``."""
+    if sk:
+        return _K.categorical(probs, u)
+    if R.gamma:
+        gamma_reweight(lab, probs, w.GU, w.GP)
+        return _K.categorical(w.GP, u)
+    return _K.race_argmin(lab, probs, 0)
+
+
+@njit(**JIT)
+def _single_draft(R, dm, w, O, pr, hlen, ell, nblk):
+    """The ``ell`` drafts of a single-draft block (Alg. 1): from ``q`` with the block's
+    uniforms (unkeyed decoders, skipped repeats), else the keyed decision on ``q``."""
+    for s in range(ell):
+        cur = hlen + s
+        O.counts[1] += 1
+        O.counts[3] += 1
+        _draft_eval(dm, pr.tokens[:cur], w.SN[s if R.share else 0], w.LG, w.Q[s], R.share)
+        w.sks[s] = _skipped(R, pr, cur)
+        if not R.keyed or w.sks[s]:
+            x = _K.categorical(w.Q[s], w.us[3 * s])
+        else:
+            w.labs[s] = _clock_label(R, w, pr, hlen, cur)
+            x = _keyed_draw(R, w, w.Q[s], w.labs[s], False, w.us[3 * s])
+        pr.tokens[cur] = x
+        w.paths[0, s] = x
+    if R.store_drafts:
+        for s in range(ell):
+            O.drafts[nblk, 0, s] = w.paths[0, s]
+    O.counts[0] += 1
+    O.counts[2] += ell + 1
+
+
+@njit(**JIT)
+def _verify_sd(R, w, pr, pv, qv, x, s, sk, hlen):
+    """Speculative sampling's verification step at draft position ``s`` (the decoders and
+    the ``lossless`` rule): accept ``x`` when ``coin q(x) <= p(x)`` (the block's unkeyed
+    coin, or mse_pseudo's second-key coin), else the residual ``(p - q)_+`` (with
+    ``residual="keyed"`` the second key's race on it).  Returns ``(y, accepted)``."""
+    cur = hlen + s
+    alab = np.uint64(0)
+    if R.kcoin and not sk:
+        alab = _label(R.window, R.adw, R.person, w.apre, w.apst, pr.tokens, hlen, cur, w.scr)
+        coin = prf_uniform(alab, 0, 0)
+    else:
+        coin = w.us[3 * s + 1]
+    if coin * qv[x] <= pv[x]:
+        return x, True
+    if R.kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
+        pos = False
+        for v in range(w.P.shape[0]):
+            d_ = w.P[v] - w.Q[s, v]
+            w.LG[v] = d_ if d_ > 0.0 else 0.0
+            if w.LG[v] > 0.0:
+                pos = True
+        return _K.race_argmin(alab, w.LG if pos else w.P, 1), False
+    return _K.residual_sample(pv, qv, w.us[3 * s + 2]), False
+
+
+@njit(**JIT)
+def _verify_rule(R, w, pr, qv, x, s):
+    """A lossy rule's verification step (:mod:`specbound.sim._compiled_lossy`) at draft
+    position ``s``; returns ``(y, accepted, error)``."""
+    P = w.P
+    vstep = R.vstep
+    if vstep == RULE_TRUNCATION and _CL._no_target_mass(P, qv, R.alw,
+                                                        R.ipar[_CL.I_REDRAW] != 0):
+        return x, False, _CL.ERR_NO_MASS
+    gate = 0.0
+    if vstep == RULE_FUZZY:
+        dv = _CL.fuzzy_divergence(P, qv, R.ipar[_CL.I_DIVERGENCE], w.W, w.T)
+        gate = 1.0 if dv <= R.fpar[_CL.F_THRESHOLD] else 0.0
+    elif vstep == RULE_CONTRASTIVE:
+        _CL.contrastive_law(P, qv, R.fpar[_CL.F_BETA], R.fpar[_CL.F_ALPHA], w.NU)
+    if w.us[3 * s + 1] < _CL.accept_prob(vstep, P, qv, w.NU, x, R.fpar, R.jud, R.alw, gate):
+        return x, True, 0
+    y = _CL.correction(vstep, P, qv, w.NU, R.fpar, R.ipar, R.jud, R.alw, w.us[3 * s + 2],
+                       pr.st, w.W)
+    return y, False, 0
+
+
+@njit(**JIT)
+def block_single(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """One draft sequence verified position by position (Alg. 1; ``vsps``, ``mse``,
+    ``mse_pseudo``, ``mws`` under gamma, the lossy rules); returns ``(gen, ndec, emitted,
+    error)``."""
+    hlen = pr.n0 + gen
+    ell = R.L if R.L < R.N - gen else R.N - gen
+    pcg_doubles(pr.st, w.us[:3 * (ell + 1)])
+    _single_draft(R, dm, w, O, pr, hlen, ell, nblk)
+    k = 0
+    for s in range(ell):
+        cur = hlen + s
+        _target_eval(tm, pr.tokens[:cur], w.SN[s if R.share else 0], w.LG, w.P, R.share)
+        x = w.paths[0, s]
+        pv = w.P
+        qv = w.Q[s]
+        sk = w.sks[s]
+        if R.reweighted and not sk:  # mws, gamma: between the reweighted laws
+            gamma_reweight(w.labs[s], w.P, w.GU, w.GP)
+            gamma_reweight(w.labs[s], w.Q[s], w.GU, w.GQ)
+            pv = w.GP
+            qv = w.GQ
+        if R.vstep >= 0:
+            y, ok, err = _verify_rule(R, w, pr, qv, x, s)
+            if err != 0:
+                return gen, ndec, k, err
+        else:
+            y, ok = _verify_sd(R, w, pr, pv, qv, x, s, sk, hlen)
+        k += 1
+        piv = np.nan
+        if R.keyed:
+            klab = w.labs[s]
+            if R.mask or sk:
+                klab = _key_label(R, w, pr, hlen, cur)
+            piv = prf_uniform(klab, y, 0)
+        gen = _emit(O, pr, gen, y, piv, sk)
+        ndec = _decide(O, ndec, 1, ok, gen, sk)
+        if not ok:
+            return gen, ndec, k, 0
+    if gen < R.N:  # the bonus token
+        cur = hlen + ell
+        model_probs(tm, pr.tokens[:cur], w.P)
+        sk = _skipped(R, pr, cur)
+        u = w.us[3 * ell + 2]
+        if not R.keyed:
+            y = _K.categorical(w.P, u)
+            piv = np.nan
+        else:
+            lab = _clock_label(R, w, pr, hlen, cur) if not sk else np.uint64(0)
+            y, piv = _keyed_token(R, w, pr, w.P, lab, sk, u, hlen, cur)
+        gen = _emit(O, pr, gen, y, piv, sk)
+        k += 1
+    return gen, ndec, k, 0
+
+
+# ------------------------------------------------------------------ B draft paths
+
+
+@njit(**JIT)
+def _paths_draft(R, dm, w, O, pr, hlen, ell, nblk, gls):
+    """B draft paths in a trie, one batched draft pass per depth over the distinct nodes:
+    the list coupling's races (``gls``) or i.i.d. draws (SpecInfer).  Returns the number
+    of trie nodes."""
+    B = R.B
+    share = R.share
+    nn = 1
+    w.parent[0] = -1
+    w.ntok[0] = -1
+    w.depth[0] = 0
+    w.nfirst[0] = 0
+    for b in range(B):
+        w.dnode[b, 0] = 0
+    for s in range(ell):
+        nseen = 0  # distinct nodes of depth s in first-seen order
+        for b in range(B):
+            u = w.dnode[b, s]
+            new = True
+            for i in range(nseen):
+                if w.seen[i] == u:
+                    new = False
+                    break
+            if new:
+                w.seen[nseen] = u
+                nseen += 1
+        O.counts[1] += 1
+        O.counts[3] += nseen
+        for i in range(nseen):
+            u = w.seen[i]
+            _write_path(w.parent, w.ntok, w.depth, u, pr.tokens, hlen)
+            row = w.QN[u] if not gls else w.Q[0]
+            _draft_eval(dm, pr.tokens[:hlen + s], w.SN[u if share else 0], w.LG, row, share)
+            for b in range(B):
+                if w.dnode[b, s] == u:
+                    if gls:
+                        w.paths[b, s] = _K.race_argmin(w.ulabels[s], row, b)
+                    else:
+                        w.paths[b, s] = _K.categorical(row, w.us[(s * B + b) * 3])
+        lev0 = nn
+        for b in range(B):
+            u = w.dnode[b, s]
+            c = _child(w.parent, w.ntok, lev0, nn, u, w.paths[b, s])
+            if c < 0:
+                c = nn
+                w.parent[nn] = u
+                w.ntok[nn] = w.paths[b, s]
+                w.depth[nn] = s + 1
+                nn += 1
+            w.dnode[b, s + 1] = c
+    if R.store_drafts:
+        for b in range(B):
+            for s in range(ell):
+                O.drafts[nblk, b, s] = w.paths[b, s]
+    return nn
+
+
+@njit(**JIT)
+def _paths_block(R, tm, dm, w, O, pr, gen, ndec, nblk, gls):
+    """B draft paths verified together: the list coupling (``gls``, Rowan et al. 2025) or
+    SpecInfer's recursive rejection (Miao et al. 2024); returns ``(gen, ndec, emitted,
+    error)``."""
+    B = R.B
+    hlen = pr.n0 + gen
+    ell = R.L if R.L < R.N - gen else R.N - gen
+    if gls:
+        for s in range(ell + 1):
+            w.ulabels[s] = pcg_next(pr.st)
+    else:
+        pcg_doubles(pr.st, w.us[:3 * B * (ell + 1)])
+    nn = _paths_draft(R, dm, w, O, pr, hlen, ell, nblk, gls)
+    O.counts[0] += 1
+    O.counts[2] += nn
+    active = w.active
+    na = B
+    for b in range(B):
+        active[b] = b
+    k = 0
+    for s in range(ell):
+        cur = hlen + s
+        u = w.dnode[active[0], s]
+        _target_eval(tm, pr.tokens[:cur], w.SN[u if R.share else 0], w.LG, w.P, R.share)
+        if gls:
+            y = _K.gls_argmin(w.ulabels[s], w.P, active[:na])
+            ok = False
+        else:
+            for i in range(na):
+                w.cands[i] = w.paths[active[i], s]
+                w.u_acc[i] = w.us[(s * B + active[i]) * 3 + 1]
+            y, ok = _K.specinfer_verify(w.P, w.QN[u], w.cands[:na], w.u_acc[:na],
+                                        w.us[(s * B) * 3 + 2])
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        k += 1
+        m = 0
+        for i in range(na):
+            if w.paths[active[i], s] == y:
+                active[m] = active[i]
+                m += 1
+        if gls:
+            ok = m > 0
+        ndec = _decide(O, ndec, na, ok, gen, False)
+        if not ok:
+            return gen, ndec, k, 0
+        na = m
+    if gen < R.N:  # the bonus token
+        model_probs(tm, pr.tokens[:hlen + ell], w.P)
+        if gls:
+            y = _K.gls_argmin(w.ulabels[ell], w.P, active[:na])
+        else:
+            y = _K.categorical(w.P, w.us[(ell * B) * 3 + 2])
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        k += 1
+    return gen, ndec, k, 0
+
+
+@njit(**JIT)
+def block_gls(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """B draft paths with the list coupling (``invariant``)."""
+    return _paths_block(R, tm, dm, w, O, pr, gen, ndec, nblk, True)
+
+
+@njit(**JIT)
+def block_specinfer(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """B i.i.d. draft paths with recursive rejection (``specinfer``)."""
+    return _paths_block(R, tm, dm, w, O, pr, gen, ndec, nblk, False)
+
+
+# ------------------------------------------------------------------ block verification
+
+
+@njit(**JIT)
+def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """One draft sequence verified as a whole block (``blockver``; Sun et al. 2024,
+    arXiv:2403.10444, Alg. 2): draw ``ell`` drafts, evaluate the target after each, keep the
+    prefix ``tau`` of :func:`~specbound.sim._compiled_blockver.blockver_tau`, then emit the
+    correction (``tau < ell``) or the bonus.  The randomness is the single-draft block's
+    (``3 (ell + 1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at
+    each kept position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec,
+    emitted, error)``."""
+    hlen = pr.n0 + gen
+    room = R.N - gen
+    ell = R.L if R.L < room else room
+    n = w.P.shape[0]
+    us = np.empty(3 * (ell + 1))
+    pcg_doubles(pr.st, us)
+    Q = np.empty((ell, n))
+    P = np.empty((ell + 1, n))
+    xs = np.empty(ell, np.int64)
+    ps = np.empty(ell + 1)
+    for s in range(ell):
+        O.counts[1] += 1
+        O.counts[3] += 1
+        _draft_eval(dm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, Q[s], R.share)
+        x = _K.categorical(Q[s], us[3 * s])
+        pr.tokens[hlen + s] = x
+        xs[s] = x
+    if R.store_drafts:
+        for s in range(ell):
+            O.drafts[nblk, 0, s] = xs[s]
+    O.counts[0] += 1
+    O.counts[2] += ell + 1
+    for s in range(ell):
+        _target_eval(tm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, P[s], R.share)
+    tau = _BV.blockver_tau(P, Q, xs, ell, us, ps)
+    k = 0
+    for _ in range(tau):
+        gen = _emit(O, pr, gen, pr.tokens[hlen + k], np.nan, False)
+        ndec = _decide(O, ndec, 1, True, gen, False)
+        k += 1
+    if tau < ell:
+        y = _BV.blockver_correction(ps[tau], P[tau], Q[tau], us[3 * tau + 2])
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        ndec = _decide(O, ndec, 1, False, gen, False)
+        k += 1
+    elif room > ell:
+        model_probs(tm, pr.tokens[:hlen + ell], P[ell])
+        y = _K.categorical(P[ell], us[3 * ell + 2])
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        k += 1
+    return gen, ndec, k, 0
+
+
 # ------------------------------------------------------------------ one prompt
 
 
 @njit(**JIT)
-def decode_one(dspec, tm, dm, tokens, n0, N, L, B, max_blocks, st, window, kdw, adw, person,
-               emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell, counts,
-               store_drafts, share, opts, skp, dskp, vstep, fpar, ipar, jud, alw):
-    """Decode one prompt (``tokens[:n0]``) with the decoder of ``dspec`` (its compiled spec,
-    :func:`compiled_spec`: code, block kind, keyed, acceptance test); returns
-    ``(generated, n_blocks, n_decisions)``.
-
-    The block of every step is chosen by the block kind alone (``BLOCK_*`` of
-    :mod:`specbound.sim.decoders`), and within a block the behaviour by the spec's flags, never
-    by the decoder's code: an unknown kind raises ``ValueError`` (no fall-through).
-
-    ``st``: the PCG64 state (advanced in place); ``window < 0``: whole-prefix labels;
-    ``kdw`` / ``adw``: the key digest / the mse_pseudo acceptance digest as words.  Output
-    rows: ``emitted``, ``accepted``, ``block_ell`` per block; ``nu``, ``dec_ok``,
-    ``dec_pos`` per decision; ``pivots`` per generated token; ``drafts[block, :, :ell]``
-    when ``store_drafts``; ``counts = (target evals, draft evals, target contexts, draft
-    contexts)``.  ``share``: target and draft share their back-off fields
-    (:func:`shares_fields`): a target evaluation in a drafted context reuses the draft's sum.
-    ``opts``: the decoder options as flags (``OPT_*``): ``repeats="mask"``,
-    ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``repeats="skip"``;
-    ``skp`` / ``dskp``: the skipped flags per generated token / per decision.
-    ``vstep``: the verification step of the single-draft block, -1 for speculative
-    sampling's own step (the decoders, the ``lossless`` rule), else the code of a lossy rule
-    (:data:`specbound.sim.lossy.RULE_SPECS`) with its constant parameters ``fpar``, ``ipar``,
-    ``jud``, ``alw`` (:mod:`specbound.sim._compiled_lossy`).  Returns ``(generated,
-    n_blocks, n_decisions, error)``, ``error`` :data:`_compiled_lossy.ERR_NO_MASS` when a
-    truncation context needed ``p_Theta`` and ``A`` carried no target mass (the run stops).
-    """
-    kind = dspec[DS_KIND]
-    if kind < BLOCK_TOKEN or kind > BLOCK_BLOCKVER:
+def _check_run(R):
+    """The kernel's own refusals (the Python side checks first): an unknown block kind, an
+    unknown rule code, a rule outside the unkeyed single-draft block."""
+    if R.kind < 0 or R.kind >= N_BLOCK_KINDS:
         raise ValueError("decoder: unknown block kind in the compiled loop")
-    if vstep != -1:
+    if R.vstep != -1:
         known = False
         for c in _CL.CODES:
-            if vstep == c:
+            if R.vstep == c:
                 known = True
         if not known:
             raise ValueError("rule: unknown rule code in the compiled loop")
-        if kind != BLOCK_SINGLE or dspec[DS_KEYED] != 0:
+        if R.kind != BLOCK_SINGLE or R.keyed:
             raise ValueError("rule: a lossy rule is the verification step of the unkeyed "
                              "single-draft block")
+
+
+@njit(**JIT)
+def _close_block(R, w, O, pr, nblk, k, g0, dec0, ndec):
+    """The block's row (emitted, accepted decisions, length) and the prefix hash states
+    advanced over its tokens (whole-prefix labels)."""
+    O.emitted[nblk] = k
+    a = 0
+    for i in range(dec0, ndec):
+        if O.dec_ok[i]:
+            a += 1
+    O.accepted[nblk] = a
+    O.block_ell[nblk] = R.L if R.L < R.N - g0 else R.N - g0
+    hlen = pr.n0 + g0
+    if R.keyed and R.window < 0:
+        _prefix_extend(w.pre, w.pst, pr.tokens, hlen, hlen + k)
+    if R.kcoin and R.window < 0:
+        _prefix_extend(w.apre, w.apst, pr.tokens, hlen, hlen + k)
+
+
+@njit(**JIT)
+def decode_one(R, tm, dm, tokens, n0, st, O):
+    """Decode one prompt (``tokens[:n0]``) with the run ``R`` (:data:`Run`) on the compiled
+    models ``tm`` / ``dm`` (:data:`Model`) into its output rows ``O`` (:data:`Out`); ``st``:
+    the PCG64 state (advanced in place).  Returns ``(generated, n_blocks, n_decisions,
+    error)``, ``error`` :data:`_compiled_lossy.ERR_NO_MASS` when a truncation context needed
+    ``p_Theta`` and ``A`` carried no target mass (the run stops).
+
+    Every block is run by the block function of the run's block kind (``BLOCK_*`` of
+    :mod:`specbound.sim.decoders`, one ``block_<kind>(R, tm, dm, w, O, pr, gen, ndec,
+    nblk)`` each, returning ``(gen, ndec, emitted, error)``); within a block the behaviour
+    is read from the run's flags, never from the decoder's code.  An unknown kind raises
+    ``ValueError`` (no fall-through).
+    """
+    _check_run(R)
+    kind = R.kind
     n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
-    keyed = dspec[DS_KEYED] != 0
-    kcoin = dspec[DS_ACCEPTANCE] == ACC_KEYED_COIN  # mse_pseudo's second key
-    reweighted = dspec[DS_ACCEPTANCE] == ACC_REWEIGHTED
-    gamma = opts[OPT_GAMMA] != 0
-    mask = opts[OPT_MASK] != 0 and keyed and window >= 0
-    fresh = opts[OPT_FRESH] != 0 and kind == BLOCK_TREE and not keyed
-    kres = opts[OPT_KEYED_RESIDUAL] != 0 and kcoin
-    # repeats="skip": the unkeyed uniforms are drawn whenever the mode is on (as in the
-    # reference loop), repeats are looked for only with a finite window
-    skipmode = opts[OPT_SKIP] != 0 and keyed
-    track_skip = skipmode and window >= 0
-    tree = kind == BLOCK_TREE
-    single = kind == BLOCK_SINGLE
-    GU = np.empty(n if gamma else 1)
-    GP = np.empty(n if gamma else 1)
-    GQ = np.empty(n if gamma else 1)
-    maxn = 1 + B * L
-    QS = np.empty((maxn if skipmode and tree else 1, n))
-    ncands = np.empty((maxn if skipmode and tree else 1, B), np.int64)
-    nslot = np.zeros(maxn, np.int64)
-    nskip = np.zeros(maxn, np.bool_)
-    nskset = np.zeros(maxn, np.bool_)
-    sks = np.zeros(L, np.bool_)
-    P = np.empty(n)
-    LG = np.empty(n)
-    W = np.empty(n if vstep >= 0 else 1)
-    T = np.empty(n if vstep >= 0 else 1)
-    NU = np.empty(n if vstep == RULE_CONTRASTIVE else 1)
-    SN = np.empty((maxn if share else 1, n))
-    has_s = np.zeros(maxn, np.bool_)
-    Q = np.empty((L if single else 1, n))
-    QN = np.empty((maxn if kind == BLOCK_SPECINFER else 1, n))
-    parent = np.empty(maxn, np.int64)
-    ntok = np.empty(maxn, np.int64)
-    depth = np.empty(maxn, np.int64)
-    mult = np.empty(maxn, np.int64)
-    nfirst = np.empty(maxn, np.int64)
-    nlab = np.empty(maxn, np.uint64)
-    labset = np.zeros(maxn, np.bool_)
-    buf = np.empty(B, np.int64)
-    dnode = np.empty((B, L + 1), np.int64)
-    paths = np.empty((B, L), np.int64)
-    active = np.empty(B, np.int64)
-    seen = np.empty(B, np.int64)
-    us = np.empty(3 * B * (L + 1))
-    ulabels = np.empty(L + 1, np.uint64)
-    labs = np.empty(L, np.uint64)
-    leaf_rows = np.empty((B, L), np.int64)
-    order = np.empty(B, np.int64)
-    u_acc = np.empty(B)
-    cands = np.empty(B, np.int64)
-    scr = np.empty(64, np.uint64)
-    pre = np.zeros(24, np.uint64)
-    pst = np.zeros(2, np.int64)
-    apre = np.zeros(24, np.uint64)
-    apst = np.zeros(2, np.int64)
-    if keyed and window < 0:
-        _prefix_start(kdw, person, pre, pst, tokens, n0)
-    if kcoin and window < 0:
-        _prefix_start(adw, person, apre, apst, tokens, n0)
-    run_label = pcg_next(st)
+    w = _work(R, n)
+    if R.keyed and R.window < 0:
+        _prefix_start(R.kdw, R.person, w.pre, w.pst, tokens, n0)
+    if R.kcoin and R.window < 0:
+        _prefix_start(R.adw, R.person, w.apre, w.apst, tokens, n0)
+    pr = Prompt(tokens, st, n0, pcg_next(st))
     gen = 0
     nblk = 0
     ndec = 0
     for i in range(4):
-        counts[i] = 0
-    while gen < N and (max_blocks < 0 or nblk < max_blocks):
-        ell = L if L < N - gen else N - gen
-        hlen = n0 + gen
+        O.counts[i] = 0
+    while gen < R.N and (R.max_blocks < 0 or nblk < R.max_blocks):
+        g0 = gen
         dec0 = ndec
-        k = 0
-        if kind == BLOCK_TOKEN:  # ar, basic_uwm: one target token per step
-            counts[0] += 1
-            counts[2] += 1
-            model_probs(tm, tokens[:hlen], P)
-            if not keyed:
-                y = _K.categorical(P, pcg_double(st))
-                pivots[gen] = np.nan
-            else:
-                klab = _label(window, kdw, person, pre, pst, tokens, hlen, hlen, scr)
-                lab = klab
-                if mask and _is_repeat(tokens, n0, hlen, window):
-                    lab = _K.trial_label(run_label, hlen)
-                ug = 0.0
-                if gamma or skipmode:  # one unkeyed uniform per token
-                    ug = pcg_double(st)
-                sk = track_skip and _is_repeat(tokens, n0, hlen, window)
-                if sk:
-                    y = _K.categorical(P, ug)
-                elif gamma:
-                    gamma_reweight(lab, P, GU, GP)
-                    y = _K.categorical(GP, ug)
-                else:
-                    y = _K.race_argmin(lab, P, 0)
-                skp[gen] = sk
-                pivots[gen] = prf_uniform(klab, y, 0)
-            tokens[hlen] = y
-            gen += 1
-            k = 1
-        elif tree:
-            nn = 1
-            parent[0] = -1
-            ntok[0] = -1
-            depth[0] = 0
-            mult[0] = B
-            labset[0] = False
-            has_s[0] = False
-            lev0 = 0
-            lev1 = 1
-            if skipmode:
-                pcg_doubles(st, us[:3 * B * (ell + 1)])
-            if fresh:
-                for i in range(ell + 1):
-                    ulabels[i] = pcg_next(st)
-            nskset[0] = False
-            for d in range(ell):
-                counts[1] += 1
-                counts[3] += lev1 - lev0
-                slot = 0
-                for node in range(lev0, lev1):
-                    _write_path(parent, ntok, depth, node, tokens, hlen)
-                    _draft_eval(dm, tokens[:hlen + d], SN[node if share else 0], LG, Q[0],
-                                share)
-                    has_s[node] = share
-                    kk = mult[node]
-                    sk = track_skip and _is_repeat(tokens, n0, hlen + d, window)
-                    nskip[node] = sk
-                    nskset[node] = True
-                    if sk:  # kk i.i.d. drafts from q with the slots' uniforms
-                        QS[node] = Q[0]
-                        nslot[node] = slot
-                        for j in range(kk):
-                            buf[j] = _K.categorical(Q[0], us[(d * B + slot + j) * 3])
-                            ncands[node, j] = buf[j]
-                    else:
-                        if fresh:
-                            lab = ulabels[d]
-                        elif not keyed:  # pfr_nowm: the unkeyed position clocks
-                            lab = _K.trial_label(run_label, hlen + d)
-                        else:
-                            lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen,
-                                         hlen + d, scr, mask, run_label)
-                        nlab[node] = lab
-                        labset[node] = True
-                        _K.mpfr_topk(lab, Q[0], kk, buf)
-                    slot += kk
-                    nfirst[node] = nn
-                    for i in range(kk):
-                        c = _child(parent, ntok, nfirst[node], nn, node, buf[i])
-                        if c >= 0:
-                            mult[c] += 1
-                        else:
-                            parent[nn] = node
-                            ntok[nn] = buf[i]
-                            depth[nn] = d + 1
-                            mult[nn] = 1
-                            labset[nn] = False
-                            nskset[nn] = False
-                            has_s[nn] = False
-                            nfirst[nn] = nn
-                            nn += 1
-                lev0 = lev1
-                lev1 = nn
-            counts[0] += 1
-            counts[2] += nn
-            if store_drafts:
-                # leaves with multiplicity, sorted lexicographically
-                nl = lev1 - lev0
-                for i in range(nl):
-                    node = lev0 + i
-                    u = node
-                    while u > 0:
-                        leaf_rows[i, depth[u] - 1] = ntok[u]
-                        u = parent[u]
-                    order[i] = i
-                for i in range(1, nl):
-                    j = i
-                    while j > 0 and _less_row(leaf_rows[order[j]], leaf_rows[order[j - 1]],
-                                              ell):
-                        order[j], order[j - 1] = order[j - 1], order[j]
-                        j -= 1
-                r = 0
-                for i in range(nl):
-                    for _ in range(mult[lev0 + order[i]]):
-                        for s in range(ell):
-                            drafts[nblk, r, s] = leaf_rows[order[i], s]
-                        r += 1
-            node = 0
-            done = False
-            for s in range(ell):
-                cur = hlen + s
-                _target_eval(tm, tokens[:cur], SN[node if has_s[node] else 0], LG, P,
-                             has_s[node])
-                sk = nskip[node]
-                if sk:  # vanilla speculative sampling / recursive rejection, unkeyed coins
-                    j = nslot[node]
-                    if mult[node] == 1:
-                        x = ntok[nfirst[node]]
-                        ok = us[(s * B + j) * 3 + 1] * QS[node, x] <= P[x]
-                        y = x if ok else _K.residual_sample(P, QS[node],
-                                                            us[(s * B + j) * 3 + 2])
-                    else:
-                        kk = mult[node]
-                        for i in range(kk):
-                            u_acc[i] = us[(s * B + j + i) * 3 + 1]
-                        y, ok = _K.specinfer_verify(P, QS[node], ncands[node, :kk],
-                                                    u_acc[:kk], us[(s * B + j) * 3 + 2])
-                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                else:
-                    lab = nlab[node]
-                    y = _K.race_argmin(lab, P, 0)
-                    if mask:  # the pivot is the keyed one (what the detector recomputes)
-                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
-                skp[gen] = sk
-                tokens[cur] = y
-                gen += 1
-                k += 1
-                c = _child(parent, ntok, nfirst[node], nn, node, y)
-                if not sk:
-                    ok = c >= 0
-                nu[ndec] = mult[node]
-                dec_ok[ndec] = ok
-                dskp[ndec] = sk
-                dec_pos[ndec] = gen - 1
-                ndec += 1
-                if not ok:
-                    done = True
-                    break
-                node = c
-            if not done and gen < N:
-                cur = hlen + ell
-                model_probs(tm, tokens[:cur], P)
-                if not nskset[node]:
-                    nskip[node] = track_skip and _is_repeat(tokens, n0, cur, window)
-                    nskset[node] = True
-                sk = nskip[node]
-                if sk:
-                    y = _K.categorical(P, us[(ell * B) * 3 + 2])
-                    lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                else:
-                    if not labset[node]:
-                        if fresh:
-                            nlab[node] = ulabels[ell]
-                        elif not keyed:
-                            nlab[node] = _K.trial_label(run_label, cur)
-                        else:
-                            nlab[node] = _clock(window, kdw, person, pre, pst, tokens, n0,
-                                                hlen, cur, scr, mask, run_label)
-                        labset[node] = True
-                    lab = nlab[node]
-                    y = _K.race_argmin(lab, P, 0)
-                    if mask:
-                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                skp[gen] = sk
-                pivots[gen] = prf_uniform(lab, y, 0) if keyed else np.nan
-                tokens[cur] = y
-                gen += 1
-                k += 1
-        elif single:
-            pcg_doubles(st, us[:3 * (ell + 1)])
-            for s in range(ell):
-                cur = hlen + s
-                counts[1] += 1
-                counts[3] += 1
-                _draft_eval(dm, tokens[:cur], SN[s if share else 0], LG, Q[s], share)
-                sks[s] = track_skip and _is_repeat(tokens, n0, cur, window)
-                if not keyed or sks[s]:
-                    x = _K.categorical(Q[s], us[3 * s])
-                else:
-                    labs[s] = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
-                                     mask, run_label)
-                    if gamma:
-                        gamma_reweight(labs[s], Q[s], GU, GQ)
-                        x = _K.categorical(GQ, us[3 * s])
-                    else:
-                        x = _K.race_argmin(labs[s], Q[s], 0)
-                tokens[cur] = x
-                paths[0, s] = x
-            if store_drafts:
-                for s in range(ell):
-                    drafts[nblk, 0, s] = paths[0, s]
-            counts[0] += 1
-            counts[2] += ell + 1
-            done = False
-            for s in range(ell):
-                cur = hlen + s
-                _target_eval(tm, tokens[:cur], SN[s if share else 0], LG, P, share)
-                x = paths[0, s]
-                pv = P
-                qv = Q[s]
-                sk = sks[s]
-                if reweighted and not sk:  # mws, gamma: between the reweighted laws
-                    gamma_reweight(labs[s], P, GU, GP)
-                    gamma_reweight(labs[s], Q[s], GU, GQ)
-                    pv = GP
-                    qv = GQ
-                if vstep >= 0:  # a lossy rule's verification step (_compiled_lossy)
-                    if vstep == RULE_TRUNCATION and _CL._no_target_mass(
-                            P, qv, alw, ipar[_CL.I_REDRAW] != 0):
-                        return gen, nblk, ndec, _CL.ERR_NO_MASS
-                    gate = 0.0
-                    if vstep == RULE_FUZZY:
-                        dv = _CL.fuzzy_divergence(P, qv, ipar[_CL.I_DIVERGENCE], W, T)
-                        gate = 1.0 if dv <= fpar[_CL.F_THRESHOLD] else 0.0
-                    elif vstep == RULE_CONTRASTIVE:
-                        _CL.contrastive_law(P, qv, fpar[_CL.F_BETA], fpar[_CL.F_ALPHA], NU)
-                    k += 1
-                    if us[3 * s + 1] < _CL.accept_prob(vstep, P, qv, NU, x, fpar, jud, alw,
-                                                       gate):
-                        y = x
-                        ok = True
-                    else:
-                        y = _CL.correction(vstep, P, qv, NU, fpar, ipar, jud, alw,
-                                           us[3 * s + 2], st, W)
-                        ok = False
-                else:  # speculative sampling's step (the lossless rule), the decoders' flags
-                    alab = np.uint64(0)
-                    if kcoin and not sk:
-                        alab = _label(window, adw, person, apre, apst, tokens, hlen, cur, scr)
-                        coin = prf_uniform(alab, 0, 0)
-                    else:
-                        coin = us[3 * s + 1]
-                    k += 1
-                    if coin * qv[x] <= pv[x]:
-                        y = x
-                        ok = True
-                    elif kres and not sk:  # the second key's race on (p - q)_+ (p if empty)
-                        pos = False
-                        for v in range(n):
-                            d_ = P[v] - Q[s, v]
-                            LG[v] = d_ if d_ > 0.0 else 0.0
-                            if LG[v] > 0.0:
-                                pos = True
-                        y = _K.race_argmin(alab, LG if pos else P, 1)
-                        ok = False
-                    else:
-                        y = _K.residual_sample(pv, qv, us[3 * s + 2])
-                        ok = False
-                if keyed:
-                    klab = labs[s]
-                    if mask or sk:
-                        klab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    pivots[gen] = prf_uniform(klab, y, 0)
-                else:
-                    pivots[gen] = np.nan
-                skp[gen] = sk
-                dskp[ndec] = sk
-                tokens[cur] = y
-                gen += 1
-                nu[ndec] = 1
-                dec_ok[ndec] = ok
-                dec_pos[ndec] = gen - 1
-                ndec += 1
-                if not ok:
-                    done = True
-                    break
-            if not done and gen < N:
-                cur = hlen + ell
-                model_probs(tm, tokens[:cur], P)
-                sk = track_skip and _is_repeat(tokens, n0, cur, window)
-                if not keyed:
-                    y = _K.categorical(P, us[3 * ell + 2])
-                    pivots[gen] = np.nan
-                elif sk:
-                    y = _K.categorical(P, us[3 * ell + 2])
-                    pivots[gen] = prf_uniform(_label(window, kdw, person, pre, pst, tokens,
-                                                     hlen, cur, scr), y, 0)
-                else:
-                    lab = _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr,
-                                 mask, run_label)
-                    if gamma:
-                        gamma_reweight(lab, P, GU, GP)
-                        y = _K.categorical(GP, us[3 * ell + 2])
-                    else:
-                        y = _K.race_argmin(lab, P, 0)
-                    if mask:
-                        lab = _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-                    pivots[gen] = prf_uniform(lab, y, 0)
-                skp[gen] = sk
-                tokens[cur] = y
-                gen += 1
-                k += 1
-        elif kind == BLOCK_GLS or kind == BLOCK_SPECINFER:  # B draft paths in a trie
-            gls = kind == BLOCK_GLS
-            if gls:
-                for s in range(ell + 1):
-                    ulabels[s] = pcg_next(st)
-            else:
-                pcg_doubles(st, us[:3 * B * (ell + 1)])
-            nn = 1
-            parent[0] = -1
-            ntok[0] = -1
-            depth[0] = 0
-            nfirst[0] = 0
-            for b in range(B):
-                dnode[b, 0] = 0
-            for s in range(ell):
-                # distinct nodes of depth s in first-seen order: one batched draft pass
-                nseen = 0
-                for b in range(B):
-                    u = dnode[b, s]
-                    new = True
-                    for i in range(nseen):
-                        if seen[i] == u:
-                            new = False
-                            break
-                    if new:
-                        seen[nseen] = u
-                        nseen += 1
-                counts[1] += 1
-                counts[3] += nseen
-                for i in range(nseen):
-                    u = seen[i]
-                    _write_path(parent, ntok, depth, u, tokens, hlen)
-                    row = QN[u] if not gls else Q[0]
-                    _draft_eval(dm, tokens[:hlen + s], SN[u if share else 0], LG, row, share)
-                    for b in range(B):
-                        if dnode[b, s] == u:
-                            if gls:
-                                paths[b, s] = _K.race_argmin(ulabels[s], row, b)
-                            else:
-                                paths[b, s] = _K.categorical(row, us[(s * B + b) * 3])
-                lev0 = nn
-                for b in range(B):
-                    u = dnode[b, s]
-                    c = _child(parent, ntok, lev0, nn, u, paths[b, s])
-                    if c < 0:
-                        c = nn
-                        parent[nn] = u
-                        ntok[nn] = paths[b, s]
-                        depth[nn] = s + 1
-                        nn += 1
-                    dnode[b, s + 1] = c
-            if store_drafts:
-                for b in range(B):
-                    for s in range(ell):
-                        drafts[nblk, b, s] = paths[b, s]
-            counts[0] += 1
-            counts[2] += nn
-            na = B
-            for b in range(B):
-                active[b] = b
-            done = False
-            for s in range(ell):
-                cur = hlen + s
-                u = dnode[active[0], s]
-                _target_eval(tm, tokens[:cur], SN[u if share else 0], LG, P, share)
-                if gls:
-                    y = _K.gls_argmin(ulabels[s], P, active[:na])
-                    ok = False
-                else:
-                    for i in range(na):
-                        cands[i] = paths[active[i], s]
-                        u_acc[i] = us[(s * B + active[i]) * 3 + 1]
-                    y, ok = _K.specinfer_verify(P, QN[dnode[active[0], s]], cands[:na],
-                                                u_acc[:na], us[(s * B) * 3 + 2])
-                pivots[gen] = np.nan
-                tokens[cur] = y
-                gen += 1
-                k += 1
-                nu_s = na
-                m = 0
-                for i in range(na):
-                    if paths[active[i], s] == y:
-                        active[m] = active[i]
-                        m += 1
-                if gls:
-                    ok = m > 0
-                nu[ndec] = nu_s
-                dec_ok[ndec] = ok
-                dec_pos[ndec] = gen - 1
-                ndec += 1
-                if not ok:
-                    done = True
-                    break
-                na = m
-            if not done and gen < N:
-                cur = hlen + ell
-                model_probs(tm, tokens[:cur], P)
-                if gls:
-                    y = _K.gls_argmin(ulabels[ell], P, active[:na])
-                else:
-                    y = _K.categorical(P, us[(ell * B) * 3 + 2])
-                pivots[gen] = np.nan
-                tokens[cur] = y
-                gen += 1
-                k += 1
-        elif kind == BLOCK_BLOCKVER:  # block verification (_compiled_blockver)
-            k, gen, ndec = _BV.blockver_block(
-                tm, dm, tokens, hlen, ell, N - gen, st, counts, store_drafts,
-                drafts[nblk if store_drafts else 0], pivots, nu, dec_ok, dec_pos, gen, ndec,
-                share)
+        if kind == BLOCK_TOKEN:
+            gen, ndec, k, err = block_token(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_TREE:
+            gen, ndec, k, err = block_tree(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_SINGLE:
+            gen, ndec, k, err = block_single(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_GLS:
+            gen, ndec, k, err = block_gls(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_SPECINFER:
+            gen, ndec, k, err = block_specinfer(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_BLOCKVER:
+            gen, ndec, k, err = block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk)
         else:  # no fall-through to another decoder's block
             raise ValueError("decoder: unknown block kind in the compiled loop")
-        emitted[nblk] = k
-        a = 0
-        for i in range(dec0, ndec):
-            if dec_ok[i]:
-                a += 1
-        accepted[nblk] = a
-        block_ell[nblk] = ell
-        if keyed and window < 0:
-            _prefix_extend(pre, pst, tokens, hlen, n0 + gen)
-        if kcoin and window < 0:
-            _prefix_extend(apre, apst, tokens, hlen, n0 + gen)
+        if err != 0:
+            return gen, nblk, ndec, err
+        _close_block(R, w, O, pr, nblk, k, g0, dec0, ndec)
         nblk += 1
     return gen, nblk, ndec, 0
 
 
+@njit(**JIT)
+def decode_row(R, tm, dm, tokens, n0s, states, O, sizes, i):
+    """:func:`decode_one` for prompt ``i`` of a batch (its rows of every array);
+    ``sizes[i] = (generated, blocks, decisions, error)``."""
+    row = Out(O.emitted[i], O.accepted[i], O.nu[i], O.dec_ok[i], O.dec_pos[i], O.pivots[i],
+              O.drafts[i], O.block_ell[i], O.counts[i], O.skipped[i], O.decision_skipped[i])
+    g, nb, nd, err = decode_one(R, tm, dm, tokens[i], n0s[i], states[i], row)
+    sizes[i, 0] = g
+    sizes[i, 1] = nb
+    sizes[i, 2] = nd
+    sizes[i, 3] = err
+
+
 @njit(**JIT_PAR)
-def decode_batch(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
-                 person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
-                 alw):
-    """:func:`decode_one` for every row of ``tokens`` (prompt ``i`` in ``tokens[i, :n0s[i]]``)
-    under ``prange``; ``sizes[i] = (generated, blocks, decisions)``.  Each prompt has its own
-    PCG64 state ``states[i]`` and writes only row ``i`` of the outputs."""
+def decode_batch(R, tm, dm, tokens, n0s, states, O, sizes):
+    """:func:`decode_row` for every row of ``tokens`` (prompt ``i`` in ``tokens[i,
+    :n0s[i]]``) under ``prange``.  Each prompt has its own PCG64 state ``states[i]`` and
+    writes only row ``i`` of the outputs."""
     for i in prange(tokens.shape[0]):
-        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
-                                    states[i], window, kdw, adw, person, emitted[i],
-                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
-                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
-                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
-        sizes[i, 0] = g
-        sizes[i, 1] = nb
-        sizes[i, 2] = nd
-        sizes[i, 3] = err
+        decode_row(R, tm, dm, tokens, n0s, states, O, sizes, i)
 
 
 @njit(**JIT)
-def decode_serial(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, window, kdw, adw,
-                 person, emitted, accepted, nu, dec_ok, dec_pos, pivots, drafts, block_ell,
-                 counts, store_drafts, share, sizes, opts, skp, dskp, vstep, fpar, ipar, jud,
-                 alw):
+def decode_serial(R, tm, dm, tokens, n0s, states, O, sizes):
     """:func:`decode_batch` on one thread, without starting Numba's thread pool (the
     one-prompt path of ``speculative_decode``: a process that forks later stays fork-safe
     under the OpenMP threading layer)."""
     for i in range(tokens.shape[0]):
-        g, nb, nd, err = decode_one(dspec, tm, dm, tokens[i], n0s[i], N, L, B, max_blocks,
-                                    states[i], window, kdw, adw, person, emitted[i],
-                                    accepted[i], nu[i], dec_ok[i], dec_pos[i], pivots[i],
-                                    drafts[i], block_ell[i], counts[i], store_drafts, share,
-                                    opts, skp[i], dskp[i], vstep, fpar, ipar, jud, alw)
-        sizes[i, 0] = g
-        sizes[i, 1] = nb
-        sizes[i, 2] = nd
-        sizes[i, 3] = err
+        decode_row(R, tm, dm, tokens, n0s, states, O, sizes, i)
 
 
 # ------------------------------------------------------------------ Python side
@@ -917,10 +1124,54 @@ def decode_serial(dspec, tm, dm, tokens, n0s, N, L, B, max_blocks, states, windo
 #: (beyond it the reference loop runs)
 MAX_WORK = 20_000_000
 
-
-#: the ``(vstep, fpar, ipar, jud, alw)`` arguments of :func:`decode_one` for the decoders
-#: (speculative sampling's own verification step; no lossy rule)
+#: the ``(vstep, fpar, ipar, jud, alw)`` of :data:`Run` for the decoders (speculative
+#: sampling's own verification step; no lossy rule)
 NO_RULE = (-1, np.zeros(5), np.zeros(2, np.int64), np.zeros(1), np.zeros(1, np.bool_))
+
+#: the words of no key
+NO_KEY = np.zeros(4, np.uint64)
+
+
+class RunArgs(NamedTuple):
+    """The validated arguments of one decoding call, derived once and passed down: the
+    decoder's spec (looked up once), the sizes, the key's digest (hashed once), the window
+    and the decoder options."""
+
+    spec: DecoderSpec
+    L: int
+    B: int
+    N: int
+    key: bytes | None = None
+    window: int | None = None
+    max_blocks: int | None = None
+    repeats: str = "reuse"
+    reweight: str = "delta"
+    unkeyed: str = "position"
+    residual: str = "plain"
+
+    @property
+    def options(self):
+        """``(repeats, reweight, unkeyed, residual)``."""
+        return self.repeats, self.reweight, self.unkeyed, self.residual
+
+
+def run_args(decoder, **kw) -> RunArgs:
+    """:class:`RunArgs` of ``decoder`` (its spec looked up here: ``ValueError`` naming
+    ``decoder`` when none is registered)."""
+    return RunArgs(decoder_spec(decoder), **kw)
+
+
+class Plan(NamedTuple):
+    """The compiled form of a run (:func:`plan`): the compiled spec, the compiled models,
+    the key words (``kdw`` the key's, ``adw`` the second key's) and whether target and draft
+    share their back-off sums."""
+
+    dspec: np.ndarray
+    tm: tuple
+    dm: tuple
+    kdw: np.ndarray
+    adw: np.ndarray
+    share: bool
 
 
 def compiled_spec(spec: DecoderSpec, reweight="delta") -> np.ndarray:
@@ -937,19 +1188,14 @@ def compiled_spec(spec: DecoderSpec, reweight="delta") -> np.ndarray:
                      ACCEPTANCES.index(spec.acceptance)], np.int64)
 
 
-def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=False,
-         opts=None, reweight="delta"):
-    """The compiled arguments of a run, or None when the compiled path does not cover it
-    (``opts``: the :func:`option_flags` of the run, for the size of its work arrays; ``key``:
-    the key or, hashed once by the caller, its :func:`~specbound.sim.prf.key_digest`).
+def plan(target, draft, args: RunArgs, store_drafts=True, unwrap_cached=False):
+    """The :class:`Plan` of a run, or None when the compiled path does not cover it.
 
-    Returns ``(spec, dspec, tm, dm, kdw, adw, share)``.  Raises ``ValueError`` for a decoder
-    without a spec or whose block kind has no compiled block.
+    Raises ``ValueError`` for a decoder whose block kind has no compiled block.
     """
-    from specbound.sim.prf import key_digest
-
-    spec = decoder_spec(decoder)
-    dspec = compiled_spec(spec, reweight)
+    spec = args.spec
+    L, B, N = args.L, args.B, args.N
+    dspec = compiled_spec(spec, args.reweight)
     tm = model_spec(target, unwrap_cached)
     dm = model_spec(draft, unwrap_cached) if draft is not None else tm
     if tm is None or dm is None:
@@ -960,31 +1206,68 @@ def plan(target, draft, decoder, key, L, B, N, store_drafts=True, unwrap_cached=
         work = n * (2 * L + 1)
     if spec.block == "specinfer":
         work += n * (1 + B * L)
-    if opts is not None:
-        if opts[OPT_SKIP] and spec.keyed and spec.block == "tree":
-            work += n * (1 + B * L)  # the draft distributions of skipped contexts
-        if opts[OPT_GAMMA]:
-            work += n * (L + 3)
+    if args.repeats == "skip" and spec.keyed and spec.block == "tree":
+        work += n * (1 + B * L)  # the draft distributions of skipped contexts
+    if args.reweight == "gamma":
+        work += n * (L + 3)
     if store_drafts:
         work = max(work, N * B * L)
     if work > MAX_WORK:
         return None
     # the shared back-off sums of one block's contexts (skipped when too large)
-    share = (spec.drafts and shares_fields(tm, dm) and n * (1 + B * L) <= MAX_WORK)
-    kdw = np.zeros(4, np.uint64)
-    adw = np.zeros(4, np.uint64)
-    if key is not None and spec.keyed:
-        digest = key_digest(key)  # the caller's digest is returned as is (no re-hash)
+    share = bool(spec.drafts and shares_fields(tm, dm) and n * (1 + B * L) <= MAX_WORK)
+    kdw = NO_KEY
+    adw = NO_KEY
+    if args.key is not None and spec.keyed:
+        digest = key_digest(args.key)  # the caller's digest is returned as is (no re-hash)
         kdw = _b2.digest_words(digest)
         if spec.acceptance == "keyed_coin":
-            adw = _b2.digest_words(key_digest(b"mse_pseudo-acceptance:" + digest))
-    return spec, dspec, tm, dm, kdw, adw, share
+            adw = _b2.digest_words(acceptance_digest(digest))
+    return Plan(dspec, tm, dm, kdw, adw, share)
 
 
-def outputs(n_prompts, N, L, B, store_drafts):
-    """Zeroed output arrays of :func:`decode_batch` for ``n_prompts`` prompts."""
+def option_flags(repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
+    """The decoder options as flags (``OPT_*`` positions)."""
+    opts = np.zeros(5, np.int64)
+    opts[OPT_MASK] = repeats == "mask"
+    opts[OPT_SKIP] = repeats == "skip"
+    opts[OPT_GAMMA] = reweight == "gamma"
+    opts[OPT_FRESH] = unkeyed == "fresh"
+    opts[OPT_KEYED_RESIDUAL] = residual == "keyed"
+    return opts
+
+
+def run_record(dspec, opts, *, N, L, B, window=None, max_blocks=None, kdw=NO_KEY,
+               adw=NO_KEY, store_drafts=True, share=False, rule=NO_RULE) -> Run:
+    """The :data:`Run` of a kernel call: the decoder's compiled spec ``dspec`` and option
+    flags ``opts`` (:func:`option_flags`) resolved once into the flags the blocks read;
+    ``rule`` the ``(vstep, fpar, ipar, jud, alw)`` of a lossy rule (:data:`NO_RULE`)."""
+    kind = int(dspec[DS_KIND])
+    keyed = bool(dspec[DS_KEYED])
+    kcoin = bool(dspec[DS_ACCEPTANCE] == ACC_KEYED_COIN)  # mse_pseudo's second key
+    w = -1 if window is None else int(window)
+    skipmode = bool(opts[OPT_SKIP]) and keyed
+    vstep, fpar, ipar, jud, alw = rule
+    return Run(
+        kind=kind, keyed=keyed, kcoin=kcoin,
+        reweighted=bool(dspec[DS_ACCEPTANCE] == ACC_REWEIGHTED),
+        gamma=bool(opts[OPT_GAMMA]),
+        mask=bool(opts[OPT_MASK]) and keyed and w >= 0,
+        fresh=bool(opts[OPT_FRESH]) and kind == BLOCK_TREE and not keyed,
+        kres=bool(opts[OPT_KEYED_RESIDUAL]) and kcoin,
+        # repeats="skip": the unkeyed uniforms are drawn whenever the mode is on (as in the
+        # reference loop), repeats are looked for only with a finite window
+        skipmode=skipmode, track_skip=skipmode and w >= 0,
+        N=int(N), L=int(L), B=int(B), max_blocks=-1 if max_blocks is None else int(max_blocks),
+        window=w, kdw=kdw, adw=adw, person=_b2.PERSON_WORDS, store_drafts=bool(store_drafts),
+        share=bool(share), vstep=int(vstep), fpar=fpar, ipar=ipar, jud=jud, alw=alw)
+
+
+def outputs(n_prompts, N, L, B, store_drafts) -> Out:
+    """Zeroed output arrays (:data:`Out`) of :func:`decode_batch` for ``n_prompts``
+    prompts."""
     cap = max(N, 1)
-    return dict(
+    return Out(
         emitted=np.zeros((n_prompts, cap), np.int64),
         accepted=np.zeros((n_prompts, cap), np.int64),
         nu=np.zeros((n_prompts, cap), np.int64),
@@ -999,87 +1282,115 @@ def outputs(n_prompts, N, L, B, store_drafts):
     )
 
 
-def option_flags(repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
-    """The ``opts`` array of :func:`decode_one` (every option of the reference loop)."""
-    opts = np.zeros(5, np.int64)
-    opts[OPT_MASK] = repeats == "mask"
-    opts[OPT_SKIP] = repeats == "skip"
-    opts[OPT_GAMMA] = reweight == "gamma"
-    opts[OPT_FRESH] = unkeyed == "fresh"
-    opts[OPT_KEYED_RESIDUAL] = residual == "keyed"
-    return opts
+def run_kernel(R: Run, tm, dm, prompts, states, parallel=False):
+    """The one call of the compiled loop: decode the validated ``prompts`` (int64 arrays)
+    with the run ``R``, prompt ``i`` on the PCG64 state ``states[i]`` (advanced in place),
+    under ``prange`` when ``parallel`` and there is more than one prompt.  Returns
+    ``(tokens, n0s, out, sizes)``: the padded token rows, the prompt lengths, the
+    :data:`Out` arrays and ``sizes[i] = (generated, blocks, decisions, error)``."""
+    n = len(prompts)
+    n0s = np.array([a.size for a in prompts], dtype=np.int64)
+    tokens = np.zeros((n, int(n0s.max()) + R.N), np.int64)
+    for i, a in enumerate(prompts):
+        tokens[i, :a.size] = a
+    out = outputs(n, R.N, R.L, R.B, R.store_drafts)
+    sizes = np.zeros((n, 4), np.int64)
+    kernel = decode_batch if parallel and n > 1 else decode_serial
+    kernel(R, tm, dm, tokens, n0s, states, out, sizes)
+    return tokens, n0s, out, sizes
 
 
-def decode_single(target, draft, prompt, decoder, L, B, key, N, rng, window, max_blocks,
-                  repeats="reuse", reweight="delta", unkeyed="position", residual="plain"):
+class ResultMeta(NamedTuple):
+    """What every result of one compiled call shares (:func:`build_results`)."""
+
+    decoder: str
+    kind: str
+    L: int
+    B: int
+    watermark: WatermarkConfig
+    unkeyed: str = "position"
+    with_drafts: bool = True
+
+
+def result_meta(args: RunArgs, with_drafts=True) -> ResultMeta:
+    """The :class:`ResultMeta` of a decoder run."""
+    spec = args.spec
+    repeats, reweight, unkeyed, residual = args.options
+    kid = key_id(args.key) if spec.keyed else None
+    return ResultMeta(spec.name, spec.block_for(reweight), args.L, args.B,
+                      WatermarkConfig(kid, args.window, repeats == "mask", repeats, reweight,
+                                      residual), unkeyed, with_drafts)
+
+
+def build_results(meta: ResultMeta, tokens, n0s, out: Out, sizes) -> list:
+    """The :class:`~specbound.sim.results.DecodeResult` of every prompt of a compiled call
+    (:func:`run_kernel`'s outputs): the one result builder of the compiled path."""
+    rows = 1 if meta.kind == "single" else meta.B
+    results = []
+    for i in range(tokens.shape[0]):
+        n0 = int(n0s[i])
+        g, nb, nd = (int(x) for x in sizes[i, :3])
+        if meta.kind == "token" or not meta.with_drafts:
+            drafts = ()
+        else:
+            ells = out.block_ell[i, :nb]
+            drafts = tuple(out.drafts[i, b, :rows, :int(ells[b])].copy() for b in range(nb))
+        c = out.counts[i]
+        results.append(DecodeResult(
+            tokens=tokens[i, :n0 + g].copy(),
+            prompt_length=n0,
+            emitted_per_block=out.emitted[i, :nb].copy(),
+            accepted_per_block=out.accepted[i, :nb].copy(),
+            nu=out.nu[i, :nd].copy(),
+            decision_accepted=out.dec_ok[i, :nd].copy(),
+            decision_position=out.dec_pos[i, :nd].copy(),
+            n_target_evals=int(c[0]),
+            n_draft_evals=int(c[1]),
+            n_target_contexts=int(c[2]),
+            n_draft_contexts=int(c[3]),
+            pivots=out.pivots[i, :g].copy(),
+            drafts=drafts,
+            decoder=meta.decoder,
+            L=meta.L,
+            B=meta.B,
+            watermark=meta.watermark,
+            skipped=out.skipped[i, :g].copy(),
+            decision_skipped=out.decision_skipped[i, :nd].copy(),
+            unkeyed=meta.unkeyed,
+        ))
+    return results
+
+
+def decode_prompts(target, draft, prompts, args: RunArgs, states, *, store_drafts=True,
+                   unwrap_cached=False, parallel=False):
+    """The compiled run of validated ``prompts`` (int64 arrays), prompt ``i`` on the PCG64
+    state ``states[i]`` (advanced in place): their results, or None when the compiled path
+    does not cover the run (nothing was drawn; ``states`` None: a generator is not
+    ``PCG64``).  Raises ``ValueError`` for a decoder whose block kind has no compiled
+    block."""
+    p = plan(target, draft, args, store_drafts, unwrap_cached)
+    if p is None or states is None:
+        return None
+    R = run_record(p.dspec, option_flags(*args.options), N=args.N, L=args.L, B=args.B,
+                   window=args.window, max_blocks=args.max_blocks, kdw=p.kdw, adw=p.adw,
+                   store_drafts=store_drafts, share=p.share)
+    tokens, n0s, out, sizes = run_kernel(R, p.tm, p.dm, prompts, states, parallel)
+    return build_results(result_meta(args, store_drafts), tokens, n0s, out, sizes)
+
+
+def decode_single(target, draft, prompt, rng, args: RunArgs):
     """The compiled :func:`specbound.sim.decode.speculative_decode` of one validated run.
 
     Returns the :class:`~specbound.sim.decode.DecodeResult` of the reference loop bit for
     bit, or None when the compiled path does not cover the run (then nothing was drawn
     from ``rng``).  ``rng`` is advanced exactly as the reference loop advances it.
     """
-    from specbound.sim.prf import key_id
-
-    opts = option_flags(repeats, reweight, unkeyed, residual)
     st = pcg_state(rng)
     if st is None:
         return None
-    p = plan(target, draft, decoder, key, L, B, N, opts=opts, reweight=reweight)
-    if p is None:
-        return None
-    spec, dspec, tm, dm, kdw, adw, share = p
-    prompt = np.asarray(prompt, dtype=np.int64)
-    n0 = prompt.size
-    tokens = np.zeros((1, n0 + N), np.int64)
-    tokens[0, :n0] = prompt
-    out = outputs(1, N, L, B, True)
-    sizes = np.zeros((1, 4), np.int64)
     states = st[None, :].copy()
-    decode_serial(dspec, tm, dm, tokens, np.array([n0], np.int64), N, L, B,
-                 -1 if max_blocks is None else int(max_blocks), states,
-                 -1 if window is None else int(window), kdw, adw, _b2.PERSON_WORDS,
-                 out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
-                 out["pivots"], out["drafts"], out["block_ell"], out["counts"], True, share,
-                 sizes, opts, out["skipped"], out["decision_skipped"], *NO_RULE)
+    res = decode_prompts(target, draft, [np.asarray(prompt, dtype=np.int64)], args, states)
+    if res is None:
+        return None
     set_pcg_state(rng, states[0])
-    return build_result(spec, key_id(key) if spec.keyed else None, window, tokens[0], n0, out,
-                        sizes[0], 0, L, B, True, (repeats, reweight, unkeyed, residual))
-
-
-def build_result(spec, kid, window, tokens, n0, out, size, i, L, B, with_drafts,
-                 options=("reuse", "delta", "position", "plain")):
-    """The :class:`~specbound.sim.results.DecodeResult` of prompt ``i`` of a compiled batch
-    of the decoder of ``spec`` (``options``: ``(repeats, reweight, unkeyed, residual)`` of
-    the run)."""
-    repeats, reweight, unkeyed, residual = options
-    g, nb, nd = (int(x) for x in size[:3])
-    ells = out["block_ell"][i, :nb]
-    kind = spec.block_for(reweight)
-    rows = 1 if kind == "single" else B
-    if kind == "token" or not with_drafts:
-        drafts = ()
-    else:
-        drafts = tuple(out["drafts"][i, b, :rows, :int(ells[b])].copy() for b in range(nb))
-    c = out["counts"][i]
-    return DecodeResult(
-        tokens=tokens[:n0 + g].copy(),
-        prompt_length=n0,
-        emitted_per_block=out["emitted"][i, :nb].copy(),
-        accepted_per_block=out["accepted"][i, :nb].copy(),
-        nu=out["nu"][i, :nd].copy(),
-        decision_accepted=out["dec_ok"][i, :nd].copy(),
-        decision_position=out["dec_pos"][i, :nd].copy(),
-        n_target_evals=int(c[0]),
-        n_draft_evals=int(c[1]),
-        n_target_contexts=int(c[2]),
-        n_draft_contexts=int(c[3]),
-        pivots=out["pivots"][i, :g].copy(),
-        drafts=drafts,
-        decoder=spec.name,
-        L=L,
-        B=B,
-        watermark=WatermarkConfig(kid, window, repeats == "mask", repeats, reweight, residual),
-        skipped=out["skipped"][i, :g].copy(),
-        decision_skipped=out["decision_skipped"][i, :nd].copy(),
-        unkeyed=unkeyed,
-    )
+    return res[0]

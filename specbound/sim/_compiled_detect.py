@@ -80,38 +80,46 @@ def _one(dwords, person, tok, n0, window, dedup, labels, U, keep):
             g = e
 
 
+@njit(**JIT)
+def _starts(flat_offsets, n0s):
+    """Where each sequence's generated positions start when laid end to end."""
+    n = n0s.shape[0]
+    starts = np.empty(n + 1, np.int64)
+    starts[0] = 0
+    for i in range(n):
+        starts[i + 1] = starts[i] + (flat_offsets[i + 1] - flat_offsets[i] - n0s[i])
+    return starts
+
+
+@njit(**JIT)
+def _sequence(key, flat, offsets, n0s, U, keep, starts, i):
+    """:func:`_one` for sequence ``i`` into its slice of ``U`` and ``keep``; ``key`` is
+    ``(dwords, person, window, dedup)``."""
+    dwords, person, window, dedup = key
+    tok = flat[offsets[i]:offsets[i + 1]]
+    labels = np.empty(starts[i + 1] - starts[i], np.uint64)
+    _one(dwords, person, tok, n0s[i], window, dedup, labels, U[starts[i]:starts[i + 1]],
+         keep[starts[i]:starts[i + 1]])
+
+
 @njit(**JIT_PAR)
 def pivots_batch(dwords, person, flat, offsets, n0s, window, dedup, U, keep):
     """:func:`_one` for every sequence ``flat[offsets[i]:offsets[i+1]]`` under ``prange``;
     sequence ``i`` writes ``U`` and ``keep`` at ``offsets[i] - (n0s[:i]).sum()`` onward,
     i.e. the generated positions of the sequences laid end to end."""
-    n = n0s.shape[0]
-    starts = np.empty(n + 1, np.int64)
-    starts[0] = 0
-    for i in range(n):
-        starts[i + 1] = starts[i] + (offsets[i + 1] - offsets[i] - n0s[i])
-    for i in prange(n):
-        tok = flat[offsets[i]:offsets[i + 1]]
-        m = starts[i + 1] - starts[i]
-        labels = np.empty(m, np.uint64)
-        _one(dwords, person, tok, n0s[i], window, dedup, labels, U[starts[i]:starts[i + 1]],
-             keep[starts[i]:starts[i + 1]])
+    starts = _starts(offsets, n0s)
+    key = (dwords, person, window, dedup)
+    for i in prange(n0s.shape[0]):
+        _sequence(key, flat, offsets, n0s, U, keep, starts, i)
 
 
 @njit(**JIT)
 def pivots_serial(dwords, person, flat, offsets, n0s, window, dedup, U, keep):
     """:func:`pivots_batch` on one thread (no thread pool is started)."""
-    n = n0s.shape[0]
-    starts = np.empty(n + 1, np.int64)
-    starts[0] = 0
-    for i in range(n):
-        starts[i + 1] = starts[i] + (offsets[i + 1] - offsets[i] - n0s[i])
-    for i in range(n):
-        tok = flat[offsets[i]:offsets[i + 1]]
-        m = starts[i + 1] - starts[i]
-        labels = np.empty(m, np.uint64)
-        _one(dwords, person, tok, n0s[i], window, dedup, labels, U[starts[i]:starts[i + 1]],
-             keep[starts[i]:starts[i + 1]])
+    starts = _starts(offsets, n0s)
+    key = (dwords, person, window, dedup)
+    for i in range(n0s.shape[0]):
+        _sequence(key, flat, offsets, n0s, U, keep, starts, i)
 
 
 def pivots_many(tokens, prompt_lengths, digest, window, dedup, parallel=False):

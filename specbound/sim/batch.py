@@ -16,18 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_choice, as_rng, split_seeds
+from specbound._validation import as_bool, as_rng, split_seeds
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
-from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
-from specbound.sim.decode import (
-    REPEATS,
-    speculative_decode,
-    validate_decode_args,
-    validate_decode_options,
-)
+from specbound.sim.decode import decode_run_args, speculative_decode, validate_prompt
 from specbound.sim.models import PromptSet
-from specbound.sim.prf import key_id
 from specbound.sim.results import DecodeResult, WatermarkConfig
 
 __all__ = ["DecodeBatch", "speculative_decode_batch"]
@@ -242,42 +235,24 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     seeds = prompt_seeds(seed, prompts, n)
     store = as_bool(store_drafts, "store_drafts")
     parallel = as_bool(parallel, "parallel")
-    target, draft, _, decoder, L, B, N, w, key = validate_decode_args(
-        target, draft, rows[0], decoder, L, B, key, max_new_tokens, window)
-    # the key is hashed once (above); ``key`` is now its digest, passed down as is
-    arrs = [validate_decode_args(target, draft, r, decoder, L, B, key, N, w)[2] for r in rows]
-    repeats = as_choice(repeats, "repeats", REPEATS)
-    reweight, unkeyed, residual = validate_decode_options(decoder, reweight, unkeyed, residual)
-    options = (repeats, reweight, unkeyed, residual)
-    opts = _C.option_flags(*options)
+    # validated once (the spec looked up and the key hashed once), the prompts one by one
+    target, draft, args = decode_run_args(
+        target, draft, decoder, L=L, B=B, key=key, max_new_tokens=max_new_tokens,
+        window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual)
+    arrs = [validate_prompt(r, target.vocab_size) for r in rows]
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
-    p = _C.plan(target, draft, decoder, key, L, B, N, store_drafts=store, unwrap_cached=True,
-                opts=opts, reweight=reweight)
-    if p is None or any(s is None for s in states):
-        return batch_from_results([speculative_decode(target, draft, a, decoder, L=L, B=B, key=key,
-                                                 window=w, max_new_tokens=N, seed=g,
-                                                 repeats=repeats, reweight=reweight,
-                                                 unkeyed=unkeyed, residual=residual)
-                              for a, g in zip(arrs, rngs, strict=True)], store)
-    spec, dspec, tm, dm, kdw, adw, share = p
-    n0s = np.array([a.size for a in arrs], dtype=np.int64)
-    tokens = np.zeros((n, int(n0s.max()) + N), np.int64)
-    for i, a in enumerate(arrs):
-        tokens[i, :a.size] = a
-    out = _C.outputs(n, N, L, B, store)
-    sizes = np.zeros((n, 4), np.int64)
-    st = np.stack(states)
-    kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
-    kernel(dspec, tm, dm, tokens, n0s, N, L, B, -1, st, -1 if w is None else w, kdw,
-                    adw, _b2.PERSON_WORDS, out["emitted"], out["accepted"], out["nu"],
-                    out["dec_ok"], out["dec_pos"], out["pivots"], out["drafts"],
-                    out["block_ell"], out["counts"], store, share, sizes, opts,
-                    out["skipped"], out["decision_skipped"], *_C.NO_RULE)
-    kid = key_id(key) if spec.keyed else None
-    results = [_C.build_result(spec, kid, w, tokens[i], int(n0s[i]), out, sizes[i], i, L, B,
-                               store, options)
-               for i in range(n)]
+    results = _C.decode_prompts(
+        target, draft, arrs, args,
+        None if any(s is None for s in states) else np.stack(states), store_drafts=store,
+        unwrap_cached=True, parallel=parallel)
+    if results is None:
+        results = [speculative_decode(target, draft, a, args.spec.name, L=args.L, B=args.B,
+                                      key=args.key, window=args.window,
+                                      max_new_tokens=args.N, seed=g, repeats=args.repeats,
+                                      reweight=args.reweight, unkeyed=args.unkeyed,
+                                      residual=args.residual)
+                   for a, g in zip(arrs, rngs, strict=True)]
     return batch_from_results(results, store)
 
 

@@ -266,6 +266,16 @@ def validate_decode_args(target, draft, prompt, decoder, L, B, key, max_new_toke
     max_new_tokens, window, digest)``, ``digest`` the key hashed once
     (:func:`specbound.sim.prf.key_digest`; None without a key), passed down as the key."""
     spec = decoder_spec(decoder)
+    target, draft, L, B, max_new_tokens, window, digest = _validate_args(
+        spec, target, draft, L, B, key, max_new_tokens, window)
+    return (target, draft, validate_prompt(prompt, target.vocab_size), decoder, L, B,
+            max_new_tokens, window, digest)
+
+
+def _validate_args(spec, target, draft, L, B, key, max_new_tokens, window):
+    """The checks of :func:`validate_decode_args` but the prompt's, for the decoder of
+    ``spec``: ``(target, draft, L, B, max_new_tokens, window, digest)``."""
+    decoder = spec.name
     target = as_language_model(target, "target")
     if spec.drafts or draft is not None:
         draft = as_language_model(draft, "draft")
@@ -287,18 +297,42 @@ def validate_decode_args(target, draft, prompt, decoder, L, B, key, max_new_toke
     max_new_tokens = as_int(max_new_tokens, "max_new_tokens", min_value=0,
                             max_value=MAX_NEW_TOKENS)
     window = as_window(window)
-    arr = asarray_named(prompt if prompt is not None else [], "prompt")
+    return target, draft, L, B, max_new_tokens, window, digest
+
+
+def validate_prompt(prompt, vocab_size, name="prompt") -> np.ndarray:
+    """The checked prompt: a 1-D int64 array of token ids in ``[0, vocab_size)`` (``ValueError``
+    naming ``name`` otherwise)."""
+    arr = asarray_named(prompt if prompt is not None else [], name)
     if arr.ndim > 1:
-        raise ValueError(f"prompt: must be a 1-D sequence of token ids, got shape {arr.shape}")
+        raise ValueError(f"{name}: must be a 1-D sequence of token ids, got shape {arr.shape}")
     if arr.size and (arr.dtype == np.bool_ or arr.dtype.kind not in "iu"):
-        raise ValueError("prompt: must be a sequence of integer token ids")
+        raise ValueError(f"{name}: must be a sequence of integer token ids")
     arr = arr.astype(np.int64).reshape(-1)
-    if arr.size and (arr.min() < 0 or arr.max() >= target.vocab_size):
+    if arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
         raise ValueError(
-            f"prompt: token ids must lie in [0, {target.vocab_size}), got range "
+            f"{name}: token ids must lie in [0, {vocab_size}), got range "
             f"[{arr.min()}, {arr.max()}]"
         )
-    return target, draft, arr, decoder, L, B, max_new_tokens, window, digest
+    return arr
+
+
+def decode_run_args(target, draft, decoder, *, L, B, key, max_new_tokens, window,
+                    repeats="reuse", reweight="delta", unkeyed="position", residual="plain",
+                    max_blocks=None):
+    """The checked arguments of a decoding call but its prompts, derived once and passed
+    down: ``(target, draft, args)`` with ``args`` the :class:`specbound.sim._compiled.RunArgs`
+    (the decoder's spec looked up once, the key hashed once, the options checked against
+    the spec).  ``ValueError`` naming the argument."""
+    spec = decoder_spec(decoder)
+    target, draft, L, B, N, w, digest = _validate_args(spec, target, draft, L, B, key,
+                                                       max_new_tokens, window)
+    repeats = as_choice(repeats, "repeats", REPEATS)
+    reweight, unkeyed, residual = validate_decode_options(spec, reweight, unkeyed, residual)
+    if max_blocks is not None:
+        max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
+    return target, draft, _compiled.RunArgs(spec, L, B, N, digest, w, max_blocks, repeats,
+                                            reweight, unkeyed, residual)
 
 
 # ------------------------------------------------------------------------- the backend
@@ -1043,9 +1077,10 @@ _check_registry()
 
 
 def validate_decode_options(decoder, reweight, unkeyed, residual):
-    """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder`` (the
-    options its :class:`~specbound.sim.decoders.DecoderSpec` takes)."""
-    spec = decoder_spec(decoder)
+    """The checked ``reweight``, ``unkeyed`` and ``residual`` options of ``decoder`` (a
+    name or its :class:`~specbound.sim.decoders.DecoderSpec`: the options the spec takes)."""
+    spec = decoder if isinstance(decoder, DecoderSpec) else decoder_spec(decoder)
+    decoder = spec.name
     takers = {o: sorted(n for n, s in DECODER_SPECS.items() if o in s.options)
               for o in _OPTION_DEFAULTS}
     out = {}
@@ -1153,16 +1188,14 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     and ``mws`` (delta reweight) emit exactly the ``basic_uwm`` sequence for every drafter
     (Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858, Prop. C.3).
     """
-    target, draft, prompt, decoder, L, B, N, w, key = validate_decode_args(
-        target, draft, prompt, decoder, L, B, key, max_new_tokens, window)
-    repeats = as_choice(repeats, "repeats", REPEATS)
-    reweight, unkeyed, residual = validate_decode_options(decoder, reweight, unkeyed, residual)
-    if max_blocks is not None:
-        max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
+    target, draft, args = decode_run_args(
+        target, draft, decoder, L=L, B=B, key=key, max_new_tokens=max_new_tokens,
+        window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual,
+        max_blocks=max_blocks)
+    prompt = validate_prompt(prompt, target.vocab_size)
     rng = as_rng(seed)
     if backend is None:  # the compiled loop (same results) where it covers the run; else BlockRun
-        res = _compiled.decode_single(target, draft, prompt, decoder, L, B, key, N, rng, w,
-                                      max_blocks, repeats, reweight, unkeyed, residual)
+        res = _compiled.decode_single(target, draft, prompt, rng, args)
         if res is not None:
             return res
     if backend is None:
@@ -1172,8 +1205,8 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
             f"got {type(backend).__name__}"
         )
-    return BlockRun(backend, prompt, decoder, L, B, key, N, rng, w, repeats, reweight,
-                unkeyed, residual).run(max_blocks)
+    return BlockRun(backend, prompt, args.spec.name, args.L, args.B, args.key, args.N, rng,
+                    args.window, *args.options).run(args.max_blocks)
 
 
 def _model_window(target, draft):

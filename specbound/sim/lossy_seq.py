@@ -47,7 +47,6 @@ from __future__ import annotations
 import numpy as np
 
 from specbound._validation import as_bool, as_rng
-from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim.batch import DecodeBatch, batch_from_results, prompt_rows, prompt_seeds
@@ -59,11 +58,14 @@ from specbound.sim.decode import (
     WatermarkConfig,
     validate_decode_args,
 )
-from specbound.sim.decoders import decoder_spec
+from specbound.sim.decoders import DECODER_SPECS
 from specbound.sim.lossy import context_params, rule_spec
 from specbound.theory.lossy import DIVERGENCES, check_rule_params, parse_rule_params
 
 __all__ = ["lossy_decode", "lossy_decode_batch"]
+
+#: the decoder whose single-draft block runs the rules
+_VSPS = DECODER_SPECS["vsps"]
 
 _NO_MASS = ("allowed: the allowed set carries no target mass (context 0); the truncated "
             "target p_Theta is undefined")
@@ -142,43 +144,17 @@ def _plan(target, draft, L, N, store_drafts, unwrap_cached):
 def _run_compiled(rule, consts, plan, prompts, N, L, states, store, parallel):
     """Run the compiled loop on validated prompts -- the single-draft block of the decoders
     (``vsps``'s, :func:`specbound.sim._compiled.decode_one`) with the rule's verification
-    step -- and return the outputs and the sizes."""
+    step -- and return their results (:func:`specbound.sim._compiled.build_results`)."""
     tm, dm, share = plan
-    n = len(prompts)
-    n0s = np.array([a.size for a in prompts], dtype=np.int64)
-    tokens = np.zeros((n, int(n0s.max()) + N), np.int64)
-    for i, a in enumerate(prompts):
-        tokens[i, :a.size] = a
-    out = _C.outputs(n, N, L, 1, store)
-    sizes = np.zeros((n, 4), np.int64)
-    kernel = _C.decode_batch if parallel and n > 1 else _C.decode_serial
-    dspec = _C.compiled_spec(decoder_spec("vsps"))  # the block whose step the rule is
-    nokey = np.zeros(4, np.uint64)
-    kernel(dspec, tm, dm, tokens, n0s, N, L, 1, -1, states, -1, nokey, nokey, _b2.PERSON_WORDS,
-           out["emitted"], out["accepted"], out["nu"], out["dec_ok"], out["dec_pos"],
-           out["pivots"], out["drafts"], out["block_ell"], out["counts"], store, share, sizes,
-           _C.option_flags(), out["skipped"], out["decision_skipped"], *consts)
+    dspec = _C.compiled_spec(_VSPS)  # the block whose step the rule is
+    R = _C.run_record(dspec, _C.option_flags(), N=N, L=L, B=1, store_drafts=store,
+                      share=share, rule=consts)
+    tokens, n0s, out, sizes = _C.run_kernel(R, tm, dm, prompts, states, parallel)
     if np.any(sizes[:, 3] == _CL.ERR_NO_MASS):
         raise ValueError(_NO_MASS)
-    return tokens, n0s, out, sizes
-
-
-def _result(rule, tokens, n0, out, size, i, L, with_drafts) -> DecodeResult:
-    g, nb, nd = (int(x) for x in size[:3])
-    ells = out["block_ell"][i, :nb]
-    drafts = (tuple(out["drafts"][i, b, :1, :int(ells[b])].copy() for b in range(nb))
-              if with_drafts else ())
-    c = out["counts"][i]
-    return DecodeResult(
-        tokens=tokens[:n0 + g].copy(), prompt_length=n0,
-        emitted_per_block=out["emitted"][i, :nb].copy(),
-        accepted_per_block=out["accepted"][i, :nb].copy(),
-        nu=np.ones(nd, dtype=np.int64),
-        decision_accepted=out["dec_ok"][i, :nd].copy(),
-        decision_position=out["dec_pos"][i, :nd].copy(),
-        n_target_evals=int(c[0]), n_draft_evals=int(c[1]), n_target_contexts=int(c[2]),
-        n_draft_contexts=int(c[3]), pivots=np.full(g, np.nan), drafts=drafts,
-        decoder=f"lossy:{rule}", L=L, B=1, watermark=WatermarkConfig(None, None, False))
+    meta = _C.ResultMeta(f"lossy:{rule}", "single", L, 1, WatermarkConfig(None, None, False),
+                         with_drafts=store)
+    return _C.build_results(meta, tokens, n0s, out, sizes)
 
 
 def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
@@ -192,10 +168,9 @@ def _compiled_single(target, draft, prompt, rule, consts, L, N, rng):
     if plan is None:
         return None
     states = st[None, :].copy()
-    tokens, n0s, out, sizes = _run_compiled(rule, consts, plan, [prompt], N, L, states, True,
-                                            False)
+    res = _run_compiled(rule, consts, plan, [prompt], N, L, states, True, False)
     _C.set_pcg_state(rng, states[0])
-    return _result(rule, tokens[0], int(n0s[0]), out, sizes[0], 0, L, True)
+    return res[0]
 
 
 def _validated(target, draft, prompt, rule, L, max_new_tokens):
@@ -320,7 +295,5 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
         return batch_from_results([lossy_decode(target, draft, a, rule, L=L, max_new_tokens=N,
                                            seed=g, **params)
                               for a, g in zip(arrs, rngs, strict=True)], store)
-    tokens, n0s, out, sizes = _run_compiled(rule, consts, plan, arrs, N, L, np.stack(states),
-                                            store, parallel)
-    return batch_from_results([_result(rule, tokens[i], int(n0s[i]), out, sizes[i], i, L, store)
-                          for i in range(n)], store)
+    return batch_from_results(_run_compiled(rule, consts, plan, arrs, N, L, np.stack(states),
+                                            store, parallel), store)
