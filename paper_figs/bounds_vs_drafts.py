@@ -43,6 +43,7 @@ from paper_figs._common import (
     setup_matplotlib,
     write_table_and_figure,
 )
+from specbound.sim.decode import MAX_DRAFTS
 from specbound.sim.distributions import logit_noise_draft, zipf_law
 from specbound.theory import (
     exact_acceptance,
@@ -66,7 +67,7 @@ PARAMS = (
     Param("vocab", "int", N_FULL, N_QUICK, "tokens n of the Zipf target", low=2,
           # measured: the peak of compute() is about 28 float64 arrays of n entries
           memory=lambda v: 32 * v.vocab * 8),
-    Param("B", "ints", B_VALUES, B_VALUES, "numbers of drafts", low=1),
+    Param("B", "ints", B_VALUES, B_VALUES, "numbers of drafts", low=1, high=MAX_DRAFTS),
     Param("tv", "floats", tuple(t for _, t in PAIRS), tuple(t for _, t in PAIRS),
           "nominal TV(p, q) of the pairs (one panel each)", low=1e-6, high=1),
     Param("zipf", "float", ZIPF_EXPONENT, ZIPF_EXPONENT, "Zipf exponent of the target", low=0),

@@ -76,6 +76,7 @@ from paper_figs._common import (
     write_table_and_figure,
 )
 from specbound import sim, theory
+from specbound.sim.decode import MAX_DRAFTS
 
 FIGURE = True
 NAME = "fidelity_entropy"
@@ -112,6 +113,9 @@ def _decode_memory(v) -> int:
     return 2 * 4 * 256 * (v.prompts + v.drift_prompts) * v.tokens
 
 
+#: the largest lookahead of the study's flags (the watermark studies' bound)
+MAX_LOOKAHEAD = 1024
+
 PARAMS = (
     Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size, "vocabulary of the LMs", low=2),
     Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1,
@@ -122,8 +126,10 @@ PARAMS = (
           "target entropies (nats) of the calibrated LMs", low=0,
           check=lambda v: None if max(v.entropy) < math.log(v.vocab) else
           f"every entropy must be below log(--vocab) = {math.log(v.vocab):.4g} nats"),
-    Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1),
-    Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1),
+    Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1,
+          high=MAX_DRAFTS),
+    Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1,
+          high=MAX_LOOKAHEAD),
     Param("contexts", "int", FULL.n_contexts, QUICK.n_contexts,
           "contexts of the exact token-level comparison", low=1,
           # the contexts' target and draft laws and exact_acceptance's temporaries: measured

@@ -62,7 +62,10 @@ PARAMS = (
           # measured: the peak of compute() is about 10.5 float64 arrays of depth x vocab
           memory=lambda v: 12 * v.depth * v.vocab * 8),
     Param("vocab", "int", V, V, "tokens of every target", low=2),
-    Param("D", "ints", DS, DS, "children per node (draft tokens kept)", low=1),
+    Param("D", "ints", DS, DS, "children per node (draft tokens kept)", low=1,
+          check=lambda v: None if max(v.D) <= v.vocab else
+          f"every D must be at most --vocab = {v.vocab} (a node has at most that many "
+          f"children)"),
     Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts", low=0, high=1),
 )
 
