@@ -55,7 +55,10 @@ PARAMS = (
           # sample_induced's uniforms, proposals and tokens and the bincount of one checked
           # point: measured (tracemalloc) 43 bytes a draw, about 5.4 float64 arrays of draws
           memory=lambda v: 6 * v.draws * 8),
-    Param("directions", "int", 6, 2, "random noise directions per TV", low=1),
+    Param("directions", "int", 6, 2, "random noise directions per TV", low=1,
+          # one row (a dict of nine numbers, then a DataFrame row) per direction, TV and ℓ:
+          # at most 1 KiB each
+          memory=lambda v: v.directions * TV_GRID.size * len(v.ell) * 1024),
     Param("ell", "floats", ELLS, ELLS, "lenience values ℓ", low=0, high=1,
           check=lambda v: "every ℓ must be > 0" if min(v.ell) <= 0 else None),
 )

@@ -168,6 +168,7 @@ def test_memory_refusal_names_the_flag_and_the_estimate(capsys, small_memory):
 #: here, refused as the command line is parsed (the flag named is the one made large)
 HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
         ("lenience_study", "--draws", "10000000000"),
+        ("lenience_study", "--directions", "1000000000"),
         ("theorem1_study", "--draws", "1000000000"),
         ("lossy_gallery", "--draws", "1000000000"),
         ("lossy_gallery", "--vocab", "1000000"),
