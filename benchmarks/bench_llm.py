@@ -747,23 +747,10 @@ def _ngram_prompts(types=NGRAM_TYPES):
 def _verify_cost(pair, ids, k, reps=9):
     """Median time of a ``(k + 1)``-token target forward over the prompt's cache divided by
     that of a 1-token forward (the exact cost ratio of a drafted block)."""
-    import copy
+    from specbound.llm.ngram import forward_seconds
 
-    import torch
-
-    base = pair.target_logprobs(torch.as_tensor(ids[:-1])[None], use_cache=True)
-
-    def timed(width):
-        xs = []
-        for _ in range(reps):
-            cache = copy.deepcopy(base.cache)
-            x = torch.as_tensor([list(ids[-1:]) + [int(ids[-1])] * width])
-            t0 = time.perf_counter()
-            pair.target_logprobs(x, cache=cache, use_cache=True, num_positions=width + 1)
-            xs.append(time.perf_counter() - t0)
-        return _spread(xs)[0]
-
-    return timed(k) / timed(0)
+    t_k, t_1 = forward_seconds(pair, ids, (k, 0), reps)
+    return t_k / t_1
 
 
 def _break_even(c, k=4):

@@ -122,29 +122,12 @@ def verify_costs(s, L: int = 4, reps: int = 7) -> dict:
     """``c_1`` and ``c_L``: the median time of a 2- and an ``(L + 1)``-token target forward
     over the first prompt's cache, each over the median of a 1-token forward; and the exact
     break-even acceptances of single-draft blocks of 1 and ``L`` drafted tokens."""
-    import copy
-    import time
-
-    import torch
-
-    from specbound.llm.ngram import break_even
+    from specbound.llm.ngram import break_even, forward_seconds
 
     pair = rr.pair_for(s, NGRAM)
     ids = pair.encode_prompt(rr.prompt_texts(s, pair)[0][2])
-    base = pair.target_logprobs(torch.as_tensor(ids[:-1])[None], use_cache=True)
-
-    def timed(width):
-        xs = []
-        for _ in range(reps):
-            cache = copy.deepcopy(base.cache)
-            x = torch.as_tensor([list(ids[-1:]) + [int(ids[-1])] * width])
-            t0 = time.perf_counter()
-            pair.target_logprobs(x, cache=cache, use_cache=True, num_positions=width + 1)
-            xs.append(time.perf_counter() - t0)
-        return float(np.median(xs))
-
-    one = timed(0)
-    c1, cL = timed(1) / one, timed(L) / one
+    one, t1, tL = forward_seconds(pair, ids, (0, 1, L), reps)
+    c1, cL = t1 / one, tL / one
     return {"verify_cost_ratio": cL, "break_even_acceptance": break_even(cL, L),
             "verify_cost_ratio_1": c1, "break_even_acceptance_1": break_even(c1, 1)}
 

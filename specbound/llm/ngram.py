@@ -114,6 +114,30 @@ def break_even(c: float, k: int) -> float:
     return hi
 
 
+def forward_seconds(pair, ids, widths, reps: int = 7) -> list[float]:
+    """Median seconds of a target forward of ``1 + width`` tokens over the cache of
+    ``ids[:-1]``, for each ``width`` of ``widths`` (``reps`` timings each, every one on a fresh
+    copy of the cache): the measured verify costs behind :func:`break_even` (a drafted block of
+    ``k`` tokens is one forward of ``k + 1``; ``width = 0`` is the plain one-token step)."""
+    import copy
+    import time
+
+    import torch
+
+    base = pair.target_logprobs(torch.as_tensor(ids[:-1])[None], use_cache=True)
+    out = []
+    for width in widths:
+        xs = []
+        for _ in range(reps):
+            cache = copy.deepcopy(base.cache)
+            x = torch.as_tensor([list(ids[-1:]) + [int(ids[-1])] * width])
+            t0 = time.perf_counter()
+            pair.target_logprobs(x, cache=cache, use_cache=True, num_positions=width + 1)
+            xs.append(time.perf_counter() - t0)
+        out.append(float(np.median(xs)))
+    return out
+
+
 def best_length(a: float, bound: int, cost, B: int = 1) -> int:
     """The gate: the ``k`` in ``1 .. bound`` maximising ``E_k(a) / c_k`` if that ratio is
     above 1, else 0 (an ``ar`` step).  ``cost = (0, 0)``: ``bound`` (drafting is free)."""
