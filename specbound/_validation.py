@@ -276,6 +276,26 @@ def as_int_array(x, name: str, *, min_value: int | None = None,
     return np.array(raw, dtype=np.int64, copy=True)
 
 
+def as_block_inputs(p_fn, q_fn, prompt, context_length):
+    """The inputs shared by the exact block enumerations of :mod:`specbound.theory`
+    (``expected_block_tokens``, ``blockver_block_tokens``): ``p_fn`` and ``q_fn`` callables
+    ``context -> distribution``; ``prompt`` a 1-D sequence of non-negative integer token
+    ids that fit int64 (refused before any cast), returned as a list of int; the window
+    ``context_length`` None or an int >= 0.  Returns ``(prompt, context_length)``."""
+    if not callable(p_fn):
+        raise ValueError(f"p_fn: must be a callable context -> distribution, got "
+                         f"{type(p_fn).__name__}")
+    if not callable(q_fn):
+        raise ValueError(f"q_fn: must be a callable context -> distribution, got "
+                         f"{type(q_fn).__name__}")
+    if context_length is not None:
+        context_length = as_int(context_length, "context_length", min_value=0)
+    h = asarray_named(prompt if prompt is not None else [], "prompt")
+    if h.ndim > 1 or (h.size and (h.dtype == np.bool_ or h.dtype.kind not in "iu")):
+        raise ValueError("prompt: must be a 1-D sequence of integer token ids")
+    return [int(t) for t in as_int_array(h.reshape(-1), "prompt", min_value=0)], context_length
+
+
 def as_B(B, name: str = "B") -> int:
     """Number of drafts: an integer in ``[1, 2**63 - 1]`` (formulas use it as an exponent)."""
     return as_int(B, name, min_value=1, max_value=INT64_MAX)

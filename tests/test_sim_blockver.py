@@ -65,6 +65,21 @@ def test_mean_block_length_equals_the_exact_value(first_blocks):
     np.testing.assert_array_equal(acc, k - 1)  # a full block always emits one more token
 
 
+def test_model_form_of_the_exact_value():
+    """``sim.expected_block_tokens(..., "blockver")`` is the model-object form of
+    ``theory.blockver_block_tokens`` (a Markov pair: window 1), above vsps's value on this
+    pair and equal to it at ``L = 1``; ``B > 1`` is refused naming ``B``."""
+    from specbound.sim import expected_block_tokens as sim_block_tokens
+    exact = blockver_block_tokens(*_fns(TARGET, DRAFT), [1], L=L, context_length=1)
+    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L) == exact
+    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L) > sim_block_tokens(
+        TARGET, DRAFT, [1], "vsps", L=L) + 0.1
+    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=1) == pytest.approx(
+        sim_block_tokens(TARGET, DRAFT, [1], "vsps", L=1), abs=1e-12)
+    with pytest.raises(ValueError, match="^B"):
+        sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L, B=2)
+
+
 def test_emitted_law_of_the_first_two_tokens_is_the_target(first_blocks):
     """Chi-square GOF of the first two tokens (16 cells, 4 of them impossible under the
     target) against the target's sequence law, level 1e-4 (the false-failure probability).

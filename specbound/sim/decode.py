@@ -229,6 +229,7 @@ from specbound.sim.prf import (
 )
 from specbound.sim.results import DecodeResult, WatermarkConfig
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
+from specbound.theory.blockver import blockver_block_tokens as _blockver_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
            "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
@@ -1226,6 +1227,9 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     joint law of the winner and its multiplicity, :func:`specbound.theory.blocks.
     mpfr_multiplicity_law`, for ``mpfr``), and the enumeration is memoised by the models'
     window (``context_length``, 1 for a :class:`~specbound.sim.models.MarkovLM`).
+    ``blockver`` (block verification, Sun et al. 2024, arXiv:2403.10444, Alg. 2) has no
+    per-context coupling: its value is :func:`specbound.theory.blockver_block_tokens` over
+    the same models.
 
     Assumes independent clocks in distinct contexts (a random key and distinct context labels,
     e.g. ``window=None``) and a full block (``max_new_tokens >= L + 1``).  Meant for small
@@ -1238,7 +1242,8 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
         ``specinfer``), ``B > 1`` for a single-draft decoder, invalid models or prompt, or an
         enumeration that is too large (named ``L``).
     """
-    allowed = tuple(d for d in DECODERS if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr"))
+    allowed = tuple(d for d in DECODERS
+                    if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr") or d == "blockver")
     dec = as_choice(decoder, "decoder", allowed)
     target, draft, prompt, dec, L, B, _, _, _ = validate_decode_args(
         target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, 0, None)
@@ -1251,6 +1256,8 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     def q_fn(ctx):
         return next_distributions(draft, [ctx], validate=False)[0]
 
+    if dec == "blockver":
+        return float(_blockver_block_tokens(p_fn, q_fn, prompt, L=L, context_length=window))
     return float(_theory_block_tokens(p_fn, q_fn, prompt, DECODER_SCHEME[dec], L=L, B=B,
                                       context_length=window))
 

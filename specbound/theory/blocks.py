@@ -38,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from specbound._validation import as_choice, as_int, as_pair
+from specbound._validation import as_block_inputs, as_choice, as_int, as_pair
 
 __all__ = ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]
 
@@ -424,26 +424,12 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
     (``tests/test_sim_decode.py``) and against the martingale compensator of
     :func:`specbound.sim.acceptance_compensator` (``tests/test_figs_wm_studies.py``).
     """
-    if not callable(p_fn):
-        raise ValueError(f"p_fn: must be a callable context -> distribution, got "
-                         f"{type(p_fn).__name__}")
-    if not callable(q_fn):
-        raise ValueError(f"q_fn: must be a callable context -> distribution, got "
-                         f"{type(q_fn).__name__}")
+    h, w = as_block_inputs(p_fn, q_fn, prompt, context_length)
     scheme = as_choice(scheme, "scheme", BLOCK_SCHEMES)
     L = as_int(L, "L", min_value=1, max_value=MAX_LOOKAHEAD)
     B = as_int(B, "B", min_value=1, max_value=MAX_MULTIPLICITY)
     if B > 1 and scheme != "mpfr":
         raise ValueError(f"B: scheme {scheme!r} is single-draft (B must be 1)")
-    if context_length is not None:
-        context_length = as_int(context_length, "context_length", min_value=0)
-    h = np.asarray(prompt if prompt is not None else [])
-    if h.ndim > 1 or (h.size and (h.dtype == np.bool_ or h.dtype.kind not in "iu")):
-        raise ValueError("prompt: must be a 1-D sequence of integer token ids")
-    if h.size and h.min() < 0:
-        raise ValueError("prompt: token ids must be non-negative")
-    h = [int(t) for t in h.reshape(-1)]
-    w = context_length
 
     def state_of(ctx):
         if w is None:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specbound._validation import as_int, as_int_array, as_pair, asarray_named
+from specbound._validation import as_block_inputs, as_int, as_pair
 
 __all__ = ["blockver_block_tokens"]
 
@@ -81,21 +81,8 @@ def blockver_block_tokens(p_fn: Callable, q_fn: Callable, prompt, *, L: int = 4,
         returning something that is not a distribution or distributions of different
         lengths.
     """
-    if not callable(p_fn):
-        raise ValueError(f"p_fn: must be a callable context -> distribution, got "
-                         f"{type(p_fn).__name__}")
-    if not callable(q_fn):
-        raise ValueError(f"q_fn: must be a callable context -> distribution, got "
-                         f"{type(q_fn).__name__}")
+    h, w = as_block_inputs(p_fn, q_fn, prompt, context_length)
     L = as_int(L, "L", min_value=1, max_value=MAX_BLOCKVER_LOOKAHEAD)
-    if context_length is not None:
-        context_length = as_int(context_length, "context_length", min_value=0)
-    h = asarray_named(prompt if prompt is not None else [], "prompt")
-    if h.ndim > 1 or (h.size and (h.dtype == np.bool_ or h.dtype.kind not in "iu")):
-        raise ValueError("prompt: must be a 1-D sequence of integer token ids")
-    # token ids fit int64 (the contexts handed to p_fn / q_fn), refused before any cast
-    h = [int(t) for t in as_int_array(h.reshape(-1), "prompt", min_value=0)]
-    w = context_length
     laws: dict = {}
     n_vocab: list[int] = []
 

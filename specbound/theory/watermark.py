@@ -884,38 +884,37 @@ def reweighted_distribution(P, U, reweight: str = "delta", *,
     return out if Pa.ndim == 2 else out[0]
 
 
+def _level(P2, Q2, pos, r, a, upper):
+    """One clipping level per row (validated input; see :func:`robust_llr_levels`).
+
+    ``upper``: ``hi`` solving ``g(u) = Σ (Q - u P)_+ = a`` (g decreasing, breakpoints at the
+    ratios in descending order); otherwise ``lo`` solving ``h(l) = Σ (l P - Q)_+ = a`` (h
+    increasing, breakpoints ascending).  With ``s = +1`` for ``hi`` and ``-1`` for ``lo``
+    the function at the k-th breakpoint is ``s (Q_<k - r_k P_<k)``, and the level on the
+    last piece where it stays ``<= a`` is ``(Q_<=k - s a) / P_<=k``."""
+    s = 1.0 if upper else -1.0
+    key = np.where(pos, r, -np.inf if upper else np.inf)
+    order = np.argsort(-key if upper else key, axis=1, kind="stable")
+    rs = np.take_along_axis(key, order, axis=1)
+    Ps = np.take_along_axis(np.where(pos, P2, 0.0), order, axis=1)
+    Qs = np.take_along_axis(np.where(pos, Q2, 0.0), order, axis=1)
+    cP, cQ = np.cumsum(Ps, axis=1), np.cumsum(Qs, axis=1)
+    prevP = np.concatenate([np.zeros((P2.shape[0], 1)), cP[:, :-1]], axis=1)
+    prevQ = np.concatenate([np.zeros((P2.shape[0], 1)), cQ[:, :-1]], axis=1)
+    with np.errstate(invalid="ignore"):
+        G = np.where(np.isfinite(rs), s * (prevQ - rs * prevP), np.inf)
+    k = np.sum(G <= a, axis=1) - 1  # last breakpoint with G <= a (G is non-decreasing)
+    rows = np.arange(P2.shape[0])
+    return (cQ[rows, k] - s * a) / cP[rows, k]
+
+
 def _levels(P2, Q2, a):
     """``(lo, hi, trivial)`` per row for one radius ``a`` (validated input; see
     :func:`robust_llr_levels`)."""
     pos = P2 > 0
     r = np.where(pos, Q2 / np.where(pos, P2, 1.0), 0.0)
-    # hi: g(u) = sum (Q - u P)_+ = a, g decreasing; breakpoints at the ratios, descending
-    rd = np.where(pos, r, -np.inf)
-    od = np.argsort(-rd, axis=1, kind="stable")
-    rs = np.take_along_axis(rd, od, axis=1)
-    Ps = np.take_along_axis(np.where(pos, P2, 0.0), od, axis=1)
-    Qs = np.take_along_axis(np.where(pos, Q2, 0.0), od, axis=1)
-    cP, cQ = np.cumsum(Ps, axis=1), np.cumsum(Qs, axis=1)
-    prevP = np.concatenate([np.zeros((P2.shape[0], 1)), cP[:, :-1]], axis=1)
-    prevQ = np.concatenate([np.zeros((P2.shape[0], 1)), cQ[:, :-1]], axis=1)
-    with np.errstate(invalid="ignore"):
-        G = np.where(np.isfinite(rs), prevQ - rs * prevP, np.inf)
-    k = np.sum(G <= a, axis=1) - 1  # last breakpoint with g <= a (G is non-decreasing)
-    rows = np.arange(P2.shape[0])
-    hi = (cQ[rows, k] - a) / cP[rows, k]
-    # lo: h(l) = sum (l P - Q)_+ = a, h increasing; breakpoints ascending
-    ra = np.where(pos, r, np.inf)
-    oa = np.argsort(ra, axis=1, kind="stable")
-    rs = np.take_along_axis(ra, oa, axis=1)
-    Ps = np.take_along_axis(np.where(pos, P2, 0.0), oa, axis=1)
-    Qs = np.take_along_axis(np.where(pos, Q2, 0.0), oa, axis=1)
-    cP, cQ = np.cumsum(Ps, axis=1), np.cumsum(Qs, axis=1)
-    prevP = np.concatenate([np.zeros((P2.shape[0], 1)), cP[:, :-1]], axis=1)
-    prevQ = np.concatenate([np.zeros((P2.shape[0], 1)), cQ[:, :-1]], axis=1)
-    with np.errstate(invalid="ignore"):
-        H = np.where(np.isfinite(rs), rs * prevP - prevQ, np.inf)
-    k = np.sum(H <= a, axis=1) - 1
-    lo = (cQ[rows, k] + a) / cP[rows, k]
+    hi = _level(P2, Q2, pos, r, a, True)
+    lo = _level(P2, Q2, pos, r, a, False)
     return lo, hi, lo >= hi
 
 
