@@ -423,19 +423,15 @@ PRODUCER_TESTS = {
                              "token_turns_the_speccascade_gain",
     "liu_sequence_exactness": "tests/test_claims_producers.py::test_a_lossy_block_decoder_"
                               "turns_the_sequence_exactness",
+    **dict.fromkeys(("liu_lppl_unbiased", "liu_lppl_mpfr", "liu_anlppt_stable",
+                     "liu_tpr_pseudo"),
+                    "tests/test_claims_producers_more.py::test_a_fault_in_a_watermark_study_"
+                    "turns_the_verdict"),
 }
 
 #: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
 #: with a producer test leaves it)
 NO_PRODUCER_TEST_YET = {
-    "liu_lppl_unbiased": "the quick grid reads 'not distinguishable' (4 prompts) and 16 "
-                         "prompts already 'not reproduced' (PFR's LPPL is the same at every "
-                         "L, VSpS's is not, on seed 0): a fault cannot turn it on either",
-    "liu_lppl_mpfr": "as liu_lppl_unbiased, on the multi-draft study",
-    "liu_anlppt_stable": "not run on the quick grid (MPFR's output is the same at every B "
-                         "there)",
-    "liu_tpr_pseudo": "no fault of the decoder call separates the coin detector's TPR on the "
-                      "quick grid yet",
     "liu_drift": "the quick grid already reads 'not reproduced' (MSE's drift above the "
                  "paper's range): a fault cannot turn it",
     "liu_rouge_values": "the quick grid already reads 'not reproduced' (ROUGE-L far from "
