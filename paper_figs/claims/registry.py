@@ -49,6 +49,7 @@ NOT_COVERED = (
      "pairs and the two EAGLE-3 pairs)",
      "not transcribed into paper_numbers.csv yet: the paper's text as we read it prints the "
      "four tables without their captions (App. C names which pair each table number holds), "
-     "with two of the four benchmark names missing from their headers and without defining "
-     "the DS column, so a cell cannot yet be kept with its table and column with certainty"),
+     "with two of the four benchmark names missing from their headers, without defining "
+     "the DS column and without the number of runs behind Table 7's ± spreads, so a cell "
+     "cannot yet be kept with its table, column and standard error with certainty"),
 )
