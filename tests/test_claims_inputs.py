@@ -198,6 +198,16 @@ def test_nan_is_allowed_only_where_the_schema_says(tmp_path):
         D.check("real_wm_frontier.csv", fr.assign(n_prompts=[2]), b"x\n")
     with pytest.raises(D.BadInput, match="an infinity"):
         D.check("real_wm_frontier.csv", fr.assign(aatps=[float("inf")]), b"x\n")
+    # fidelity_entropy: the package's default model has no target entropy (NaN, as the
+    # study writes it); a calibrated family always has one
+    fe = pd.DataFrame({"section": ["drift", "single"], "decoder": ["mse", "exp_race/sd"],
+                       "family": ["calibrated", "default SyntheticLM"], "metric": ["m", "m"],
+                       "drafter": ["D1-D2", "D0"], "entropy_target": [0.47, float("nan")],
+                       "mean": [0.1, 0.2], "L": [4, 4], "B": [1, 1], "se": [0.01, 0.01]})
+    D.check("fidelity_entropy.csv", fe, b"x\n")
+    with pytest.raises(D.BadInput, match="entropy_target: a missing number"):
+        D.check("fidelity_entropy.csv", fe.assign(entropy_target=[float("nan"), 1.0]),
+                b"x\n")
 
 
 def test_index_time_csvs_are_redone_when_their_inputs_change(tmp_path):

@@ -9,7 +9,12 @@ go through ``detect`` / ``detect_many``; every lossy rule runs through ``lossy_d
 ``lossy_decode_batch``.  Every output array (tokens, blocks, decisions, pivots, drafts,
 counts, skip flags, detection pivots and scores, the generator's state after the run) is
 hashed with SHA-256 per case and compared with ``tests/data/decoder_fingerprint.json``:
-any change of a default output, bit for bit, fails here, naming the case.
+any change of a default output fails here, naming the case.  Integers, booleans and tokens
+are hashed bit for bit; floating-point outputs (pivots, scores, p-values) at float32
+precision, because NumPy's vectorised ``log`` / ``exp`` differ in the last bit of a float64
+between CPU instruction sets (the AVX-512 and AVX2 loops of NumPy 2.x: a detection score
+of a 9-token sequence moved by one unit in the last place on an AVX-512 machine), while a
+change of the code moves them far more than float32's resolution (2^-24 relative).
 
 The recorded hashes are rewritten (only when an output is meant to change) with
 ``python -m tests.test_sim_fingerprint --write``.  The comparison is deterministic.
@@ -60,7 +65,11 @@ class _Hash:
         self.h.update(name.encode())
         if isinstance(x, np.ndarray):
             self.h.update(f"{x.dtype}{x.shape}".encode())
+            if x.dtype.kind == "f":  # float32 resolution: the module docstring says why
+                x = x.astype(np.float32)
             self.h.update(np.ascontiguousarray(x).tobytes())
+        elif isinstance(x, float | np.floating):
+            self.h.update(repr(float(np.float32(x))).encode())
         elif isinstance(x, tuple | list):
             self.h.update(f"[{len(x)}]".encode())
             for i, y in enumerate(x):

@@ -49,7 +49,8 @@ class Schema:
     small_nan: tuple[str, ...] = ()
     small_by: str = "n_prompts"
     #: (column pattern, column, value): NaN allowed only on rows where ``column != value``
-    nan_unless: tuple[tuple[str, str, float], ...] = ()
+    #: (a number, or a text compared as text)
+    nan_unless: tuple[tuple[str, str, float | str], ...] = ()
     nonfinite: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
@@ -135,8 +136,10 @@ SCHEMAS: dict[str, Schema] = {
                                   numeric=("aatps", "predicted_aatps", "diff", "n_prompts",
                                            "n_blocks", "setting_max_new_tokens"),
                                   small_nan=("diff_se",)),
+    # the package's default model (family "default SyntheticLM") has no target entropy
     "fidelity_entropy.csv": Schema(text=("section", "family", "decoder", "metric", "drafter"),
                                    numeric=("entropy_target", "mean", "L", "B"),
+                                   nan_unless=(("entropy_target", "family", "calibrated"),),
                                    small_nan=("se",)),
     "lemma1_study.csv": Schema(
         text=_LOSSY_TEXT, numeric=("family_param", "tv", "param", "gain", "loss", "net",
@@ -258,7 +261,9 @@ def check(name: str, df: pd.DataFrame, raw: bytes, schema: Schema | None = None)
             nan &= ~(units < 2)
         for pat, c, val in s.nan_unless:
             if _match(col, (pat,)) and c in df.columns:
-                nan &= (pd.to_numeric(df[c], errors="coerce") == val).to_numpy()
+                at = df[c].astype(str) == val if isinstance(val, str) else \
+                    pd.to_numeric(df[c], errors="coerce") == val
+                nan &= at.to_numpy()
         i = nan.nonzero()[0]
         if i.size:
             bad(f"column {col}: a missing number (NaN) in {_row(i[0])}")

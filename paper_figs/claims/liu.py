@@ -88,6 +88,10 @@ LS = (1, 2, 3, 4)
 BS = (2, 4, 6, 8)
 #: the multi-draft tables of the paper: (table, spread given)
 MULTI_TABLES = ("t6", "t7", "t10", "t11", "t12", "t13")
+#: the same with Tables 8 and 9 (Llama-3.1-8B × CNN/DailyMail, ELI5; the sentences of App.
+#: D.4 read on every table of the appendix where the metric is printed for both decoders:
+#: Tables 8-9 print INVARIANT's AATPS and LPPL, one ANLPPT line of three)
+ALL_MULTI_TABLES = ("t6", "t7", "t8", "t9", "t10", "t11", "t12", "t13")
 FLIP = "tests/test_claims_flip.py::test_flip[{}]"
 
 
@@ -382,7 +386,8 @@ def dominates_paper(numbers):
 
 def rule_lppl(pairs, what: str):
     """LPPL equivalence (TOST, margin LPPL_MARGIN of the reference's LPPL)."""
-    parts = [equivalence(f"{what}={p.key}", p.diff, p.se, LPPL_MARGIN * abs(p.b), p.df,
+    parts = [equivalence(f"{what}={p.key}" if what else str(p.key), p.diff, p.se,
+                         LPPL_MARGIN * abs(p.b), p.df,
                          f"{fmt(p.a)} vs {fmt(p.b)} (margin ± {fmt(LPPL_MARGIN * abs(p.b), 2)})")
              for p in pairs]
     return outcome(parts, sample=_sample(pairs))
@@ -392,8 +397,19 @@ def lppl_synth(data):
     return rule_lppl(P.study_pairs(data, FRONTIER, "pfr", "vsps", "lppl", "L"), "L")
 
 
+#: Liu et al.'s single-draft tables (Table 2: Qwen × CNN/DailyMail, 3: Qwen × ELI5, 4: Vicuna
+#: × CNN/DailyMail, 5: Vicuna × ELI5), each at L = 1..4
+SINGLE_TABLES = ("t2", "t3", "t4", "t5")
+
+
 def lppl_paper(numbers):
-    return rule_lppl(P.paper_pairs(numbers, "liu.t2.L{k}.{d}.lppl", "pfr", "vsps", LS), "L")
+    """App. D.3's audit on every single-draft table it cites (Tables 2–5), per (table, L)."""
+    pairs = []
+    for t in SINGLE_TABLES:
+        pairs += [replace(p, key=f"{t.replace('t', 'Table ')}, L={p.key}")
+                  for p in P.paper_pairs(numbers, f"liu.{t}.L{{k}}.{{d}}.lppl", "pfr",
+                                         "vsps", LS)]
+    return rule_lppl(pairs, "")
 
 
 # ------------------------------------------------------------ multi-draft (Tables 1, 6-13)
@@ -521,7 +537,7 @@ def rule_anlppt_stable(values_by_table):
 
 def anlppt_stable_paper(numbers):
     out = []
-    for t in MULTI_TABLES:
+    for t in ALL_MULTI_TABLES:
         cells = [numbers[f"liu.{t}.B{b}.mpfr.anlppt_u"] for b in BS]
         out.append((t.replace("t", "Table "), [c.value for c in cells],
                     max(c.se for c in cells)))
@@ -561,7 +577,7 @@ def lppl_mpfr_synth(data):
 
 
 def lppl_mpfr_paper(numbers):
-    return rule_lppl_range(_multi_paper(numbers, "lppl"), "B", True)
+    return rule_lppl_range(_multi_paper(numbers, "lppl", ALL_MULTI_TABLES), "B", True)
 
 
 # ------------------------------------------------------------------- detection (Fig. 2)
@@ -1171,7 +1187,8 @@ CLAIMS = [
     _claim("liu_lppl_unbiased", "App. D.3, Tables 2–5",
            "PFR's LPPL matches the unwatermarked VSpS's (the unbiasedness audit)",
            f"equivalence: TOST at 3σ, margin ±{LPPL_MARGIN:.2%} of VSpS's LPPL (the paper's "
-           "±0.013 nats at 0.474)", lppl_synth, None, lppl_paper,
+           "±0.013 nats at 0.474), every L; the paper's Tables 2–5 per (table, L)",
+           lppl_synth, None, lppl_paper,
            ("wm_single_draft_frontier",)),
     _claim("liu_mpfr_vs_invariant", "Table 6, §6, App. D.4; Table 1",
            "MPFR's AATPS is comparable to INVARIANT's (Rowan et al.; GLS in Table 1) at each "
@@ -1194,7 +1211,7 @@ CLAIMS = [
            f"at least per consecutive B (a deficit of {NGRAM_MARGIN:.0%} of the larger AATPS "
            "visible, Student-t on the prompts − 1, at least 2 prompts). Real model: a drafter "
            "of another family, the prompt-lookup draft ngram:3 (MPFR B = 2, 4; VSpS with the "
-           "same point-mass draft as B = 1), per prompt. Paper's Tables 6, 7, 10–13: B = 2, "
+           "same point-mass draft as B = 1), per prompt. Paper's Tables 6–13: B = 2, "
            "4, 6, 8 (spread over three seeds)", real=scaling_real, paper=scaling_paper,
            studies=("real_ngram",)),
     _claim("liu_anlppt_stable", "§6, App. D.4",

@@ -1,9 +1,9 @@
 """The papers' own published numbers, as transcribed in ``paper_numbers.csv``.
 
 Each row is one cell of a table of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Tables
-1, 2, 6, 7, 10–13, 15): ``key`` (``liu.t<table>.<setting>.<decoder>.<metric>``), ``value``,
-``sd`` and ``n`` where the table gives a spread (Table 2: std over 1000 prompts; Tables 6–7:
-std over 3 seeds), and the ``table`` and ``cell`` it came from.  The claims tables apply the
+1–13, 15): ``key`` (``liu.t<table>.<setting>.<decoder>.<metric>``), ``value``, ``sd`` and
+``n`` where the table gives a spread (Tables 2–5: std over 1000 prompts; Tables 6–9: std over
+3 seeds), and the ``table`` and ``cell`` it came from.  The claims tables apply the
 same rule to these numbers as to the studies' outputs: the standard error of a cell is
 ``sd / √n`` (a printed spread of 0 means below half a unit of the last digit, so half a
 unit is used), with a Student-t reference on ``n − 1`` degrees of freedom when ``n`` is

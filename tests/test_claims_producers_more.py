@@ -1,0 +1,190 @@
+"""More producer tests of the watermark claims of Liu, Wan, Gao & Gündüz (2026),
+arXiv:2609.21858 (``paper_figs.claims.liu``): the synthetic studies themselves, run on a small
+grid once intact and once with one fault injected at the study's call to the decoder
+(``paper_figs._wm_common.decode``), must turn the claim's verdict.  A flip test
+(``tests/test_claims_flip.py``) perturbs fabricated data and cannot catch a study that
+returns its own reference; these can.
+
+The faults:
+
+- *hot target*: the keyed decoder (PFR, MPFR) samples the target at temperature 3 instead of
+  the target (a wrong law: its tokens are no longer the target's, so its LPPL under the target
+  rises, where VSpS's and INVARIANT's do not);
+- *key moved with B*: MPFR with B ≥ 4 drafts watermarks with another key than the detector's
+  (the signal of its tokens changes with B);
+- *wrong key for MSE-PSEUDO*: MSE-PSEUDO watermarks with another key than the detector's (its
+  tokens and its acceptance coins carry no signal the detector can read);
+- *drafter-blind*: every decoder is handed the target as its drafter (the studies' drafter
+  substitution changes nothing).
+
+Every run is deterministic (the studies' fixed seeds), so nothing here is statistical; each
+study runs once intact and once per fault (shared across the cases of this module).  Marked
+slow: a run takes seconds once the decoders are compiled, minutes before.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from paper_figs.claims import engine as E
+from paper_figs.claims.registry import BY_ID
+from tests.test_claims_flip import _numbers
+
+BAD = {E.NOT_REPRODUCED, E.REFUTED}
+#: the temperature of the wrong law the *hot target* fault samples
+HOT = 3.0
+
+
+def _hot_target(decoders):
+    def make(decode):
+        def run(target, draft, prompts, seeds, decoder, **kw):
+            if decoder in decoders:
+                target = target.draft(0.0, temperature=HOT)
+            return decode(target, draft, prompts, seeds, decoder, **kw)
+
+        return run
+
+    return make
+
+
+def _key_moved_with_b(decode):
+    def run(target, draft, prompts, seeds, decoder, **kw):
+        if decoder == "mpfr" and kw.get("B", 1) >= 4 and kw.get("key") is not None:
+            kw = {**kw, "key": f"{kw['key']}#B{kw['B']}"}
+        return decode(target, draft, prompts, seeds, decoder, **kw)
+
+    return run
+
+
+def _wrong_key_mse_pseudo(decode):
+    def run(target, draft, prompts, seeds, decoder, **kw):
+        if decoder == "mse_pseudo" and kw.get("key") is not None:
+            kw = {**kw, "key": f"{kw['key']}#another"}
+        return decode(target, draft, prompts, seeds, decoder, **kw)
+
+    return run
+
+
+def _drafter_blind(decode):
+    def run(target, draft, prompts, seeds, decoder, **kw):
+        return decode(target, None if draft is None else target, prompts, seeds, decoder, **kw)
+
+    return run
+
+
+FAULTS = {"drafter-blind": _drafter_blind, "hot PFR": _hot_target({"pfr"}),
+          "hot MPFR": _hot_target({"mpfr"}), "key moved with B": _key_moved_with_b,
+          "wrong key for MSE-PSEUDO": _wrong_key_mse_pseudo}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """``get(study, fault, **params)``: the output folder of ``paper_figs.<study>`` on its
+    quick grid (with ``params``), intact (``fault=None``) or with the fault, each computed
+    once for the module."""
+    from paper_figs import _wm_common as wc
+
+    done = {}
+
+    def get(study, fault=None, **params):
+        """``study``: a study's name, or several joined by ``+`` (their outputs in one
+        folder; ``params`` then maps each study to its own)."""
+        key = (study, fault, repr(sorted(params.items())))
+        if key not in done:
+            name = f"{study}-{fault or 'intact'}".replace(" ", "_").replace("+", "_")
+            folder = tmp_path_factory.mktemp(name)
+            studies = study.split("+")
+            for one in studies:
+                module = importlib.import_module(f"paper_figs.{one}")
+                kw = params.get(one, {}) if len(studies) > 1 else params
+                with pytest.MonkeyPatch.context() as m:
+                    if fault is not None:
+                        m.setattr(wc, "decode", FAULTS[fault](wc.decode))
+                    module.main(folder, quick=True, **kw)
+            done[key] = folder
+        return done[key]
+
+    return get
+
+
+def _verdict(folder, claim_id):
+    (row,) = E.evaluate(folder, [BY_ID[claim_id]], numbers=_numbers({}))
+    return row.columns[E.SYNTHETIC]
+
+
+#: claim: (study, fault, the synthetic column's verdict intact, the grid's parameters)
+CASES = {
+    # 16 prompts (the quick grid's 4 leave a t reference on 3 degrees of freedom, whose
+    # 0.135% quantile, 10.2, hides even a wrong law); intact the sample cannot show the
+    # equivalence within ±2.7% (the narrowest it could show is about ±0.5 nats)
+    "liu_lppl_mpfr": ("wm_multidraft_scaling", "hot MPFR", E.NOT_DISTINGUISHABLE,
+                      {"prompts": 16}),
+    # intact MPFR emits the same tokens at every B (Prop. C.3): the row cannot be tested
+    # ("not run"); a watermark that moves with B is caught
+    "liu_anlppt_stable": ("wm_multidraft_scaling", "key moved with B", E.NOT_RUN,
+                          {"prompts": 16}),
+    # the drift at the paper's entropy (fidelity_entropy §4: 0.47 nats, 16 prompts, T_eval
+    # 64) counts for MSE and MSE-PSEUDO, PFR's from the substitution study (identical across
+    # drafters: shown); intact the 16 prompts cannot place MSE's drift in or out of 12–22
+    # points, without drafter substitution every drift is 0, outside the paper's ranges
+    "liu_drift": ("fidelity_entropy+wm_drafter_substitution", "drafter-blind",
+                  E.NOT_DISTINGUISHABLE,
+                  {"fidelity_entropy": {"tokens": 64, "drift_T": (64,), "drift_prompts": 16,
+                                        "entropy": (0.47,), "drift_entropy": (0.47,)}}),
+    "liu_tpr_pseudo": ("wm_detection", "wrong key for MSE-PSEUDO", E.NOT_DISTINGUISHABLE, {}),
+    # 8 prompts: intact not distinguishable; the quick grid's 4 hide any law (t on 3
+    # degrees of freedom), and on 16 the intact run reads "not reproduced" by chance: its
+    # seed 0 is a rare draw (PFR's LPPL in the top 2% of 200 keys, VSpS's at L = 2 the
+    # lowest of 200 seeds, while their means over the 200 agree within 0.01 nats)
+    "liu_lppl_unbiased": ("wm_single_draft_frontier", "hot PFR", E.NOT_DISTINGUISHABLE,
+                          {"prompts": 8}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_a_fault_in_a_watermark_study_turns_the_verdict(runs, claim_id):
+    study, fault, intact, params = CASES[claim_id]
+    got = _verdict(runs(study, **params), claim_id)
+    assert got.verdict == intact, (claim_id, got)
+    bad = _verdict(runs(study, fault, **params), claim_id)
+    assert bad.verdict in BAD, (claim_id, fault, bad)
+
+
+def _real_verdict(folder, claim_id):
+    (row,) = E.evaluate(folder, [BY_ID[claim_id]], numbers=_numbers({}))
+    return row.columns[E.REAL]
+
+
+def _needs_llm():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+
+
+@pytest.mark.slow
+def test_a_shifted_prediction_turns_the_crosscheck(tmp_path, monkeypatch):
+    """``chk_crosscheck`` on ``real_crosscheck`` (the embedded model, quick settings with two
+    ShareGPT prompts × 24 new tokens per decoder): intact the realised AATPS cannot be told
+    from the exact per-decision prediction (*not distinguishable*: some 70 blocks cannot show
+    ±5%);
+    with the exact acceptance the prediction reads shifted up by 0.25 (a shifted bound at its
+    source, ``specbound.theory.exact_acceptance``) the pooled row is *not reproduced*."""
+    _needs_llm()
+    import specbound.theory as theory
+    from paper_figs import _real_runs, real_crosscheck
+
+    exact = theory.exact_acceptance
+    grid = {"prompts": 2, "tokens": 24}
+    real_crosscheck.main(tmp_path / "intact", quick=True, **grid)
+    got = _real_verdict(tmp_path / "intact", "chk_crosscheck")
+    assert got.verdict == E.NOT_DISTINGUISHABLE, got
+    # the quick runs are memoised in the process: the faulted ones go to a memo of their own
+    monkeypatch.setattr(_real_runs, "_QUICK_MEMO", {})
+    monkeypatch.setattr(theory, "exact_acceptance",
+                        lambda *a, **k: np.minimum(1.0, np.asarray(exact(*a, **k)) + 0.25))
+    real_crosscheck.main(tmp_path / "fault", quick=True, **grid)
+    bad = _real_verdict(tmp_path / "fault", "chk_crosscheck")
+    assert bad.verdict in BAD, bad
