@@ -29,16 +29,24 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
+# The kernels are compiled once, into Numba's on-disk cache (scripts/warm_kernels.py): the
+# decoders' loop in one process, the step kernels and then the no-JIT tier in the other; the
+# two workers of the fast tier then load them instead of both compiling the same kernels.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/warm_kernels.py --part decoders & warm=$$!; \
+	  $(PY) scripts/warm_kernels.py --part steps; \
+	  $(MAKE) --no-print-directory test-nojit NOJIT_WORKERS=1; status=$$?; \
+	  wait $$warm || echo "warm_kernels failed: the test workers compile the kernels" >&2; \
+	  exit $$status
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "not slow and not gpu" -n 2 tests
-	$(MAKE) --no-print-directory test-nojit
 
 # every Numba kernel against its NumPy reference with the JIT off, so the kernels' Python
 # source itself is executed (coverage of jitted code, as in umap/stumpy): the tests marked
 # `kernel`, wherever they live
+NOJIT_WORKERS ?= 2
 test-nojit: $(STAMP)
-	NUMBA_DISABLE_JIT=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "kernel and not slow and not gpu" -n 2 tests
+	NUMBA_DISABLE_JIT=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "kernel and not slow and not gpu" -n $(NOJIT_WORKERS) tests
 
 test-slow: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m "slow and not gpu" -n 2 tests
