@@ -388,7 +388,7 @@ def _reconstruct_decisions(result):
 
 SPECULATIVE = [("vsps", 1), ("pfr", 1), ("pfr_nowm", 1), ("mws", 1), ("mse", 1),
                ("mse_pseudo", 1), ("mpfr", 1), ("mpfr", 3), ("invariant", 3),
-               ("specinfer", 3), ("blockver", 1)]
+               ("specinfer", 3), ("blockver", 1), ("hsd", 1)]
 
 
 @pytest.mark.parametrize(("decoder", "B"), SPECULATIVE)
