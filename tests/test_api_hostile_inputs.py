@@ -157,6 +157,7 @@ VALID = {
     "prompt": [0],
     "nu": 2,
     "exact_scheme": "exp_race",
+    "hsd_acceptance": "joint",
     # likelihood-ratio scores: the model's law at two positions, the tokens, the keyed uniforms
     "llr_P": np.stack([P3, Q3]),
     "llr_tokens": np.array([0, 2]),
@@ -224,6 +225,9 @@ TABLE: dict[str, Row] = {
     "theory.blockver_block_tokens": Row(theory.blockver_block_tokens,
                                         ["p_fn", "q_fn", "prompt"],
                                         {"L": "L", "context_length": "context_length"}),
+    "theory.hsd_block_tokens": Row(theory.hsd_block_tokens, ["p_fn", "q_fn", "prompt"],
+                                   {"L": "L", "context_length": "context_length",
+                                    "acceptance": "hsd_acceptance"}),
     # lossy rules
     "theory.induced_distribution": Row(theory.induced_distribution, ["p", "q", "rule"],
                                        {"ell": "ell", "normalize": "flag"}),
