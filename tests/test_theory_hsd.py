@@ -116,7 +116,9 @@ def test_lossless_hsd_emits_the_target_and_the_released_test_does_not():
     ``min(1, R_L)``: on the toy pair at ``L = 2`` the block ``(1, 0)`` (``R_1 = 2``,
     ``R_2 = 1``) is always kept, so ``(1, 0)`` is emitted with probability 1/3 instead of
     ``p(1) p(0) = 2/9``; it keeps 7/3 tokens per block against block verification's 20/9,
-    more than any lossless verifier of one draft block can (Sun et al. 2024, Thm. 2)."""
+    more than any lossless verifier of one draft block can (Sun et al. 2024,
+    arXiv:2403.10444; Thomas & Pal 2026, arXiv:2602.16961): the value 1 + 12/9 of Sun et
+    al.'s motivating example, which needs the joint block law."""
     p_fn, q_fn = _iid(TOY_P, TOY_Q)
     target = {(a, b): TOY_P[a] * TOY_P[b] for a in range(2) for b in range(2)}
     for L in (2, 3):

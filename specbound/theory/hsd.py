@@ -24,7 +24,8 @@ agree because :math:`c_k` is block verification's residual weight and :math:`1 -
 :math:`h_k` (``docs/hsd.md``).  With ``acceptance="joint"`` the full block is kept with
 :math:`\min(1, R_L)`, the test of the authors' released code; that verifier is not lossless
 and its value can exceed block verification's, the largest of any lossless verification of
-one draft block (Sun et al. 2024, arXiv:2403.10444, Thm. 2).
+one draft block (Sun et al. 2024, arXiv:2403.10444; Thomas & Pal 2026, arXiv:2602.16961,
+for verifiers that also read the off-path probabilities, as HSD does).
 """
 
 from __future__ import annotations
