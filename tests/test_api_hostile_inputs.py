@@ -611,7 +611,7 @@ _NAMED = re.compile(r"^[A-Za-z_][\w.\[\]]*( and [A-Za-z_]\w*)?( \(\w+\))?: ")
 EXEMPT = {
     **{f"theory.{n}": "a constant (names of schemes, rules, scores)"
        for n in ("SCHEMES", "RULES", "RULE_PARAMS", "TREE_RULES", "SCORES", "BLOCK_SCHEMES",
-                 "LLR_SCORES", "LLR_REWEIGHTS", "LLR_NULL_METHODS")},
+                 "LLR_SCORES", "LLR_REWEIGHTS", "LLR_NULL_METHODS", "HSD_ACCEPTANCES")},
     **{f"sim.{n}": "a constant (names of schemes and decoders)"
        for n in ("SAMPLERS", "DECODERS", "DECODER_SCHEME")},
     **{name: "a frozen result record built by the library (fields are not validated)"
