@@ -55,8 +55,7 @@ def first_blocks():
 def test_mean_block_length_equals_the_exact_value(first_blocks):
     """z-test of the mean tokens of the first block against ``hsd_block_tokens``: |z| <= 5
     (false-failure probability 5.7e-7).  Power: token-wise speculative sampling's exact value
-    is more than 20 standard errors away, and so is the value of the released code's
-    uncapped full-block test on this pair."""
+    is more than 20 standard errors away."""
     k = np.array([e[0] for e in first_blocks.emitted_per_block], dtype=float)
     se = k.std(ddof=1) / np.sqrt(k.size)
     exact = hsd_block_tokens(*_fns(TARGET, DRAFT), [1], L=L, context_length=1)

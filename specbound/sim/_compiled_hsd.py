@@ -52,17 +52,23 @@ JIT_IEEE = dict(JIT, fastmath=False)
 def hsd_caps(P, Q, xs, ell, cs):
     """The capped joint ratios ``c_0..c_ell`` of the draft path ``xs`` into ``cs``:
     ``c_k = R_k / max(1, R_1..R_k)``, computed from the joint log-ratio ``log R_k`` and its
-    running maximum (``log 0 = -inf`` gives ``c = 0`` after a draft the target excludes)."""
+    running maximum (``log 0 = -inf`` gives ``c = 0`` after a draft the target excludes; a
+    draft of draft probability 0, which the samplers never draw, makes ``R_k`` the new
+    maximum: ``c_k = 1``, and the later caps are taken relative to it)."""
     cs[0] = 1.0
     lr = 0.0
     lm = 0.0
     for k in range(1, ell + 1):
         x = xs[k - 1]
         px = P[k - 1, x]
+        qx = Q[k - 1, x]
         if px <= 0.0:
             lr = -np.inf
+        elif qx <= 0.0 and lr != -np.inf:
+            lr = 0.0
+            lm = 0.0
         elif lr != -np.inf:
-            lr += np.log(px) - np.log(Q[k - 1, x])
+            lr += np.log(px) - np.log(qx)
         if lr > lm:
             lm = lr
         cs[k] = np.exp(lr - lm) if lr != -np.inf else 0.0
