@@ -558,6 +558,7 @@ DECODER_STYLE = {
     "mse": ("tab:green", "^"),
     "mse_pseudo": ("tab:olive", "P"),
     "blockver": ("darkslategray", "d"),
+    "hsd": ("mediumseagreen", "p"),
 }
 
 #: one colour per verification rule of ``specbound.theory.RULES`` (lossless is black), and
