@@ -48,7 +48,10 @@ _REAL_RUNS = {"--target": ["", "/does/not/exist", "not a model id!"],
 #: study -> flag -> values (a string: that flag's value; a list: further argv after it)
 INVALID = {
     "bounds_vs_drafts": {"--vocab": [*_INT, "1", "1000000000"], "--B": [*_INTS, "1025"],
-                         "--tv": [*_REALS, "5", "0", "1.5"], "--zipf": [*_REAL, "-1"]},
+                         # a TV the noisy drafts of the target cannot reach (at most
+                         # 0.997 at the quick --vocab, 0.68 at --vocab 2; none for a steep Zipf law)
+                         "--tv": [*_REALS, "5", "0", "1.5", "1", ["0.9", "--vocab", "2"]],
+                         "--zipf": [*_REAL, "-1", "1e12", "1e300", "100"]},
     "efficiency_frontier": {"--vocab": [*_INT, "1"], "--targets": _POS,
                             "--ell": [*_REALS, "0", "2", "-0.1"]},
     "fidelity_entropy": {"--vocab": [*_INT, "1"], "--prompts": _POS, "--tokens": _POS,
@@ -67,11 +70,15 @@ INVALID = {
                     "--D": [*_INTS, "1000000000"],
                     "--tv": [*_REAL, "2", "-1"]},
     "real_bounds": {"--log": ["/does/not/exist", "", "/"], "--B": [*_INTS, "257"],
-                    "--contexts": [*_INT, "-1"], "--mc-contexts": [*_INT, "-1"],
+                    # more contexts than the shipped log's 569, Monte Carlo contexts
+                    # beyond --contexts (12 in quick mode) or beyond the log
+                    "--contexts": [*_INT, "-1", "570"],
+                    "--mc-contexts": [*_INT, "-1", "13", ["6", "--contexts", "5"],
+                                      ["570", "--contexts", "0"]],
                     "--trials": [*_POS, str(2**34 + 1)]},
     "real_crosscheck": _REAL_RUNS,
     "real_ngram": _REAL_RUNS,
-    "real_lossy": {"--log": ["/does/not/exist", "", "/"], "--contexts": [*_INT, "-1"]},
+    "real_lossy": {"--log": ["/does/not/exist", "", "/"], "--contexts": [*_INT, "-1", "570"]},
     "real_watermarks": {**_REAL_RUNS, "--L": [*_INTS, "1025"], "--B": [*_INTS, "257"],
                         "--T": [*_INTS, "7", ["64", "--tokens", "32"]],
                         "--T-subst": [*_INTS, "7"]},
