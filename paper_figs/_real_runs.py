@@ -691,7 +691,53 @@ def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = Tru
     configs = [(sp.id, (s, sp)) for sp in order]
     df = wc.study_sweep(configs, worker, store, quick=s.quick, executor=executor, desc=desc,
                         progress=progress)
-    return df[df["config"].isin({sp.id for sp in specs})].reset_index(drop=True)
+    df = df[df["config"].isin({sp.id for sp in specs})].reset_index(drop=True)
+    report_prompts(desc, df, s)
+    return df
+
+
+def prompts_used(df: pd.DataFrame, s: RealSettings) -> dict[str, int]:
+    """The prompts of each prompt set of ``s`` that the runs ``df`` decoded: at most
+    ``s.per_set``, fewer where fewer of the drawn prompts fit the set's prompt limit
+    (:meth:`RealSettings.prompt_limit`; e.g. 16 of the 31 summarisation prompts fit 640
+    tokens)."""
+    if df.empty or not {"prompt_set", "prompt"} <= set(df.columns):
+        return dict.fromkeys(s.sets, 0)
+    seen = df[["prompt_set", "prompt"]].drop_duplicates()["prompt_set"].value_counts()
+    return {name: int(seen.get(name, 0)) for name in s.sets}
+
+
+def shortfall_text(s: RealSettings, used: dict[str, int]) -> list[str]:
+    """One sentence per prompt set of ``s`` that gave fewer prompts than the ``s.per_set``
+    asked (:func:`prompts_used`), saying how many were used and why; empty if none."""
+    out = []
+    for name in s.sets:
+        n = used.get(name, 0)
+        if n < s.per_set:
+            flag = "--summary-prompt-tokens" if name == SUMMARIZE_SET else "--prompt-tokens"
+            out.append(f"prompt set {name}: {n} prompts used, not the {s.per_set} asked: only "
+                       f"{n} of the prompts drawn fit its {s.prompt_limit(name)}-token limit "
+                       f"({flag})")
+    return out
+
+
+#: the shortfalls already said in this process (:func:`report_prompts`: once per study and
+#: settings, not once per group of runs)
+_SAID: set = set()
+
+
+def report_prompts(desc: str, df: pd.DataFrame, s: RealSettings) -> None:
+    """Say on stderr (``[DESC] ...``, once per study and settings) every prompt set of ``s``
+    from which the runs ``df`` decoded fewer prompts than asked (:func:`shortfall_text`):
+    never a silent shortfall; the study's tables record the numbers used (``n_prompts``)."""
+    from paper_figs._common import note
+
+    name = desc.split(" ", 1)[0]
+    for text in shortfall_text(s, prompts_used(df, s)):
+        key = (name, s.target, s.prompt_seed, text)
+        if key not in _SAID:
+            _SAID.add(key)
+            note(name, text)
 
 
 def parse(text, dtype=float) -> np.ndarray:

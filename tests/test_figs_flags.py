@@ -85,7 +85,8 @@ INVALID = {
     # (the quick run reads the summarisation set alone: its limit is the one that counts)
     "real_wm_rouge": {**_REAL_RUNS, "--prompt-tokens": _POS,
                       "--summary-prompt-tokens": [*_POS, "9000"],
-                      "--summaries": [*_POS, "65"], "--floor": [*_INT, "1", "1001"],
+                      # (31 ShareGPT prompts ask for a summary)
+                      "--summaries": [*_POS, "65", "32"], "--floor": [*_INT, "1", "1001"],
                       "--tau": [*_REALS, "0", "1e-4", "1", "0.5,2.5"]},
     "theorem1_study": {"--draws": _POS, "--vocab": [*_INT, "1"],
                        "--zipf": [*_REALS[:3], "-1", "1.1,1.2"],
@@ -345,3 +346,32 @@ def test_theory_prompts_default_is_cut_to_the_prompts_a_given_one_is_checked():
         _common.resolve_params(params, False, {"prompts": 24})
         with pytest.raises(ValueError, match=r"^theory_prompts: 30 exceeds --prompts 24$"):
             _common.resolve_params(params, False, {"prompts": 24, "theory_prompts": 30})
+
+
+def test_a_prompt_set_that_gives_fewer_prompts_than_asked_is_said(capsys):
+    """The real-model runs take the first ``--prompts`` (``--summaries``) prompts of each set
+    that fit its prompt limit; a set with fewer is said on stderr, once per study, and
+    ``real_wm_rouge`` records the numbers (``n_prompts`` against ``prompts_asked``) and says
+    it under its table."""
+    import pandas as pd
+
+    from paper_figs import _real_runs as rr
+    from paper_figs import real_wm_rouge as rw
+
+    s = rr.settings(False, prompts=30)
+    sets = ["humaneval"] * 30 + [rr.SUMMARIZE_SET] * 16 + ["sharegpt"] * 30
+    df = pd.DataFrame({"prompt_set": sets, "prompt": range(76)})
+    df = pd.concat([df, df])  # two configurations decode the same prompts
+    assert rr.prompts_used(df, s) == {"humaneval": 30, "sharegpt": 30, rr.SUMMARIZE_SET: 16}
+    for _ in range(2):
+        rr.report_prompts("real_test (plain samples)", df, s)
+    err = capsys.readouterr().err
+    assert err == (f"[real_test] prompt set {rr.SUMMARIZE_SET}: 16 prompts used, not the 30 "
+                   f"asked: only 16 of the prompts drawn fit its 640-token limit "
+                   f"(--summary-prompt-tokens)\n")
+    cells = pd.DataFrame({"row_type": "cell", "prompt_set": [rr.SUMMARIZE_SET, "humaneval"],
+                          "n_prompts": [16, 30], "prompts_asked": [30, 30]})
+    assert rw._shortfall_lines(cells) == [
+        "", f"Prompt set {rr.SUMMARIZE_SET}: 16 prompts used, not the 30 asked (only 16 of "
+            "the prompts drawn fit its prompt limit)."]
+    assert rw._shortfall_lines(cells.assign(n_prompts=30)) == []
