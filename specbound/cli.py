@@ -284,7 +284,8 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
                    help="weights' dtype (default: the checkpoint's)")
     g.add_argument("--temperature", type=_temperature, default=1.0,
                    help=f"shared temperature (>= {MIN_TEMPERATURE:g}; default 1)")
-    g.add_argument("--top-k", type=_int_in(1), default=None, help="shared top-k (default: none)")
+    g.add_argument("--top-k", type=_int_in(1, INT64_MAX), default=None,
+                   help="shared top-k, at most the target's vocabulary (default: none)")
     g.add_argument("--top-p", type=_top_p, default=None,
                    help="shared top-p in (0, 1] (default: none)")
     g.add_argument("--threads", type=_threads, default=None,
@@ -343,7 +344,8 @@ def _check_device(args) -> None:
 
 
 def _check_drafts(args, specs, flag: str) -> list[str]:
-    """Parse draft specs; returns their canonical texts (duplicates dropped)."""
+    """Parse draft specs; returns their canonical texts (a draft given twice, also as
+    another text of the same spec, is refused: each is measured or logged once)."""
     from specbound.llm.drafts import parse_draft
 
     out = []
@@ -363,9 +365,19 @@ def _check_drafts(args, specs, flag: str) -> list[str]:
                 model_source(str(spec.value))
             except argparse.ArgumentTypeError as exc:
                 _fail(flag, f"{text[:80]!r}: {exc}")
-        if str(spec) not in out:
-            out.append(str(spec))
+        if str(spec) in out:
+            _fail(flag, f"{text[:80]!r} is given twice (as {spec}); give each draft once")
+        out.append(str(spec))
     return out
+
+
+def _check_top_k(args, meta: dict) -> None:
+    """``--top-k`` against the target's vocabulary read from its config (no weights
+    loaded): a larger top-k would silently be all the tokens."""
+    vocab = meta.get("vocab_size")
+    if args.top_k is not None and isinstance(vocab, int) and args.top_k > vocab:
+        _fail("--top-k", f"{args.top_k} exceeds the target's vocabulary of {vocab} tokens "
+                         "(leave --top-k out to keep every token)")
 
 
 def _check_early_exit(meta: dict, drafts, flag: str) -> None:
@@ -677,6 +689,7 @@ def _models_run(args: argparse.Namespace) -> int:
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, specs or [], "--drafts")
+    _check_top_k(args, meta)
     kinds = _draft_kinds()
     out = {"target": meta, "draft_kinds": kinds, "measured": bool(args.measure)}
     if args.measure:
@@ -949,6 +962,7 @@ def _generate_run(args: argparse.Namespace) -> int:
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, [draft], "--draft")
+    _check_top_k(args, meta)
     limit = meta.get("context_window")
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
@@ -1182,9 +1196,13 @@ def _log_run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         _fail("--out", f"{args.out!r} exists and is not a folder")
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
+    twice = next((x for i, x in enumerate(args.sets) if x in args.sets[:i]), None)
+    if twice is not None:
+        _fail("--sets", f"{twice!r} is given twice; give each prompt set once")
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, specs or [], "--drafts")
+    _check_top_k(args, meta)
     texts, labels = [], []
     for name in args.sets:
         try:
@@ -1200,6 +1218,13 @@ def _log_run(args: argparse.Namespace) -> int:
     _check_profile_memory(args, meta, specs or _LOG_DEFAULT_DRAFT_KINDS,
                           prompt_tokens + args.max_new_tokens, "--max-new-tokens",
                           scored=args.max_new_tokens)
+    try:  # the folder can be written before the model loads
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        _fail("--out", f"{args.out[:200]!r}: cannot write a log there "
+                       f"({exc.strerror or type(exc).__name__})")
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         if specs is None:

@@ -151,6 +151,9 @@ BAD = [
     (["models", "--threads", "0"], "--threads"),
     (["models", "--device", "meta"], "--device"),
     (["models", "--target", "./nope"], "--target"),
+    # a draft given twice (also as another text of the same spec) is refused, not dropped
+    (["models", "--measure", "--drafts", "temperature:1", "temperature:1.0"], "--drafts"),
+    (["models", "--top-k", "99999999999999999999"], "--top-k"),
     # log
     (["log"], "--out"),
     (["log", "--out", str(ROOT / "pyproject.toml")], "--out"),
@@ -160,6 +163,11 @@ BAD = [
     (["log", "--out", "/tmp/x", "--max-stored", "0"], "--max-stored"),
     (["log", "--out", "/tmp/x", "--drafts", "bogus:1"], "--drafts"),
     (["log", "--out", "/tmp/x", "--temperature", TINY], "--temperature"),
+    (["log", "--out", "/tmp/x", "--sets", "humaneval", "humaneval"], "--sets"),
+    (["log", "--out", "/tmp/x", "--drafts", "quantized:4", "quantized:4"], "--drafts"),
+    # a folder that cannot be written is refused before the model loads
+    (["log", "--out", "/proc/no-such-log"], "--out"),
+    (["log", "--out", str(ROOT / "pyproject.toml" / "log")], "--out"),
     # check-sampler (tests/test_testing_cli.py holds its runs)
     (["check-sampler", "specbound.testing.gallery:sd_step"], "--protocol"),
     (["check-sampler", "nosuchmodule_xyz:f", "--protocol", "step"], "MODULE:FUNCTION"),
@@ -175,7 +183,11 @@ if EMBEDDED_CACHED:  # the context window is read from the cached config, not th
     BAD += [(["generate", "hi", "--key", "1", "--max-new-tokens", "9000"], "--max-new-tokens"),
             (["generate", "hi", "--key", "1", "--draft", "early_exit:999"], "--draft"),
             (["models", "--measure", "--drafts", "early_exit:31"], "--drafts"),
-            (["log", "--out", "/tmp/x", "--drafts", "early_exit:999"], "--drafts")]
+            (["log", "--out", "/tmp/x", "--drafts", "early_exit:999"], "--drafts"),
+            # a top-k above the vocabulary (49,152) would silently keep every token
+            (["generate", "hi", "--key", "1", "--top-k", "49153"], "--top-k"),
+            (["models", "--measure", "--top-k", "10000000"], "--top-k"),
+            (["log", "--out", "/tmp/x", "--top-k", "50000"], "--top-k")]
 
 
 @pytest.mark.parametrize(("argv", "flag"), BAD, ids=[" ".join(a)[:60] or "(none)"
