@@ -61,7 +61,9 @@ INVALID = {
                          "--drift-prompts": [*_INT, "1"], "--drift-T": [*_INTS, "10000"]},
     "fidelity_lossy": {"--vocab": [*_INT, "1"], "--contexts": _POS},
     "lemma1_study": {"--vocab": [*_INT, "1"], "--targets": _POS,
-                     "--p-base": [*_REALS, "2", "-0.1"], "--eps": [*_REALS, "1.5", "-1"]},
+                     "--p-base": [*_REALS, "2", "-0.1"],
+                     # (an η-sampling ε is in the open interval (0, 1))
+                     "--eps": [*_REALS, "1.5", "-1", "0", "1", "-0", "0.1,1"]},
     "lenience_study": {"--draws": _POS, "--directions": _POS,
                        "--ell": [*_REALS, "0", "1.01"]},
     "lossy_gallery": {"--draws": _POS, "--vocab": [*_INT, "1"],
