@@ -54,8 +54,11 @@ INVALID = {
                          "--zipf": [*_REAL, "-1", "1e12", "1e300", "100"]},
     "efficiency_frontier": {"--vocab": [*_INT, "1"], "--targets": _POS,
                             "--ell": [*_REALS, "0", "2", "-0.1"]},
-    "fidelity_entropy": {"--vocab": [*_INT, "1"], "--prompts": _POS, "--tokens": _POS,
-                         "--entropy": [*_REALS, "-1", "100"], "--B": [*_INTS, "1025"],
+    "fidelity_entropy": {"--vocab": [*_INT, "1", "50001"], "--prompts": _POS,
+                         "--tokens": _POS,
+                         # entropies the calibrated LMs do not reach (0; below ~1.6e-11)
+                         "--entropy": [*_REALS, "-1", "100", "0,0.47,2", "1e-300,0.47,2"],
+                         "--B": [*_INTS, "1025"],
                          "--L": [*_INTS, "1025"], "--contexts": _POS,
                          "--drift-entropy": [*_REALS, "0.123"],
                          "--drift-prompts": [*_INT, "1"], "--drift-T": [*_INTS, "10000"]},
