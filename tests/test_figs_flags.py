@@ -70,10 +70,10 @@ INVALID = {
     "lenience_study": {"--draws": _POS, "--directions": _POS,
                        "--ell": [*_REALS, "0", "1.01"]},
     "lossy_gallery": {"--draws": _POS, "--vocab": [*_INT, "1"],
-                      "--tv": [*_REAL, "-0.1", "1.5"], "--seed": [*_INT, "-1"]},
+                      "--tv": [*_REAL, "-0.1", "1.5", "1"], "--seed": [*_INT, "-1"]},
     "prop1_study": {"--depth": [*_POS, "1000000"], "--vocab": [*_INT, "1"],
                     "--D": [*_INTS, "1000000000"],
-                    "--tv": [*_REAL, "2", "-1"]},
+                    "--tv": [*_REAL, "2", "-1", "1"]},
     "real_bounds": {"--log": ["/does/not/exist", "", "/"], "--B": [*_INTS, "257"],
                     # more contexts than the shipped log's 569, Monte Carlo contexts
                     # beyond --contexts (12 in quick mode) or beyond the log
