@@ -94,8 +94,11 @@ INVALID = {
                       "--summaries": [*_POS, "65", "32"], "--floor": [*_INT, "1", "1001"],
                       "--tau": [*_REALS, "0", "1e-4", "1", "0.5,2.5"]},
     "theorem1_study": {"--draws": _POS, "--vocab": [*_INT, "1"],
-                       "--zipf": [*_REALS[:3], "-1", "1.1,1.2"],
-                       "--tv": [*_REALS[:3], "2", "0.1,0.2", ["0.3,0.3", "--zipf", "1,1"]]},
+                       # (a TV the pair's noisy draft does not reach: none for a steep
+                       # Zipf target, below 0.993 for the first default pair)
+                       "--zipf": [*_REALS[:3], "-1", "1.1,1.2", "1e12,1.1,1.5"],
+                       "--tv": [*_REALS[:3], "2", "0.1,0.2", ["0.3,0.3", "--zipf", "1,1"],
+                                "1,0.5,0.7", "0.999999,0.5,0.7"]},
     "wm_detection": {"--T": [*_INTS, "13"], **_WM, "--null-texts": _POS, "--null-keys": _POS,
                      "--acc-tokens": [*_POS, "11", "1e999", "-3", "100001"],
                      "--acc-noise": [*_REALS, "-1"], "--acc-T": [*_INTS, "13"]},
