@@ -456,14 +456,14 @@ def _read_utf8(data: bytes, what: str) -> str:
                        f"{exc.start})") from None
 
 
-def _read_stdin(what: str, limit: int | None = None) -> str:
+def _read_stdin(what: str, limit: int | None = None, flag: str | None = "--max-bytes") -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream without bytes (e.g. io.StringIO in tests)
         text = sys.stdin.read() if limit is None else sys.stdin.read(limit + 1)
-        _check_size(len(text.encode("utf-8", "surrogatepass")), limit, what)
+        _check_size(len(text.encode("utf-8", "surrogatepass")), limit, what, flag)
         return _utf8_or_fail(text, what)
     data = stream.read() if limit is None else stream.read(limit + 1)
-    _check_size(len(data), limit, what)
+    _check_size(len(data), limit, what, flag)
     return _read_utf8(data, what)
 
 
@@ -472,11 +472,15 @@ def _read_stdin(what: str, limit: int | None = None) -> str:
 MAX_TEXT_BYTES = 16 * 2**20
 
 
-def _check_size(n: int, limit: int | None, what: str) -> None:
-    """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell)."""
+def _check_size(n: int, limit: int | None, what: str, flag: str | None = "--max-bytes"
+                ) -> None:
+    """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell);
+    ``flag``: the flag that raises the limit (None: a fixed limit)."""
     if limit is not None and n > limit:
-        raise CLIError(f"{what}: longer than --max-bytes ({limit} bytes); pass a larger "
-                       f"--max-bytes to read more")
+        if flag is None:
+            raise CLIError(f"{what}: longer than {limit} bytes")
+        raise CLIError(f"{what}: longer than {flag} ({limit} bytes); pass a larger "
+                       f"{flag} to read more")
 
 
 def _read_file(path: str, what: str, limit: int | None = None) -> str:
@@ -967,7 +971,10 @@ def _generate_run(args: argparse.Namespace) -> int:
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
                                         f"target's context window of {limit}")
-    prompt = _read_stdin("prompt (standard input)") if args.prompt == "-" else args.prompt
+    # a prompt is read up to the size of the longest text detect reads (a prompt longer
+    # than the context window fails anyway; an endless stream is not read to its end)
+    prompt = (_read_stdin("prompt (standard input)", MAX_TEXT_BYTES, None)
+              if args.prompt == "-" else args.prompt)
     if not prompt:
         _fail("prompt", "must not be empty")
     _check_generate_memory(args, meta, draft, len(prompt))

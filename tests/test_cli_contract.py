@@ -210,6 +210,16 @@ def test_binary_stdin_is_one_line(capsys, monkeypatch, no_loading, argv):
     assert "not UTF-8" in err and "offset 3" in err
 
 
+def test_generate_reads_a_bounded_prompt_from_stdin(capsys, monkeypatch, no_loading):
+    """``generate -`` reads at most ``MAX_TEXT_BYTES`` of standard input (an endless stream,
+    ``< /dev/zero``, was read until the memory ran out): one line naming the prompt."""
+    data = io.BytesIO(b"a" * (cli.MAX_TEXT_BYTES + 1))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(data))
+    code, out, err = _run(capsys, ["generate", "-", "--key", "1"])
+    _assert_one_line_error(code, out, err, "prompt (standard input): longer than 16777216 bytes")
+    assert data.tell() == cli.MAX_TEXT_BYTES + 1  # no more was read
+
+
 def test_binary_file_is_one_line(capsys, tmp_path, no_loading):
     path = tmp_path / "blob.bin"
     path.write_bytes(bytes(range(256)))
