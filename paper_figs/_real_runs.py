@@ -365,7 +365,15 @@ def context_message(v, runs, name: str = "tokens") -> str | None:
     """Why the runs do not fit the target's context window, or None (also when the config
     does not say): ``name`` ``"tokens"``, the new tokens and a block of ``L + 1`` alone do
     not fit; ``"prompt_tokens"`` / ``"summary_prompt_tokens"``, a prompt of the admitted
-    length followed by them does not."""
+    length followed by them does not, or no run reads a prompt set it limits (given for
+    nothing: e.g. ``--summary-prompt-tokens`` of a quick run, which reads ShareGPT alone)."""
+    if name != "tokens" and name in getattr(v, "changed", {}):
+        summ = name == "summary_prompt_tokens"
+        read = sorted({x for s, _ in runs(v) for x in s.sets})
+        if not any((x == SUMMARIZE_SET) == summ for x in read):
+            return (f"has no effect: this run reads no "
+                    f"{'summarisation' if summ else 'HumanEval or ShareGPT'} prompts (its "
+                    f"prompt sets: {', '.join(read)})")
     window = model_metadata(v.get("target")).get("context_window")
     if not isinstance(window, int) or window <= 0:
         return None

@@ -43,7 +43,9 @@ _WM = {"--vocab": [*_INT, "1", "50001"], "--prompts": _POS, "--tokens": [*_POS, 
 _REAL_RUNS = {"--target": ["", "/does/not/exist", "not a model id!"],
               "--draft": ["bogus:1", "temperature:0", "early_exit:0", ""],
               "--prompts": [*_POS, "65"], "--tokens": [*_POS, "8190"],
-              "--prompt-tokens": [*_POS, "9000"], "--summary-prompt-tokens": _POS}
+              "--prompt-tokens": [*_POS, "9000"],
+              # (a quick run reads ShareGPT alone: a summarisation limit has no effect)
+              "--summary-prompt-tokens": [*_POS, "300"]}
 
 #: study -> flag -> values (a string: that flag's value; a list: further argv after it)
 INVALID = {
@@ -88,7 +90,8 @@ INVALID = {
                         "--T": [*_INTS, "7", ["64", "--tokens", "32"]],
                         "--T-subst": [*_INTS, "7"]},
     # (the quick run reads the summarisation set alone: its limit is the one that counts)
-    "real_wm_rouge": {**_REAL_RUNS, "--prompt-tokens": _POS,
+    # (its quick run reads the summarisation set alone: a --prompt-tokens has no effect)
+    "real_wm_rouge": {**_REAL_RUNS, "--prompt-tokens": [*_POS, "100"],
                       "--summary-prompt-tokens": [*_POS, "9000"],
                       # (31 ShareGPT prompts ask for a summary)
                       "--summaries": [*_POS, "65", "32"], "--floor": [*_INT, "1", "1001"],
