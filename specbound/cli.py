@@ -1187,8 +1187,9 @@ def _log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0,
                    help="sampling seed (default 0)")
     p.add_argument("--no-chat", action="store_true", help="do not chat-format the prompts")
-    p.add_argument("--max-stored", type=_int_in(1), default=256,
-                   help="tokens stored per distribution (default 256; exact under top-k <= it)")
+    p.add_argument("--max-stored", type=_int_in(1, INT64_MAX), default=256,
+                   help="tokens stored per distribution, at most the target's vocabulary "
+                        "(default 256; exact under top-k <= it)")
     p.add_argument("--no-resume", action="store_true",
                    help="refuse an existing log instead of resuming it")
     _quiet_argument(p)
@@ -1210,6 +1211,10 @@ def _log_run(args: argparse.Namespace) -> int:
     meta = target_metadata(args.target)
     _check_early_exit(meta, specs or [], "--drafts")
     _check_top_k(args, meta)
+    vocab = meta.get("vocab_size")
+    if isinstance(vocab, int) and args.max_stored > vocab:
+        _fail("--max-stored", f"{args.max_stored} exceeds the target's vocabulary of {vocab} "
+                              f"tokens (--max-stored {vocab} stores every token)")
     texts, labels = [], []
     for name in args.sets:
         try:

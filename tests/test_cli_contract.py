@@ -187,7 +187,8 @@ if EMBEDDED_CACHED:  # the context window is read from the cached config, not th
             # a top-k above the vocabulary (49,152) would silently keep every token
             (["generate", "hi", "--key", "1", "--top-k", "49153"], "--top-k"),
             (["models", "--measure", "--top-k", "10000000"], "--top-k"),
-            (["log", "--out", "/tmp/x", "--top-k", "50000"], "--top-k")]
+            (["log", "--out", "/tmp/x", "--top-k", "50000"], "--top-k"),
+            (["log", "--out", "/tmp/x", "--max-stored", "1000000000000"], "--max-stored")]
 
 
 @pytest.mark.parametrize(("argv", "flag"), BAD, ids=[" ".join(a)[:60] or "(none)"
