@@ -82,6 +82,9 @@ class Param:
     choices: tuple | None = None
     #: the largest value admitted (every element of a list; e.g. 1 for a probability or a TV)
     high: float | None = None
+    #: ``low`` / ``high`` themselves refused (an open end: e.g. a TV below 1, an ε in (0, 1))
+    low_open: bool = False
+    high_open: bool = False
     #: a list holds each value once (a grid); False for lists paired element by element with
     #: another one (their pairs are checked by ``check``)
     unique: bool = True
@@ -148,10 +151,12 @@ class Param:
             raise ValueError(f"{self.name}: expected {typ.__name__}, got {v!r}") from None
         if typ is float and not math.isfinite(x):
             raise ValueError(f"{self.name}: must be a finite number, got {v!r}")
-        if self.low is not None and x < self.low:
-            raise ValueError(f"{self.name}: must be >= {self.low}, got {v!r}")
-        if self.high is not None and x > self.high:
-            raise ValueError(f"{self.name}: must be <= {self.high}, got {v!r}")
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            raise ValueError(f"{self.name}: must be {'>' if self.low_open else '>='} "
+                             f"{self.low}, got {v!r}")
+        if self.high is not None and (x >= self.high if self.high_open else x > self.high):
+            raise ValueError(f"{self.name}: must be {'<' if self.high_open else '<='} "
+                             f"{self.high}, got {v!r}")
         if self.choices is not None and x not in self.choices:
             raise ValueError(f"{self.name}: must be one of {list(self.choices)}, got {v!r}")
         return x

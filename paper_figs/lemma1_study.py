@@ -69,7 +69,8 @@ PARAMS = (
     Param("targets", "int", 8, 2, "targets per family and family parameter", low=1,
           memory=lambda v: share(v, "targets", ("vocab", "targets"), _memory(v))),
     Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0, high=1),
-    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0, high=1),
+    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons, each in (0, 1)", low=0,
+          high=1, low_open=True, high_open=True),
 )
 
 

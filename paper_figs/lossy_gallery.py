@@ -52,7 +52,8 @@ PARAMS = (
           # one table row per rule and token (row dicts, then the DataFrame): measured
           # (tracemalloc) 70 MiB at 10,000 tokens, about 730 bytes a row
           memory=lambda v: 10 * 750 * v.vocab),
-    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft", low=0, high=1),
+    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft, below 1", low=0, high=1,
+          high_open=True),
     Param("seed", "int", SEED, SEED, "seed of the draft's noise", low=0),
 )
 

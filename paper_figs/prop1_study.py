@@ -66,7 +66,8 @@ PARAMS = (
           check=lambda v: None if max(v.D) <= v.vocab else
           f"every D must be at most --vocab = {v.vocab} (a node has at most that many "
           f"children)"),
-    Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts", low=0, high=1),
+    Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts, below 1", low=0, high=1,
+          high_open=True),
 )
 
 
