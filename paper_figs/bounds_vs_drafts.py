@@ -38,7 +38,6 @@ from scipy.optimize import brentq
 from paper_figs._common import (
     BOUND_COLORS,
     Param,
-    cli,
     resolve_params,
     setup_matplotlib,
     write_table_and_figure,
@@ -192,4 +191,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)
