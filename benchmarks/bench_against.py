@@ -4,9 +4,10 @@ Run ``python -m benchmarks.bench_against [--ref REV] [--quick] [--clock wall|cpu
 DIR]`` from a git checkout.  The old kernel modules (``specbound/sim/_kernels.py`` and,
 where the commit has it, ``specbound/sim/_decode_kernels.py``) are extracted with ``git show
 REV:PATH`` into a temporary folder and imported as standalone modules next to the current
-ones; each timing alternates old and new calls on the same inputs (best of five), so a busy machine slows
-both alike and the ratio ``old/new`` stays meaningful; on a machine busier than its cores,
-``--clock cpu`` times by this process's CPU time instead of the wall clock.
+ones; each timing alternates old and new calls on the same inputs (best of five), so a
+busy machine slows both alike and the ratio ``old/new`` stays meaningful; on a machine
+busier than its cores, ``--clock cpu`` times by this process's CPU time instead of the
+wall clock.
 
 Two groups of rows:
 
