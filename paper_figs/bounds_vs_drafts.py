@@ -39,7 +39,6 @@ from paper_figs._common import (
     BOUND_COLORS,
     Param,
     check_memory,
-    cli,
     resolve_params,
     setup_matplotlib,
     write_table_and_figure,
@@ -224,4 +223,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

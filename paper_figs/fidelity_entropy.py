@@ -69,7 +69,6 @@ import pandas as pd
 from paper_figs._common import (
     Param,
     check_memory,
-    cli,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -521,4 +520,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import Param, cli, resolve_params, setup_matplotlib, write_table_and_figure
+from paper_figs._common import Param, resolve_params, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft
 from specbound.theory.lossy import distortion, induced_distribution
@@ -148,4 +148,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

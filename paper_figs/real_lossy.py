@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import out_path, resolve_params, setup_matplotlib
 from paper_figs._real_log import (
     LOG_PARAM,
     chosen_contexts,
@@ -235,4 +235,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

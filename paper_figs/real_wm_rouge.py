@@ -97,7 +97,7 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
-from paper_figs._common import Param, cli, decoder_color, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import Param, decoder_color, out_path, resolve_params, setup_matplotlib
 from specbound.sim import mean_se, rouge_l
 
 FIGURE = True
@@ -732,4 +732,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

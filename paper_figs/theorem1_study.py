@@ -40,7 +40,6 @@ import pandas as pd
 from paper_figs._common import (
     Param,
     check_memory,
-    cli,
     resolve_params,
     setup_matplotlib,
     write_table_and_figure,
@@ -200,4 +199,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

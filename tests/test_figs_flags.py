@@ -21,6 +21,7 @@ import re
 import pytest
 
 from paper_figs import _common
+from paper_figs._cli import cli
 from paper_figs.run_all import figure_modules
 
 MODULES = {m.__name__.rsplit(".", 1)[-1]: m for m in figure_modules()}
@@ -148,7 +149,7 @@ def test_invalid_study_flag_is_one_line_exit_2_before_the_study(study, flag, val
     mod = MODULES[study]
     argv = ["--quick", flag, *(value if isinstance(value, list) else [value])]
     with pytest.raises(SystemExit) as exc:
-        _common.cli(_never, mod.__doc__, mod.PARAMS, study, argv)
+        cli(_never, mod.__doc__, mod.PARAMS, study, argv)
     out, err = capsys.readouterr()
     assert exc.value.code == 2
     assert out == ""
@@ -180,7 +181,7 @@ def test_the_defaults_pass_every_check(small_memory, monkeypatch):
 def test_memory_refusal_names_the_flag_and_the_estimate(capsys, small_memory):
     mod = MODULES["prop1_study"]
     with pytest.raises(SystemExit):
-        _common.cli(_never, mod.__doc__, mod.PARAMS, "prop1_study", ["--depth", "1000000"])
+        cli(_never, mod.__doc__, mod.PARAMS, "prop1_study", ["--depth", "1000000"])
     err = capsys.readouterr().err
     assert err == ("python -m paper_figs.prop1_study: error: --depth: the study's arrays "
                    "would need about 8.9 GiB of memory, more than the 2.0 GiB available\n")
@@ -216,7 +217,7 @@ def test_every_study_refuses_arrays_larger_than_the_memory(study, flag, value, c
                                                            small_memory):
     mod = MODULES[study]
     with pytest.raises(SystemExit) as exc:
-        _common.cli(_never, mod.__doc__, mod.PARAMS, study, ["--quick", flag, value])
+        cli(_never, mod.__doc__, mod.PARAMS, study, ["--quick", flag, value])
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert re.fullmatch(rf"python -m paper_figs\.{study}: error: {flag}: the study's arrays "
@@ -254,7 +255,7 @@ def test_bad_executor_is_one_line(spec, capsys, monkeypatch):
     pytest.importorskip("distributed")
     mod = MODULES["bounds_vs_drafts"]
     with pytest.raises(SystemExit) as exc:
-        _common.cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
+        cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
                     ["--quick", "--executor", spec])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1, err
@@ -315,7 +316,7 @@ def test_real_log_studies_refuse_a_log_too_large_and_contexts_choose(tmp_path, c
     for study, all_ in (("real_lossy", []), ("real_bounds", ["--contexts", "0"])):
         mod = MODULES[study]
         with pytest.raises(SystemExit) as exc:
-            _common.cli(_never, mod.__doc__, mod.PARAMS, study, ["--log", log, *all_])
+            cli(_never, mod.__doc__, mod.PARAMS, study, ["--log", log, *all_])
         err = capsys.readouterr().err
         assert exc.value.code == 2
         assert re.fullmatch(rf"python -m paper_figs\.{study}: error: --contexts: the study's "
@@ -338,7 +339,7 @@ def test_an_executor_that_fails_to_open_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr("specbound.sweep.open_executor", broken)
     mod = MODULES["bounds_vs_drafts"]
     with pytest.raises(SystemExit) as exc:
-        _common.cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
+        cli(_never, mod.__doc__, mod.PARAMS, "bounds_vs_drafts",
                     ["--quick", "--executor", "process:1"])
     err = capsys.readouterr().err
     assert exc.value.code == 2

@@ -22,12 +22,15 @@ from specbound.sim.decode import (
     expected_block_tokens,
     speculative_decode,
 )
+from specbound.sim.decoders import DECODER_SPECS
 from specbound.sim.gof import chisquare_gof
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import key_id, keyed_uniforms
 from specbound.theory.blocks import mpfr_multiplicity_law
 
 LOSSLESS = DECODERS  # every decoder of the package is lossless
+#: the decoders that draft (every block kind but the one-token step), in registry order
+DRAFTING = [d for d in DECODERS if DECODER_SPECS[d].drafts]
 
 # ------------------------------------------------------------------- result structure
 
@@ -88,7 +91,7 @@ def test_pivots_are_the_detector_pivots(decoder, m):
 
 def test_identical_draft_accepts_every_block():
     target, _ = _pair()
-    for decoder in ("pfr", "mpfr", "vsps", "mws", "mse", "invariant", "specinfer"):
+    for decoder in DRAFTING:
         B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
         res = speculative_decode(target, target, [0], decoder, L=4, B=B, key=1,
                                  max_new_tokens=25, seed=3)
@@ -386,9 +389,8 @@ def _reconstruct_decisions(result):
     return out
 
 
-SPECULATIVE = [("vsps", 1), ("pfr", 1), ("pfr_nowm", 1), ("mws", 1), ("mse", 1),
-               ("mse_pseudo", 1), ("mpfr", 1), ("mpfr", 3), ("invariant", 3),
-               ("specinfer", 3), ("blockver", 1), ("hsd", 1)]
+#: every drafting decoder (multi-draft ones with 3 drafts), and mpfr with one draft
+SPECULATIVE = [(d, 3 if d in MULTI_DRAFT_DECODERS else 1) for d in DRAFTING] + [("mpfr", 1)]
 
 
 @pytest.mark.parametrize(("decoder", "B"), SPECULATIVE)
@@ -537,7 +539,8 @@ class _RecordingBackend(SyntheticBackend):
         super().commit(tokens)
 
 
-@pytest.mark.parametrize(("decoder", "B"), [("ar", 1), ("basic_uwm", 1)] + SPECULATIVE)
+@pytest.mark.parametrize(("decoder", "B"),
+                         [(d, 1) for d in DECODERS if d not in DRAFTING] + SPECULATIVE)
 def test_backend_protocol_calls(decoder, B):
     target, draft = _pair(n=12, eps=0.8)
     ref = speculative_decode(target, draft, [3, 4], decoder, L=3, B=B, key="k",

@@ -512,22 +512,27 @@ def _gamma_reweight(label, w) -> np.ndarray:
 class BlockRun:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
-    def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
-                 reweight="delta", unkeyed="position", residual="plain", rule=None,
+    def __init__(self, backend, prompt, args: _compiled.RunArgs, rng, rule=None,
                  rule_params=None):
+        """``args``: the validated arguments of the call (:func:`decode_run_args`: the
+        decoder's spec looked up once, the sizes, the key, the window and the options);
+        ``rng`` the call's generator; ``rule`` (with ``rule_params``) a lossy rule as the
+        verification step of the single-draft block."""
         self.backend = backend
         # a lossy rule (``rule``) is the verification step of the single-draft block
         self.rule = rule
         self.rule_spec = _lossy.rule_spec(rule) if rule is not None else None
         self.rule_params = dict(rule_params or {})
         self.verification = self.verify_sd if rule is None else self.verify_rule
+        self.spec = spec = args.spec
+        decoder, key, window = spec.name, args.key, args.window
         self.name = decoder if rule is None else f"lossy:{rule}"
         self.decoder, self.L, self.B, self.N, self.rng, self.w = (
-            decoder, L, B, N, rng, window)
-        self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
-        self.residual = residual
+            decoder, args.L, args.B, args.N, rng, window)
+        repeats, reweight = args.repeats, args.reweight
+        self.repeats, self.reweight, self.unkeyed = repeats, reweight, args.unkeyed
+        self.residual = args.residual
         self.mask = repeats == "mask"
-        self.spec = spec = decoder_spec(decoder)
         self.kind = spec.block_for(reweight)
         if rule is not None and self.kind != "single":
             raise ValueError(f"rule: a lossy rule is the verification step of the single-draft "
@@ -1261,8 +1266,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
             f"got {type(backend).__name__}"
         )
-    return BlockRun(backend, prompt, args.spec.name, args.L, args.B, args.key, args.N, rng,
-                    args.window, *args.options).run(args.max_blocks)
+    return BlockRun(backend, prompt, args, rng).run(args.max_blocks)
 
 
 def _model_window(target, draft):

@@ -96,8 +96,8 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
     ends the run after the current block.
     """
     check_rule_params(rule, params)
-    return BlockRun(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
-                rule_params=params).run()
+    return BlockRun(backend, prompt, _C.RunArgs(_VSPS, L=L, B=1, N=N), rng, rule=rule,
+                    rule_params=params).run()
 
 
 # ------------------------------------------------------------------ the compiled path
