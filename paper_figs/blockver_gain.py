@@ -261,16 +261,25 @@ def monte_carlo(target, draft, prompt, L: int, n: int, seed, bv: float, sd: floa
     out = {"mc_n": n}
     for name, k, exact in (("blockver", kb, bv), ("vsps", kv, sd)):
         est = metrics.mean_se(k)
+        se = _se_floor(est.stderr, L, n)
         out[f"mc_{name}"] = est.mean
-        out[f"se_{name}"] = est.stderr
-        out[f"z_{name}"] = _z(est.mean - exact, est.stderr)
+        out[f"se_{name}"] = se
+        out[f"z_{name}"] = _z(est.mean - exact, se)
     ratio = kb.mean() / kv.mean()
     infl = (kb - ratio * kv) / kv.mean()  # influence values of the ratio of paired means
-    se = float(infl.std(ddof=1) / np.sqrt(n))
+    se = _se_floor(float(infl.std(ddof=1) / np.sqrt(n)), L / kv.mean(), n)
     out["mc_gain"] = float(ratio)
     out["se_gain"] = se
     out["z_gain"] = _z(ratio - bv / sd, se)
     return out
+
+
+def _se_floor(se: float, span: float, n: int) -> float:
+    """A standard error of 0 from a sample in which every block gave the same value (or
+    both decoders the same tokens) is a boundary artefact, not a certainty: it becomes the
+    standard error one block deviating by the largest possible ``span`` would give,
+    ``span / n``."""
+    return se if se > 0.0 else span / n
 
 
 def positionwise_models(P, Q):
@@ -298,12 +307,12 @@ def positionwise_models(P, Q):
 def synthetic_worker(arg) -> list[dict]:
     """Exact values and Monte Carlo of one synthetic pair at every L."""
     _, family, seed, mismatch, k, Ls, vocab, n = arg
-    from specbound.sim import SyntheticLM, expected_block_tokens, next_distributions
+    from specbound.sim import SyntheticLM, expected_block_tokens
 
     target = SyntheticLM(vocab, CONTEXT_LENGTH, seed=seed, kind=family)
     draft = target.draft(mismatch, seed=100 + k)
-    p = next_distributions(target, [list(PROMPT)])[0]
-    q = next_distributions(draft, [list(PROMPT)])[0]
+    p = target.next_distribution(list(PROMPT))
+    q = draft.next_distribution(list(PROMPT))
     rows = []
     for L in Ls:
         bv = expected_block_tokens(target, draft, list(PROMPT), "blockver", L=L)
