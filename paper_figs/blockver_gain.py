@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,6 @@ from paper_figs._real_log import (
     store_signature,
     subsample,
 )
-from specbound._io import atomic_write
 from specbound.sim import metrics
 
 FIGURE = True
@@ -582,6 +582,17 @@ def plot(df: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file of the same folder and
+    ``os.replace``: a reader finds the old file or the new one, never a part."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     """Run (or resume) the sweep; write ``blockver_gain.csv``, ``.md``, ``.png`` and
     ``blockver_gain_summary.csv`` (the logged means per draft and L, :func:`logged_summary`,
@@ -590,9 +601,8 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
     csv, md, png = (out_path(out_dir, f"{NAME}{ext}") for ext in (".csv", ".md", ".png"))
     summary = out_path(out_dir, f"{NAME}_summary.csv")
     # the sweep store wrote the CSV; the others are replaced whole (never half-written)
-    atomic_write(md, table(df).encode("utf-8"))
-    atomic_write(summary, logged_summary(df).to_csv(index=False, float_format="%.17g")
-                 .encode("utf-8"))
+    _replace_text(md, table(df))
+    _replace_text(summary, logged_summary(df).to_csv(index=False, float_format="%.17g"))
     plot(df, png)
     return [png, csv, md, summary]
 
