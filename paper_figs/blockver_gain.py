@@ -3,7 +3,7 @@
 Block verification (Sun, Mendlovic, Leviathan, Aharoni, Beirami, Ro & Suresh 2024,
 arXiv:2403.10444, Alg. 2; decoder ``blockver``, ``docs/mathematics.md`` §5.7) keeps the
 longest prefix of a draft block whose residual weight ``p_i = min(p_{i-1} P(x_i)/Q(x_i), 1)``
-passes its stop coin; Sun et al. (Thm. 2) prove that no lossless verification of one draft
+passes its stop coin; Sun et al. prove that no lossless verification of one draft
 block keeps more tokens in expectation, and token-wise speculative sampling (``vsps``) keeps
 as many at ``L = 1``.  This study measures the gain, the ratio of the expected tokens per
 block ``E_blockver / E_vsps`` (1 at ``L = 1``, at least 1 always), exactly and by Monte

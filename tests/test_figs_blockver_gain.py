@@ -92,9 +92,9 @@ def test_positionwise_known_value_and_identical_models():
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 12), L=st.integers(1, 4),
        zeros=st.booleans())
 def test_gain_is_at_least_one_and_one_at_one_draft(seed, n, L, zeros):
-    """Property (Sun et al. 2024, Thm. 2; ``docs/mathematics.md`` §5.7): block verification
-    keeps at least as many tokens as token-wise speculative sampling, the same at
-    ``L = 1``; both lie in ``[1, L + 1]`` and grow with ``L``."""
+    """Property (Sun et al. 2024, arXiv:2403.10444; ``docs/mathematics.md`` §5.7): block
+    verification keeps at least as many tokens as token-wise speculative sampling, the same
+    at ``L = 1``; both lie in ``[1, L + 1]`` and grow with ``L``."""
     P, Q = _pairs(np.random.default_rng(seed), n, L, zeros)
     bv, sd = bg.positionwise_block_tokens(list(P), list(Q))
     assert bv[0] == pytest.approx(sd[0], abs=1e-14)
