@@ -50,6 +50,13 @@ _REAL_RUNS = {"--target": ["", "/does/not/exist", "not a model id!"],
 
 #: study -> flag -> values (a string: that flag's value; a list: further argv after it)
 INVALID = {
+    # (--L 20 over the default 6 tokens and --vocab 1000 at the quick L = 4 enumerate more
+    # than 1e6 draft paths for the exact value)
+    "blockver_gain": {"--log": ["/does/not/exist", "", "/"], "--L": [*_INTS, "65", "20"],
+                      "--vocab": [*_INT, "1", "1001", "1000"],
+                      "--mismatch": [*_REALS, "-1", "101"], "--blocks": [*_INT, "1"],
+                      "--real-L": [*_INTS, "6"], "--contexts": [*_INT, "-1"],
+                      "--mc-contexts": [*_INT, "-1"]},
     "bounds_vs_drafts": {"--vocab": [*_INT, "1", "1000000000"], "--B": [*_INTS, "1025"],
                          # a TV the noisy drafts of the target cannot reach (at most
                          # 0.997 at the quick --vocab, 0.68 at --vocab 2; none for a steep Zipf law)
@@ -190,6 +197,7 @@ def test_memory_refusal_names_the_flag_and_the_estimate(capsys, small_memory):
 #: (study, flag, huge value): one run per study whose estimated arrays exceed the 2 GiB set
 #: here, refused as the command line is parsed (the flag named is the one made large)
 HUGE = [("bounds_vs_drafts", "--vocab", "1000000000"),
+        ("blockver_gain", "--blocks", "1000000000"),
         ("lenience_study", "--draws", "10000000000"),
         ("lenience_study", "--directions", "1000000000"),
         ("theorem1_study", "--draws", "1000000000"),
