@@ -44,6 +44,7 @@ from specbound.sim import _compiled_hsd as _HS
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
+from specbound.sim import _records as _R
 from specbound.sim._config import JIT
 from specbound.sim._model_kernels import (
     add_field,
@@ -91,8 +92,7 @@ MODEL_MARKOV = 1
 #: the compiled form of a model (:func:`model_spec`): its kind (``MODEL_*``), the integer,
 #: unsigned and float parameters and base logits of a ``SyntheticLM``, the quantile table
 #: (``SyntheticLM``) or transition matrix (``MarkovLM``), the initial law, the first-order rows
-Model = namedtuple("Model", ("kind", "ints", "uints", "floats", "base", "matrix", "initial",
-                             "rows"))
+Model = namedtuple("Model", _R.MODEL_FIELDS)
 
 # ------------------------------------------------------------------ models
 
@@ -134,12 +134,12 @@ def model_spec(model, unwrap_cached=False):
 def model_probs(m, ctx, out):
     """Next-token distribution of the compiled model ``m`` after ``ctx`` into ``out``
     (bit for bit the model's ``next_distribution``)."""
-    if m[0] == MODEL_SYNTHETIC:
-        synthetic_probs_rows(m[1], m[2], m[3], m[4], m[5][0], m[7], ctx, out)
+    if m.kind == MODEL_SYNTHETIC:
+        synthetic_probs_rows(m.ints, m.uints, m.floats, m.base, m.matrix[0], m.rows, ctx, out)
     elif ctx.shape[0] == 0:
-        out[:] = m[6]
+        out[:] = m.initial
     else:
-        out[:] = m[5][ctx[ctx.shape[0] - 1]]
+        out[:] = m.matrix[ctx[ctx.shape[0] - 1]]
 
 
 @njit(**JIT)
@@ -148,16 +148,16 @@ def model_partial(m, ctx, S):
     before its own noise field: ``S = base + w sum_{k=1}^{m} g^(k)`` (the first steps of
     :func:`specbound.sim._model_kernels.synthetic_logits`, the same operations in the same
     order).  A target and a draft with the same fields share it (:func:`shares_fields`)."""
-    w = m[3][0] / np.sqrt(m[1][1] + 1.0)
+    w = m.floats[0] / np.sqrt(m.ints[1] + 1.0)
     k0 = 1
-    if m[7].shape[0] == S.shape[0] and m[1][1] >= 1 and ctx.shape[0] > 0:
+    if m.rows.shape[0] == S.shape[0] and m.ints[1] >= 1 and ctx.shape[0] > 0:
         # the first-order rows (SyntheticLM._rows): base + w g^(1), the same numbers
-        S[:] = m[7][ctx[ctx.shape[0] - 1]]
+        S[:] = m.rows[ctx[ctx.shape[0] - 1]]
         k0 = 2
     else:
-        S[:] = m[4]
-    for k in range(k0, m[1][1] + 1):
-        add_field(m[1][0], window_label(m[2][0], k, ctx), w, m[5][0], S)
+        S[:] = m.base
+    for k in range(k0, m.ints[1] + 1):
+        add_field(m.ints[0], window_label(m.uints[0], k, ctx), w, m.matrix[0], S)
 
 
 @njit(**JIT)
@@ -165,9 +165,10 @@ def model_finish(m, ctx, S, logits, out):
     """The distribution of a Gaussian ``SyntheticLM`` from its shared sum ``S``: its own
     noise field, temperature, top-k and softmax; bit for bit :func:`model_probs`."""
     logits[:] = S
-    if m[3][2] > 0.0:
-        add_field(m[1][0], window_label(m[2][1], m[1][2], ctx), m[3][2], m[5][0], logits)
-    finalize_probs(logits, m[3][3], m[1][3], out)
+    if m.floats[2] > 0.0:
+        add_field(m.ints[0], window_label(m.uints[1], m.ints[2], ctx), m.floats[2], m.matrix[0],
+                  logits)
+    finalize_probs(logits, m.floats[3], m.ints[3], out)
 
 
 @njit(**JIT)
@@ -339,21 +340,15 @@ def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_
 #: looked for), the sizes, the keys as words, and the verification step of the single-draft
 #: block (``vstep`` -1: speculative sampling's own step; else a lossy rule's code with its
 #: constants ``fpar, ipar, jud, alw``, :mod:`specbound.sim._compiled_lossy`)
-Run = namedtuple("Run", (
-    "kind", "keyed", "kcoin", "reweighted", "gamma", "mask", "fresh", "kres", "skipmode",
-    "track_skip", "N", "L", "B", "max_blocks", "window", "kdw", "adw", "person",
-    "store_drafts", "share", "vstep", "fpar", "ipar", "jud", "alw"))
+Run = namedtuple("Run", _R.RUN_FIELDS)
 
 #: the output arrays (:func:`outputs`: one row per prompt; :func:`decode_row`: a prompt's
 #: row): per block ``emitted``, ``accepted``, ``block_ell``, ``drafts[block, :, :ell]``; per
 #: decision ``nu``, ``dec_ok``, ``dec_pos``, ``decision_skipped``; per generated token
 #: ``pivots``, ``skipped``; ``counts = (target evals, draft evals, target contexts, draft
 #: contexts)``
-Out = namedtuple("Out", ("emitted", "accepted", "nu", "dec_ok", "dec_pos", "pivots", "drafts",
-                         "block_ell", "counts", "skipped", "decision_skipped"))
+Out = namedtuple("Out", _R.OUT_FIELDS)
 
-#: one prompt: its tokens (prompt then generated), PCG64 state, prompt length, run label
-Prompt = namedtuple("Prompt", ("tokens", "st", "n0", "run_label"))
 
 #: the work arrays of one prompt (:func:`_work`): distributions (``P`` target, ``Q`` drafts,
 #: ``QN`` per trie node, ``QS`` of skipped contexts, ``SN`` shared back-off sums, ``LG``
@@ -361,15 +356,8 @@ Prompt = namedtuple("Prompt", ("tokens", "st", "n0", "run_label"))
 #: (``parent, ntok, depth, mult, nfirst, nlab, labset, nskip, nskset, nslot, ncands,
 #: has_s``), the drafts (``paths, dnode, buf, seen, active, cands, u_acc, leaf_rows,
 #: order, sks, labs``), the block's uniforms (``us, ulabels``) and the label state
-#: (``scr``; ``pre/pst`` the key's prefix hash, ``apre/apst`` the second key's)
-Work = namedtuple("Work", (
-    "P", "LG", "Q", "QN", "QS", "SN", "GU", "GP", "GQ", "W", "T", "NU",
-    "parent", "ntok", "depth", "mult", "nfirst", "nlab", "labset", "nskip", "nskset", "nslot",
-    "ncands", "has_s", "paths", "dnode", "buf", "seen", "active", "cands", "u_acc",
-    "leaf_rows", "order", "sks", "labs", "us", "ulabels", "scr", "pre", "pst", "apre",
-    "apst"))
-
-
+#: (``scr``; ``pre/pst`` the key's prefix hash, ``apre/apst`` the second key's), as a
+#: :class:`~specbound.sim._records.WorkRef` (fields ``_records.WORK_FIELDS``)
 @njit(**JIT)
 def _work(R, n):
     """The zeroed / empty work arrays of one prompt (sizes from the run ``R``)."""
@@ -384,7 +372,7 @@ def _work(R, n):
     g = n if R.gamma else 1
     lossy = n if R.vstep >= 0 else 1
     nnu = n if R.vstep == RULE_CONTRASTIVE else 1
-    return Work(
+    return _R.WorkRef(
         np.empty(n), np.empty(n), np.empty((nq, n)), np.empty((nqn, n)), np.empty((ns, n)),
         np.empty((nsn, n)), np.empty(g), np.empty(g), np.empty(g),
         np.empty(lossy), np.empty(lossy), np.empty(nnu),
@@ -470,13 +458,13 @@ def block_token(R, tm, dm, w, O, pr, gen, ndec, nblk):
     O.counts[2] += 1
     model_probs(tm, pr.tokens[:hlen], w.P)
     if not R.keyed:
-        y = _K.categorical(w.P, pcg_double(pr.st))
+        y = _K.categorical(w.P, pcg_double(pr.state))
         gen = _emit(O, pr, gen, y, np.nan, False)
         return gen, ndec, 1, 0
     lab = _clock_label(R, w, pr, hlen, hlen)
     ug = 0.0
     if R.gamma or R.skipmode:  # one unkeyed uniform per token
-        ug = pcg_double(pr.st)
+        ug = pcg_double(pr.state)
     sk = _skipped(R, pr, hlen)
     y, piv = _keyed_token(R, w, pr, w.P, lab, sk, ug, hlen, hlen)
     gen = _emit(O, pr, gen, y, piv, sk)
@@ -522,10 +510,10 @@ def _tree_draft(R, dm, w, O, pr, hlen, ell):
     lev0 = 0
     lev1 = 1
     if R.skipmode:
-        pcg_doubles(pr.st, w.us[:3 * R.B * (ell + 1)])
+        pcg_doubles(pr.state, w.us[:3 * R.B * (ell + 1)])
     if R.fresh:
         for i in range(ell + 1):
-            w.ulabels[i] = pcg_next(pr.st)
+            w.ulabels[i] = pcg_next(pr.state)
     for d in range(ell):
         O.counts[1] += 1
         O.counts[3] += lev1 - lev0
@@ -754,7 +742,7 @@ def _verify_rule(R, w, pr, qv, x, s):
     if w.us[3 * s + 1] < _CL.accept_prob(vstep, P, qv, w.NU, x, R.fpar, R.jud, R.alw, gate):
         return x, True, 0
     y = _CL.correction(vstep, P, qv, w.NU, R.fpar, R.ipar, R.jud, R.alw, w.us[3 * s + 2],
-                       pr.st, w.W)
+                       pr.state, w.W)
     return y, False, 0
 
 
@@ -765,7 +753,7 @@ def block_single(R, tm, dm, w, O, pr, gen, ndec, nblk):
     error)``."""
     hlen = pr.n0 + gen
     ell = R.L if R.L < R.N - gen else R.N - gen
-    pcg_doubles(pr.st, w.us[:3 * (ell + 1)])
+    pcg_doubles(pr.state, w.us[:3 * (ell + 1)])
     _single_draft(R, dm, w, O, pr, hlen, ell, nblk)
     k = 0
     for s in range(ell):
@@ -883,9 +871,9 @@ def _paths_block(R, tm, dm, w, O, pr, gen, ndec, nblk, gls):
     ell = R.L if R.L < R.N - gen else R.N - gen
     if gls:
         for s in range(ell + 1):
-            w.ulabels[s] = pcg_next(pr.st)
+            w.ulabels[s] = pcg_next(pr.state)
     else:
-        pcg_doubles(pr.st, w.us[:3 * B * (ell + 1)])
+        pcg_doubles(pr.state, w.us[:3 * B * (ell + 1)])
     nn = _paths_draft(R, dm, w, O, pr, hlen, ell, nblk, gls)
     O.counts[0] += 1
     O.counts[2] += nn
@@ -960,7 +948,7 @@ def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
     ell = R.L if R.L < room else room
     n = w.P.shape[0]
     us = np.empty(3 * (ell + 1))
-    pcg_doubles(pr.st, us)
+    pcg_doubles(pr.state, us)
     Q = np.empty((ell, n))
     P = np.empty((ell + 1, n))
     xs = np.empty(ell, np.int64)
@@ -1104,14 +1092,19 @@ def decode_one(R, tm, dm, tokens, n0, st, O):
     ``ValueError`` (no fall-through).
     """
     _check_run(R)
+    # the records by reference from here on (one pointer per argument: _records)
+    R = _R.RunRef(*R)
+    tm = _R.ModelRef(*tm)
+    dm = _R.ModelRef(*dm)
+    O = _R.OutRef(*O)
     kind = R.kind
-    n = tm[4].shape[0] if tm[0] == MODEL_SYNTHETIC else tm[5].shape[1]
+    n = tm.base.shape[0] if tm.kind == MODEL_SYNTHETIC else tm.matrix.shape[1]
     w = _work(R, n)
     if R.keyed and R.window < 0:
         _prefix_start(R.kdw, R.person, w.pre, w.pst, tokens, n0)
     if R.kcoin and R.window < 0:
         _prefix_start(R.adw, R.person, w.apre, w.apst, tokens, n0)
-    pr = Prompt(tokens, st, n0, pcg_next(st))
+    pr = _R.PromptRef(tokens, st, n0, pcg_next(st))
     gen = 0
     nblk = 0
     ndec = 0
