@@ -1003,7 +1003,7 @@ def block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk):
     ell = R.L if R.L < room else room
     n = w.P.shape[0]
     us = np.empty(3 * (ell + 1))
-    pcg_doubles(pr.st, us)
+    pcg_doubles(pr.state, us)
     Q = np.empty((ell, n))
     P = np.empty((ell + 1, n))
     xs = np.empty(ell, np.int64)
