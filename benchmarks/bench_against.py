@@ -1,11 +1,13 @@
 """This tree's step kernels against the kernels of an older commit, in one process.
 
-Run ``python -m benchmarks.bench_against [--ref REV] [--quick] [--out DIR]`` from a git
-checkout.  The old kernel modules (``specbound/sim/_kernels.py`` and, where the commit has
-it, ``specbound/sim/_decode_kernels.py``) are extracted with ``git show REV:PATH`` into a
-temporary folder and imported as standalone modules next to the current ones; each timing
-alternates old and new calls on the same inputs (best of five), so a busy machine slows
-both alike and the ratio ``old/new`` stays meaningful.
+Run ``python -m benchmarks.bench_against [--ref REV] [--quick] [--clock wall|cpu] [--out
+DIR]`` from a git checkout.  The old kernel modules (``specbound/sim/_kernels.py`` and,
+where the commit has it, ``specbound/sim/_decode_kernels.py``) are extracted with ``git show
+REV:PATH`` into a temporary folder and imported as standalone modules next to the current
+ones; each timing alternates old and new calls on the same inputs (best of five), so a
+busy machine slows both alike and the ratio ``old/new`` stays meaningful; on a machine
+busier than its cores, ``--clock cpu`` times by this process's CPU time instead of the
+wall clock.
 
 Two groups of rows:
 
@@ -62,6 +64,13 @@ def _load_old(ref: str, tmp: Path):
     return mods
 
 
+#: the clock of the timings: wall-clock seconds, or this process's CPU seconds
+#: (``--clock cpu``: a machine busier than its cores takes the process off the CPU for
+#: stretches that a wall clock counts and a CPU clock does not)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = CLOCKS["wall"]
+
+
 def _pair_time(new, old, reps, rounds=5):
     """Best seconds per call of ``new()`` and ``old()`` (alternating, ``reps`` calls each)."""
     new()
@@ -69,15 +78,15 @@ def _pair_time(new, old, reps, rounds=5):
         old()
     bn = bo = np.inf
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = _clock()
         for _ in range(reps):
             new()
-        bn = min(bn, (time.perf_counter() - t0) / reps)
+        bn = min(bn, (_clock() - t0) / reps)
         if old is not None:
-            t0 = time.perf_counter()
+            t0 = _clock()
             for _ in range(reps):
                 old()
-            bo = min(bo, (time.perf_counter() - t0) / reps)
+            bo = min(bo, (_clock() - t0) / reps)
     return bn, (bo if old is not None else np.nan)
 
 
@@ -96,7 +105,9 @@ def decoder_rows(mods, quick):
     cands = np.empty(4, np.int64)
     K.mpfr_topk(np.uint64(5), q, 4, cands)
     ev, _ = _pair_time(lambda: target.next_distribution(ctx), None, reps)
-    old = mods.get("_decode_kernels")
+    # the decoder kernels lived in their own module in older commits
+    old = mods.get("_decode_kernels", mods.get("_kernels"))
+    old_categorical = old and getattr(old, "categorical", getattr(old, "inverse_cdf", None))
     cases = [
         ("race_argmin", lambda: K.race_argmin(next(lab), p, 0),
          old and (lambda: old.race_argmin(next(lab), p, 0))),
@@ -107,7 +118,7 @@ def decoder_rows(mods, quick):
         ("gls_argmin 4 cols", lambda: K.gls_argmin(next(lab), p, cols),
          old and (lambda: old.gls_argmin(next(lab), p, cols))),
         ("categorical", lambda: K.categorical(p, next(u)),
-         old and (lambda: old.inverse_cdf(p, next(u)))),
+         old_categorical and (lambda: old_categorical(p, next(u)))),
         ("residual_sample", lambda: K.residual_sample(p, q, next(u)),
          old and (lambda: old.residual_sample(p, q, next(u)))),
         ("specinfer_verify 4", lambda: K.specinfer_verify(p, q, cands, np.full(4, 0.999), 0.5),
@@ -120,6 +131,26 @@ def decoder_rows(mods, quick):
         rows.append(dict(group="decoder", what=what, n=vocab, B=1, new_us=tn * 1e6,
                          old_us=to * 1e6, old_over_new=to / tn, new_over_eval=tn / ev))
     return rows
+
+
+def _batch_call(mod, prep, B, chunks):
+    """A call of ``mod.batch_kernel`` on ``prep``'s pair (nothing stored), in the kernel's
+    own signature: the pairs, chunks and outputs as records (``Pairs``, ``Chunks``,
+    ``Trials``) or, in older commits, every array positionally (with or without
+    ``store_x``)."""
+    pair, start, length, labels = chunks
+    oy, ox = np.empty((1, 1), np.int64), np.empty((1, 1, 1), np.int64)
+    succ = np.zeros(pair.size, np.int64)
+    st = np.zeros(pair.size, np.int64)
+    arrays = (prep.p, prep.q, prep.qcdf, prep.targ, prep.scale, prep.fincdf, prep.ratio,
+              prep.w)
+    if hasattr(mod, "Pairs"):
+        args = (prep.code, B, mod.Pairs(*arrays), MAX_SCAN, mod.Chunks(*chunks), False, False,
+                mod.Trials(oy, ox, succ, st))
+    else:
+        stores = (False,) * (mod.batch_kernel.py_func.__code__.co_argcount - 19)
+        args = (prep.code, B, *arrays, MAX_SCAN, *chunks, *stores, oy, ox, succ, st)
+    return lambda: mod.batch_kernel(*args)
 
 
 def sampler_rows(mods, quick):
@@ -137,18 +168,9 @@ def sampler_rows(mods, quick):
                                      scheme, B)
                 trials = max(CHUNK, int((2e5 if n == 50 else 400) / (1 if quick else 0.25)
                                         / (B if scheme in ("gls", "mpfr_direct") else 1)))
-                pair, start, length, labels = _chunks(1, trials, np.random.SeedSequence(1))
-                oy, ox = np.empty((1, 1), np.int64), np.empty((1, 1, 1), np.int64)
-                succ = np.zeros(pair.size, np.int64)
-                st = np.zeros(pair.size, np.int64)
-                args = (prep.code, B, prep.p, prep.q, prep.qcdf, prep.targ, prep.scale,
-                        prep.fincdf, prep.ratio, prep.w, MAX_SCAN, pair, start, length, labels)
-
-                def new(args=args, oy=oy, ox=ox, succ=succ, st=st):
-                    K.batch_kernel(*args, False, False, oy, ox, succ, st)
-
-                def oldf(args=args, oy=oy, ox=ox, succ=succ, st=st):
-                    old.batch_kernel(*args, False, oy, ox, succ, st)
+                chunks = _chunks(1, trials, np.random.SeedSequence(1))
+                new = _batch_call(K, prep, B, chunks)
+                oldf = _batch_call(old, prep, B, chunks) if old is not None else None
 
                 tn, to = _pair_time(new, oldf if old is not None else None, 1, rounds=3)
                 rows.append(dict(group="sampler", what=scheme, n=n, B=B,
@@ -159,7 +181,9 @@ def sampler_rows(mods, quick):
     return rows
 
 
-def run(ref="b4e0818", quick=False, out_dir=None) -> Path:
+def run(ref="b4e0818", quick=False, out_dir=None, clock="wall") -> Path:
+    global _clock
+    _clock = CLOCKS[clock]
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,9 +203,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref", default="b4e0818", help="git revision with the old kernels")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="time by the wall clock or by this process's CPU time")
     ap.add_argument("--out", type=Path, default=None, help="output folder")
     args = ap.parse_args(argv)
-    run(ref=args.ref, quick=args.quick, out_dir=args.out)
+    run(ref=args.ref, quick=args.quick, out_dir=args.out, clock=args.clock)
 
 
 if __name__ == "__main__":

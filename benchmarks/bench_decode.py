@@ -45,9 +45,12 @@ speed-up would follow.  Results go to ``benchmarks/out/bench_decode.csv``.
 - ``blockver``: tokens/s of block verification (decoder ``blockver``, Sun et al. 2024,
   arXiv:2403.10444, Alg. 2) against ``vsps`` in the compiled simulator, one thread, the same
   prompts and seeds, the two decoders alternating within every round
-  (:func:`_blockver_rows`); ``ratio`` is blockver / vsps tokens/s (the target is at least
-  1 / 1.5), ``evals`` the blockver AATPS over the vsps AATPS.
-  ``python -m benchmarks.bench_decode --blockver [--quick]`` runs this group alone.
+  (:func:`_versus_vsps_rows`); ``ratio`` is blockver / vsps tokens/s (the target is at
+  least 1 / 1.5), ``evals`` the blockver AATPS over the vsps AATPS.
+  ``python -m benchmarks.bench_decode --blockver [--quick]`` runs this group alone;
+- ``hsd``: the same against ``vsps`` for lossless hierarchical speculative decoding (decoder
+  ``hsd``, Zhou et al., ICLR 2026, arXiv:2601.05724);
+  ``python -m benchmarks.bench_decode --hsd [--quick]`` runs this group alone.
 
 Each time is the best of ``--rounds`` repetitions.
 """
@@ -279,9 +282,10 @@ def _lossy_rows(n_prompts, n_new, rounds):
     return rows
 
 
-def _blockver_rows(n_prompts, n_new, rounds):
-    """``blockver`` against ``vsps`` (compiled batch, one thread, ``L = 4``) at vocabularies
-    1,000 and 50,000: per round both decoders, in alternating order; the best time of each."""
+def _versus_vsps_rows(decoder, n_prompts, n_new, rounds):
+    """``decoder`` (``blockver`` or ``hsd``) against ``vsps`` (compiled batch, one thread,
+    ``L = 4``) at vocabularies 1,000 and 50,000: per round both decoders, in alternating
+    order; the best time of each."""
     rows = []
     for vocab in (1_000, 50_000):
         target = SyntheticLM(vocab, context_length=2, seed=0)
@@ -289,35 +293,36 @@ def _blockver_rows(n_prompts, n_new, rounds):
         ps = random_prompts(n_prompts, 4, vocab, seed=4)
         kw = dict(L=L, max_new_tokens=n_new)
         aatps = {}
-        for dec in ("vsps", "blockver"):
+        for dec in ("vsps", decoder):
             aatps[dec] = speculative_decode_batch(target, draft, ps, dec,
                                                   **kw).aatps_estimate().mean
-        best = {"vsps": np.inf, "blockver": np.inf}
+        best = {"vsps": np.inf, decoder: np.inf}
         for rnd in range(rounds):
-            for dec in (("vsps", "blockver") if rnd % 2 == 0 else ("blockver", "vsps")):
+            for dec in (("vsps", decoder) if rnd % 2 == 0 else (decoder, "vsps")):
                 best[dec] = min(best[dec], _time_batch(target, draft, ps, dec, kw, 1, 1))
         n_tok = n_prompts * n_new
         rate = {d: n_tok / t for d, t in best.items()}
-        rows.append(dict(group="blockver", what="blockver/vsps", kind="gaussian",
+        rows.append(dict(group=decoder, what=f"{decoder}/vsps", kind="gaussian",
                          vocab_size=vocab, L=L, B=1, prompts=n_prompts, n_tokens=n_tok,
-                         evals=aatps["blockver"] / aatps["vsps"], seconds=best["blockver"],
-                         reference_seconds=best["vsps"], ratio=best["vsps"] / best["blockver"],
-                         tokens_per_s=rate["blockver"], reference_tokens_per_s=rate["vsps"]))
-        print(f"blockver n={vocab}: {rate['blockver']:,.0f} tok/s (AATPS "
-              f"{aatps['blockver']:.3f}), vsps {rate['vsps']:,.0f} tok/s (AATPS "
-              f"{aatps['vsps']:.3f}): ratio {best['vsps'] / best['blockver']:.2f}", flush=True)
+                         evals=aatps[decoder] / aatps["vsps"], seconds=best[decoder],
+                         reference_seconds=best["vsps"], ratio=best["vsps"] / best[decoder],
+                         tokens_per_s=rate[decoder], reference_tokens_per_s=rate["vsps"]))
+        print(f"{decoder} n={vocab}: {rate[decoder]:,.0f} tok/s (AATPS "
+              f"{aatps[decoder]:.3f}), vsps {rate['vsps']:,.0f} tok/s (AATPS "
+              f"{aatps['vsps']:.3f}): ratio {best['vsps'] / best[decoder]:.2f}", flush=True)
     return rows
 
 
-def run_blockver(quick: bool = False, out_dir: Path | None = None, rounds: int = 3) -> Path:
-    """The ``blockver`` group alone, into ``bench_decode_blockver.csv``."""
+def run_versus_vsps(decoder: str, quick: bool = False, out_dir: Path | None = None,
+                    rounds: int = 3) -> Path:
+    """The ``blockver`` or ``hsd`` group alone, into ``bench_decode_<decoder>.csv``."""
     out_dir = Path(out_dir) if out_dir is not None else Path(__file__).parent / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     small = SyntheticLM(50, seed=0)
-    for dec in ("vsps", "blockver"):  # compile
+    for dec in ("vsps", decoder):  # compile
         speculative_decode_batch(small, small.draft(0.5), [[1]], dec, L=2, max_new_tokens=4)
-    rows = _blockver_rows(4 if quick else 16, 32 if quick else 64, rounds)
-    path = write_rows(out_dir / "bench_decode_blockver.csv", rows, C_COLUMNS)
+    rows = _versus_vsps_rows(decoder, 4 if quick else 16, 32 if quick else 64, rounds)
+    path = write_rows(out_dir / f"bench_decode_{decoder}.csv", rows, C_COLUMNS)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return path
 
@@ -337,7 +342,8 @@ def run_compiled(quick: bool = False, out_dir: Path | None = None, rounds: int =
         for vocab in (1_000, 50_000):
             rows += _vocab_rows(vocab, n_prompts, n_new, rounds, kind)
     rows += _lossy_rows(n_prompts, n_new, rounds)
-    rows += _blockver_rows(n_prompts, n_new, rounds)
+    rows += _versus_vsps_rows("blockver", n_prompts, n_new, rounds)
+    rows += _versus_vsps_rows("hsd", n_prompts, n_new, rounds)
     # 2 threads vs 1 on 64 prompts
     vocab = 1_000
     target = SyntheticLM(vocab, context_length=2, seed=0)
@@ -389,9 +395,13 @@ def main(argv=None) -> Path:
                              "threads")
     parser.add_argument("--blockver", action="store_true",
                         help="only block verification against vsps (compiled, one thread)")
+    parser.add_argument("--hsd", action="store_true",
+                        help="only lossless hierarchical speculative decoding against vsps "
+                             "(compiled, one thread)")
     args = parser.parse_args(argv)
-    if args.blockver:
-        path = run_blockver(quick=args.quick, out_dir=args.out, rounds=args.rounds)
+    if args.blockver or args.hsd:
+        path = run_versus_vsps("hsd" if args.hsd else "blockver", quick=args.quick,
+                               out_dir=args.out, rounds=args.rounds)
     elif args.compiled:
         path = run_compiled(quick=args.quick, out_dir=args.out, rounds=args.rounds)
     else:

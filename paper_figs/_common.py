@@ -1,16 +1,17 @@
 """Helpers shared by the figure scripts: the command line of every study, style, output
 paths, executor.
 
-Command line (:func:`cli`): every figure script declares its grid and sizes as a table of
-:class:`Param` (name, type, full-mode default, quick-mode default, help) in ``PARAMS``; the
-table gives both the flags of ``python -m paper_figs.NAME`` (listed with their defaults by
-``--help``) and the keywords of its ``main(out_dir, quick=False, **params)``
-(:func:`resolve_params`).  A run with the defaults writes to ``paper_figs/out/`` (full) or
-``paper_figs/out-quick/`` (``--quick``); a run with other values to
-``paper_figs/out-custom/NAME-HASH/`` (HASH: a short hash of the mode and the values that
-differ from the defaults), unless ``--out`` is given.  Each run records its wall time, its
-mode and its non-default values (JSON, column ``params``) in that folder's ``timings.csv``
-(:func:`paper_figs.run_all.record_timing`), as ``paper_figs.run_all`` does.
+Command line (:func:`run_study_cli`; the entry of ``python -m paper_figs.NAME`` is
+:func:`paper_figs._cli.cli`, which adds the verdict): every figure script declares its grid
+and sizes as a table of :class:`Param` (name, type, full-mode default, quick-mode default,
+help) in ``PARAMS``; the table gives both the flags of ``python -m paper_figs.NAME`` (listed
+with their defaults by ``--help``) and the keywords of its ``main(out_dir, quick=False,
+**params)`` (:func:`resolve_params`).  A run with the defaults writes to
+``paper_figs/out/`` (full) or ``paper_figs/out-quick/`` (``--quick``); a run with other
+values to ``paper_figs/out-custom/NAME-HASH/`` (HASH: a short hash of the mode and the
+values that differ from the defaults), unless ``--out`` is given.  Each run records its
+wall time, its mode and its non-default values (JSON, column ``params``) in that folder's
+``timings.csv`` (:func:`record_timing`), as ``paper_figs.run_all`` does.
 
 Every flag is checked as the command line is parsed, by the table itself: finite numbers
 only, the range ``[low, high]`` of a :class:`Param`, each value of a grid once (``unique``),
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import hashlib
 import json
 import math
@@ -41,6 +43,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from specbound._io import atomic_write
 
 HERE = Path(__file__).resolve().parent
 #: output folder of a full run with the default parameters
@@ -82,6 +86,9 @@ class Param:
     choices: tuple | None = None
     #: the largest value admitted (every element of a list; e.g. 1 for a probability or a TV)
     high: float | None = None
+    #: ``low`` / ``high`` themselves refused (an open end: e.g. a TV below 1, an ε in (0, 1))
+    low_open: bool = False
+    high_open: bool = False
     #: a list holds each value once (a grid); False for lists paired element by element with
     #: another one (their pairs are checked by ``check``)
     unique: bool = True
@@ -148,10 +155,12 @@ class Param:
             raise ValueError(f"{self.name}: expected {typ.__name__}, got {v!r}") from None
         if typ is float and not math.isfinite(x):
             raise ValueError(f"{self.name}: must be a finite number, got {v!r}")
-        if self.low is not None and x < self.low:
-            raise ValueError(f"{self.name}: must be >= {self.low}, got {v!r}")
-        if self.high is not None and x > self.high:
-            raise ValueError(f"{self.name}: must be <= {self.high}, got {v!r}")
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            raise ValueError(f"{self.name}: must be {'>' if self.low_open else '>='} "
+                             f"{self.low}, got {v!r}")
+        if self.high is not None and (x >= self.high if self.high_open else x > self.high):
+            raise ValueError(f"{self.name}: must be {'<' if self.high_open else '<='} "
+                             f"{self.high}, got {v!r}")
         if self.choices is not None and x not in self.choices:
             raise ValueError(f"{self.name}: must be one of {list(self.choices)}, got {v!r}")
         return x
@@ -350,15 +359,26 @@ def parse_args(description: str, argv=None, table=()) -> argparse.Namespace:
     return build_parser(description, table).parse_args(argv)
 
 
-def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
-    """Command-line entry of a figure script: ``python -m paper_figs.NAME [--quick]
-    [--out DIR] [--executor SPEC] [--fresh] [--PARAM VALUE ...]`` (module docstring).  Runs
-    ``main(out, quick=..., **params)`` with the executor (:func:`study_run`: what it found
-    stored, ``--fresh``, the compute time in ``OUT/timings.csv``) and prints the files
-    written; a custom-parameters folder (``paper_figs/out-custom/NAME-HASH/``) gets its
-    ``INDEX.md`` as the default folders do under ``make reproduce``, and a folder that
-    already holds one has it written again (the verdicts and the run's mode follow the new
-    outputs); returns the output folder."""
+@dataclass(frozen=True)
+class StudyCall:
+    """What one command-line run of a study did (:func:`run_study_cli`): the study's
+    ``name``, its output folder ``out`` and whether that is a custom-parameters folder
+    (``custom``: ``paper_figs/out-custom/NAME-HASH/``, chosen because parameters differ from
+    the defaults and no ``--out`` was given)."""
+
+    name: str
+    out: Path
+    custom: bool
+
+
+def run_study_cli(main, doc: str, params=(), name: str | None = None,
+                  argv=None) -> StudyCall:
+    """The study half of the command line ``python -m paper_figs.NAME [--quick] [--out DIR]
+    [--executor SPEC] [--fresh] [--PARAM VALUE ...]`` (module docstring): parses and checks
+    the flags, runs ``main(out, quick=..., **params)`` with the executor
+    (:func:`study_run`: what it found stored, ``--fresh``, the compute time in
+    ``OUT/timings.csv``) and prints the files written.  The verdict half (``INDEX.md``)
+    is :func:`paper_figs._cli.cli`'s, the entry every study's ``__main__`` block calls."""
     name = name or getattr(main, "__module__", "study").rsplit(".", 1)[-1]
     ap = build_parser(summary_of(doc), params, prog=f"python -m paper_figs.{name}")
     args = ap.parse_args(argv)
@@ -382,16 +402,7 @@ def cli(main, doc: str, params=(), name: str | None = None, argv=None) -> Path:
         ap.error(f"--executor: {exc}")
     for path in written or []:
         print(path)
-    from paper_figs.index import INDEX, write_index
-
-    # a folder with a verdict: keep it (and its mode) current; a custom-parameters folder
-    # gets its verdict like the default folders of make reproduce
-    if custom or (Path(out) / INDEX).exists():
-        note(name, f"writing {Path(out) / INDEX} (every claim, from the CSVs) ...")
-        with heartbeat(f"[{name}]", f"writing {INDEX}"):
-            index_path, _ = write_index(out)
-        note(name, f"{index_path} {'written' if custom else 'updated'}")
-    return out
+    return StudyCall(name, out, custom)
 
 
 @contextlib.contextmanager
@@ -493,10 +504,63 @@ def study_run(name: str, run, out, *, quick: bool, fresh: bool = False, params: 
     return written
 
 
+#: the file of an output folder that records each study's compute time (the name the
+#: claims engine reads, ``paper_figs.claims.verdicts.TIMINGS``)
+TIMINGS = "timings.csv"
+
+#: the columns of :data:`TIMINGS`
+TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc", "params"]
+
+
+def _read_timings(path: Path) -> list[dict]:
+    import pandas as pd
+
+    if not path.is_file():
+        return []
+    try:
+        old = pd.read_csv(path, dtype={"params": str}, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        return []
+    if list(old.columns) == TIMING_COLUMNS[:len(old.columns)] \
+            and len(old.columns) >= TIMING_COLUMNS.index("params"):
+        return [{**{"params": ""}, **r} for r in old.to_dict("records")]
+    return []
+
+
+def recorded_seconds(out_dir, study: str, quick: bool, params: str = "") -> float | None:
+    """The seconds ``out_dir/timings.csv`` records for ``study`` run in mode ``quick`` with
+    non-default parameters ``params`` (None if it records none)."""
+    for r in _read_timings(Path(out_dir) / TIMINGS):
+        if r["study"] == study and str(r["quick"]) == str(bool(quick)) \
+                and str(r["params"] or "") == str(params or ""):
+            return float(r["seconds"])
+    return None
+
+
+def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str = "",
+                  add: bool = False) -> Path:
+    """Store one study's compute time in ``out_dir/timings.csv`` (replacing its earlier
+    row): ``params`` is the JSON of its non-default parameters ("" for a default run);
+    ``add``: a run that resumed stored results adds its seconds to those recorded for the
+    same study, mode and parameters (the stored results' compute time is kept, never
+    replaced by a resume's).  A file written before the ``params`` column existed is read
+    with ``params`` empty."""
+    import pandas as pd
+
+    path = Path(out_dir) / TIMINGS
+    if add:
+        seconds += recorded_seconds(out_dir, study, quick, params) or 0.0
+    rows = [r for r in _read_timings(path) if r["study"] != study]
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
+                 "finished_utc": stamp, "params": str(params or "")})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(index=False).encode())
+    return path
+
+
 def _record(name, out, quick, params, tally: StoreTally, dt: float,
             interrupted: bool = False) -> None:
-    from paper_figs.run_all import record_timing, recorded_seconds
-
     before = recorded_seconds(out, name, quick, params)
     if tally.sweeps and tally.computed == 0:
         if before is None:
@@ -558,6 +622,7 @@ DECODER_STYLE = {
     "mse": ("tab:green", "^"),
     "mse_pseudo": ("tab:olive", "P"),
     "blockver": ("darkslategray", "d"),
+    "hsd": ("mediumseagreen", "p"),
 }
 
 #: one colour per verification rule of ``specbound.theory.RULES`` (lossless is black), and

@@ -134,10 +134,44 @@ QUICK_CONTEXTS = 12
 
 
 def contexts_param(full: int = 0, quick: int = QUICK_CONTEXTS, memory=None) -> Param:
-    """The ``--contexts N`` parameter: evenly spaced logged contexts per draft, 0 for all;
-    ``memory``: the study's estimate (:func:`lossy_memory`, :func:`bounds_memory`)."""
+    """The ``--contexts N`` parameter: evenly spaced logged contexts per draft, 0 for all
+    (at most the log's: :func:`contexts_message`); ``memory``: the study's estimate
+    (:func:`lossy_memory`, :func:`bounds_memory`)."""
     return Param("contexts", "int", full, quick,
-                 "logged contexts per draft, evenly spaced (0: all)", low=0, memory=memory)
+                 "logged contexts per draft, evenly spaced (0: all; at most the log's)",
+                 low=0, memory=memory, check=contexts_message)
+
+
+def logged_contexts(v) -> int | None:
+    """The contexts per draft of the log a run reads, as the command line is parsed
+    (:func:`log_shape`); None when only an upper bound is known (the study log of a full
+    run before it is built, counted from its recipe) or the folder does not say."""
+    if v.log is None and not v.quick:
+        return None
+    shape = log_shape(v.log, v.quick)
+    return None if shape is None else shape[0]
+
+
+def contexts_message(v) -> str | None:
+    """Why ``--contexts`` asks for more contexts than the log holds (they would silently be
+    all of them; ``0`` asks for all), or None."""
+    n = logged_contexts(v)
+    if n is not None and v.contexts > n:
+        return (f"{v.contexts} exceeds the {n} contexts per draft of the log (--contexts 0 "
+                f"takes all of them)")
+    return None
+
+
+def chosen_contexts(v, n: int, name: str) -> int:
+    """The contexts per draft a run of a log of ``n`` contexts uses: ``--contexts`` (0: all);
+    a ``--contexts`` above ``n`` (possible only for the study log of a full run, counted
+    from its recipe as the command line is parsed) is said on stderr: all ``n`` are used."""
+    if v.contexts and v.contexts > n:
+        from paper_figs._common import note
+
+        note(name, f"--contexts {v.contexts}: the log holds {n} contexts per draft; all "
+                   f"{n} are used")
+    return n if not v.contexts else min(v.contexts, n)
 
 
 #: bytes a worker of ``real_lossy`` holds per cell (context x token of the compact support)

@@ -238,18 +238,42 @@ def _draft_layers(draft: str, layers: int) -> int:
     return layers
 
 
+#: what a worker's batched decoding holds at its peak, in units of the batch's KV caches and
+#: logits as :func:`specbound.cli.generate_memory` counts them (:func:`decoding_memory`):
+#: the batch store is rebuilt while the old one is alive, transformers expands the caches
+#: of SmolLM2's 3 key-value heads to its 9 query heads in every attention call, the
+#: processed distributions are copied in float64, and freed blocks stay in the process.
+#: Calibrated on measured peaks (resident memory, ``ru_maxrss``) of the embedded model: one
+#: worker decoding 64 prompts (64 new tokens, L = 4, a shared temperature draft;
+#: benchmarks/README.md, "Persistent batch cache") held 4.54 GB with ``vsps`` and 7.22 GB
+#: with ``mpfr`` B = 2 (a tree of draft paths), against counted caches and logits of 1.0 GB
+#: above 1.5 GB of weights, interpreter and prefills (factors 3.0 and 5.6); ``vsps`` on the
+#: studies' own 64 prompts (``FULL``) held 4.66 GB (estimated 4.89 GB); the largest process
+#: of a full ``make reproduce`` held 8.2 GB (README), which the tree factor covers for the
+#: studies' ``mpfr`` B = 2 runs (8.2 GB estimated)
+PATH_PEAK_FACTOR = 3.0
+TREE_PEAK_FACTOR = 6.25
+
+
 def decoding_memory(runs, meta: dict, processes: int) -> dict | None:
     """An estimate (bytes) of what the decoding ``runs`` (``[(settings, [RunSpec, ...])]``)
     hold at their peak, from the target's config ``meta`` (:func:`model_metadata`), before
-    any model loads.  Per worker process: the largest batch of :func:`_worker` -- ``k``
-    prompts of the longest admitted length ``P`` (the chat-formatted limit, at most the
-    context window) and ``B`` drafts each, ``k`` as :func:`chunks` cuts them (at most
-    :data:`BATCH_SEQUENCES` sequences and the configuration's cache positions) -- counted by
-    :func:`specbound.cli.generate_memory` (both KV caches, the draft's only where it keeps
-    one, :func:`_draft_layers`; the verification logits), the weights (once more for each
-    ``quantized:`` draft, a dequantized copy), the prompt prefills (every prompt's KV cache,
-    at most :data:`PREFIX_CACHE_BYTES`) and the interpreter (``specbound.cli.RUNTIME_BYTES``);
-    times ``processes``.  Plus the stored rows (:data:`ROW_BYTES`).  None when the config
+    any model loads.  Per worker process, for the costliest configuration: its largest
+    batch as :func:`_worker` groups the prompts (:func:`chunks`: at most
+    :data:`BATCH_SEQUENCES` sequences, ``B`` per prompt, whose padded cache positions fit
+    the configuration's budget; the prompts may be shorter than the admitted length ``P``,
+    the chat-formatted limit at most the context window, so a group may hold the most
+    sequences), counted by :func:`specbound.cli.generate_memory` (both KV caches, the
+    draft's only where it keeps one, :func:`_draft_layers`; the verification logits and
+    processed distributions) and scaled to the measured peak (:data:`PATH_PEAK_FACTOR`,
+    :data:`TREE_PEAK_FACTOR` for ``B > 1``); plus the weights (once more for each
+    ``quantized:`` draft, a dequantized copy), the prompt prefills (every prompt's KV
+    cache, at most :data:`PREFIX_CACHE_BYTES`) and the interpreter
+    (``specbound.cli.RUNTIME_BYTES``); times ``processes``.  Plus the stored rows
+    (:data:`ROW_BYTES`).  ``per_process`` is one worker's estimate: about 8.2 GB (7.7 GiB)
+    for the studies' ``mpfr`` B = 2 runs of the embedded model, the measured peak of one
+    process of a full ``make reproduce`` (README), so a full run of a real-model study that
+    decodes them is estimated at about 15.3 GiB in its two processes.  None when the config
     does not say (the model is not converted yet)."""
     from specbound.cli import RUNTIME_BYTES, generate_memory
 
@@ -268,19 +292,24 @@ def decoding_memory(runs, meta: dict, processes: int) -> dict | None:
         prefills += n_prompts * (0 if prefill is None else prefill["kv_cache"])
         for sp in resolve(specs, s):
             budget = BATCH_POSITIONS if share_forwards(sp) else BATCH_POSITIONS // 2
-            k = max(1, min(BATCH_SEQUENCES // sp.B, budget // (sp.B * (P + N)), n_prompts))
-            est = generate_memory(meta, k * sp.B, sp.L, N, P,
-                                  draft_layers=_draft_layers(sp.draft, layers))
-            if est is None:
+            # the most sequences of a group (short prompts), and those of them whose caches
+            # fit the budget at the longest prompt (a group holds at least one prompt)
+            seqs = max(1, min(BATCH_SEQUENCES // sp.B, n_prompts)) * sp.B
+            fit = max(1, min(seqs // sp.B, budget // (sp.B * (P + N + sp.L + 1)))) * sp.B
+            d_layers = _draft_layers(sp.draft, layers)
+            kv = generate_memory(meta, fit, sp.L, N, P, draft_layers=d_layers)
+            est = generate_memory(meta, seqs, sp.L, N, P, draft_layers=d_layers)
+            if est is None or kv is None:
                 return None
-            batch = max(batch, est["kv_cache"] + est["logits"])
+            factor = TREE_PEAK_FACTOR if sp.B > 1 else PATH_PEAK_FACTOR
+            batch = max(batch, int(factor * (kv["kv_cache"] + est["logits"])))
             weights = est["weights"]
             drafts.add(str(sp.draft))
             rows += n_prompts * (ROW_BYTES + ROW_BYTES_PER_POSITION * (P + N))
     copies = 1 + sum(d.startswith("quantized:") for d in drafts)
     prefix = min(prefills, PREFIX_CACHE_BYTES)
     per_process = batch + weights * copies + prefix + RUNTIME_BYTES
-    return {"models": processes * per_process, "rows": rows,
+    return {"models": processes * per_process, "rows": rows, "per_process": per_process,
             "total": processes * per_process + rows}
 
 
@@ -336,7 +365,15 @@ def context_message(v, runs, name: str = "tokens") -> str | None:
     """Why the runs do not fit the target's context window, or None (also when the config
     does not say): ``name`` ``"tokens"``, the new tokens and a block of ``L + 1`` alone do
     not fit; ``"prompt_tokens"`` / ``"summary_prompt_tokens"``, a prompt of the admitted
-    length followed by them does not."""
+    length followed by them does not, or no run reads a prompt set it limits (given for
+    nothing: e.g. ``--summary-prompt-tokens`` of a quick run, which reads ShareGPT alone)."""
+    if name != "tokens" and name in getattr(v, "changed", {}):
+        summ = name == "summary_prompt_tokens"
+        read = sorted({x for s, _ in runs(v) for x in s.sets})
+        if not any((x == SUMMARIZE_SET) == summ for x in read):
+            return (f"has no effect: this run reads no "
+                    f"{'summarisation' if summ else 'HumanEval or ShareGPT'} prompts (its "
+                    f"prompt sets: {', '.join(read)})")
     window = model_metadata(v.get("target")).get("context_window")
     if not isinstance(window, int) or window <= 0:
         return None
@@ -691,7 +728,53 @@ def runs(out_dir, specs, s: RealSettings, *, executor=None, progress: bool = Tru
     configs = [(sp.id, (s, sp)) for sp in order]
     df = wc.study_sweep(configs, worker, store, quick=s.quick, executor=executor, desc=desc,
                         progress=progress)
-    return df[df["config"].isin({sp.id for sp in specs})].reset_index(drop=True)
+    df = df[df["config"].isin({sp.id for sp in specs})].reset_index(drop=True)
+    report_prompts(desc, df, s)
+    return df
+
+
+def prompts_used(df: pd.DataFrame, s: RealSettings) -> dict[str, int]:
+    """The prompts of each prompt set of ``s`` that the runs ``df`` decoded: at most
+    ``s.per_set``, fewer where fewer of the drawn prompts fit the set's prompt limit
+    (:meth:`RealSettings.prompt_limit`; e.g. 16 of the 31 summarisation prompts fit 640
+    tokens)."""
+    if df.empty or not {"prompt_set", "prompt"} <= set(df.columns):
+        return dict.fromkeys(s.sets, 0)
+    seen = df[["prompt_set", "prompt"]].drop_duplicates()["prompt_set"].value_counts()
+    return {name: int(seen.get(name, 0)) for name in s.sets}
+
+
+def shortfall_text(s: RealSettings, used: dict[str, int]) -> list[str]:
+    """One sentence per prompt set of ``s`` that gave fewer prompts than the ``s.per_set``
+    asked (:func:`prompts_used`), saying how many were used and why; empty if none."""
+    out = []
+    for name in s.sets:
+        n = used.get(name, 0)
+        if n < s.per_set:
+            flag = "--summary-prompt-tokens" if name == SUMMARIZE_SET else "--prompt-tokens"
+            out.append(f"prompt set {name}: {n} prompts used, not the {s.per_set} asked: only "
+                       f"{n} of the prompts drawn fit its {s.prompt_limit(name)}-token limit "
+                       f"({flag})")
+    return out
+
+
+#: the shortfalls already said in this process (:func:`report_prompts`: once per study and
+#: settings, not once per group of runs)
+_SAID: set = set()
+
+
+def report_prompts(desc: str, df: pd.DataFrame, s: RealSettings) -> None:
+    """Say on stderr (``[DESC] ...``, once per study and settings) every prompt set of ``s``
+    from which the runs ``df`` decoded fewer prompts than asked (:func:`shortfall_text`):
+    never a silent shortfall; the study's tables record the numbers used (``n_prompts``)."""
+    from paper_figs._common import note
+
+    name = desc.split(" ", 1)[0]
+    for text in shortfall_text(s, prompts_used(df, s)):
+        key = (name, s.target, s.prompt_seed, text)
+        if key not in _SAID:
+            _SAID.add(key)
+            note(name, text)
 
 
 def parse(text, dtype=float) -> np.ndarray:

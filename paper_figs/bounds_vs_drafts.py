@@ -38,7 +38,7 @@ from scipy.optimize import brentq
 from paper_figs._common import (
     BOUND_COLORS,
     Param,
-    cli,
+    check_memory,
     resolve_params,
     setup_matplotlib,
     write_table_and_figure,
@@ -69,9 +69,40 @@ PARAMS = (
           memory=lambda v: 32 * v.vocab * 8),
     Param("B", "ints", B_VALUES, B_VALUES, "numbers of drafts", low=1, high=MAX_DRAFTS),
     Param("tv", "floats", tuple(t for _, t in PAIRS), tuple(t for _, t in PAIRS),
-          "nominal TV(p, q) of the pairs (one panel each)", low=1e-6, high=1),
-    Param("zipf", "float", ZIPF_EXPONENT, ZIPF_EXPONENT, "Zipf exponent of the target", low=0),
+          "nominal TV(p, q) of the pairs (one panel each; each below the TV the noisy "
+          "drafts of the target reach)", low=1e-6, high=1,
+          check=lambda v: _reach_message(v, "tv")),
+    Param("zipf", "float", ZIPF_EXPONENT, ZIPF_EXPONENT, "Zipf exponent of the target", low=0,
+          check=lambda v: _reach_message(v, "zipf")),
 )
+#: the largest noise scale σ of the drafts (:func:`make_pair` solves σ in [0, SIGMA_MAX])
+SIGMA_MAX = 50.0
+
+
+def reach(n: int, exponent: float, eps: np.ndarray | None = None) -> float:
+    """The largest TV to the Zipf(``exponent``) target over ``n`` tokens that the noisy
+    drafts reach (σ = :data:`SIGMA_MAX`, noise ``eps``, default the study's fixed draw): a
+    steep target puts almost all its mass on its first token, which the noise cannot move
+    (``--zipf 1e12``: every other probability is 0, and so is every reachable TV)."""
+    eps = np.random.default_rng(NOISE_SEED).standard_normal(n) if eps is None else eps
+    p = zipf_law(n, exponent)
+    return float(tv_distance(p, logit_noise_draft(p, eps, SIGMA_MAX)))
+
+
+def _reach_message(v, name: str) -> str | None:
+    """Why a nominal TV of ``--tv`` cannot be reached by the drafts of the ``--vocab`` /
+    ``--zipf`` target (checked as the command line is parsed, on ``--zipf`` when it was
+    given, else on ``--tv``), or None."""
+    if (name == "zipf") != ("zipf" in v.changed):
+        return None
+    check_memory(PARAMS, v)  # the target's arrays fit before they are made
+    top = reach(v.vocab, v.zipf)
+    bad = [t for t in v.tv if not t < top]
+    if not bad:
+        return None
+    return (f"the noisy drafts of the Zipf({v.zipf:g}) target over {v.vocab} tokens reach a TV "
+            f"of at most {top:.3g} (noise scale up to {SIGMA_MAX:g}), not --tv {bad[0]:g} "
+            f"(use a smaller --zipf or --tv)")
 COLUMNS = [
     "pair",
     "tv",
@@ -91,14 +122,14 @@ def make_pair(n: int, tv_target: float, eps: np.ndarray, exponent: float = ZIPF_
               ) -> tuple[np.ndarray, np.ndarray, float]:
     """The Zipf target and the noisy draft whose TV to it is ``tv_target``; returns (p, q, σ)."""
     p = zipf_law(n, exponent)
-    reach = tv_distance(p, logit_noise_draft(p, eps, 50.0))
-    if not 0.0 < tv_target < reach:
-        raise ValueError(f"tv: the noisy drafts of this target reach TV in (0, {reach:.3f}), "
+    top = reach(n, exponent, eps)
+    if not 0.0 < tv_target < top:
+        raise ValueError(f"tv: the noisy drafts of this target reach TV in (0, {top:.3g}), "
                          f"got {tv_target}")
     sigma = brentq(
         lambda s: tv_distance(p, logit_noise_draft(p, eps, s)) - tv_target,
         0.0,
-        50.0,
+        SIGMA_MAX,
         xtol=1e-12,
         rtol=1e-12,
     )
@@ -192,4 +223,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

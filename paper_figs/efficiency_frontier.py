@@ -46,7 +46,6 @@ import pandas as pd
 
 from paper_figs._common import (
     Param,
-    cli,
     resolve_params,
     rule_color,
     setup_matplotlib,
@@ -190,4 +189,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

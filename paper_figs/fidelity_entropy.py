@@ -68,7 +68,7 @@ import pandas as pd
 
 from paper_figs._common import (
     Param,
-    cli,
+    check_memory,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -77,6 +77,7 @@ from paper_figs._common import (
 )
 from specbound import sim, theory
 from specbound.sim.decode import MAX_DRAFTS
+from specbound.sim.models import MAX_VOCAB
 
 FIGURE = True
 NAME = "fidelity_entropy"
@@ -113,19 +114,50 @@ def _decode_memory(v) -> int:
     return 2 * 4 * 256 * (v.prompts + v.drift_prompts) * v.tokens
 
 
+#: calibration contexts of the study's calibrated LMs (:func:`_family`) and the float64
+#: arrays of contexts x vocabulary a calibration holds at once (the base laws, their power
+#: and its normalisation, the entropies' temporaries; an upper estimate)
+CALIBRATION_CONTEXTS = 1024
+CALIBRATION_ARRAYS = 4
+#: entropies this far inside (0, log --vocab) are reached by every calibration of the
+#: study (its sharpness range leaves about 1e-11 nats at the bottom and far less than 0.01
+#: at the top); one closer to an end is checked by calibrating it (:func:`_entropy_message`)
+ENTROPY_MARGIN = 1e-3
+
+
+def _entropy_message(v) -> str | None:
+    """Why an ``--entropy`` is not one the calibrated LMs reach (``sim.calibrated_lm``
+    refuses it: it would fail after the study started), or None; checked as the command line
+    is parsed, by calibrating the values near an end of ``(0, log --vocab)``."""
+    top = math.log(v.vocab)
+    if max(v.entropy) >= top:
+        return f"every entropy must be below log(--vocab) = {top:.4g} nats"
+    edge = [h for h in v.entropy if not ENTROPY_MARGIN < h < top - 10 * ENTROPY_MARGIN]
+    if edge:
+        check_memory(PARAMS, v)  # the calibration's arrays fit before they are made
+    for h in edge:
+        try:
+            sim.calibrated_lm(h, v.vocab, n_contexts=CALIBRATION_CONTEXTS, seed=2026)
+        except ValueError as exc:
+            msg = str(exc)
+            return msg[len("target_entropy: "):] if msg.startswith("target_entropy: ") else msg
+    return None
+
+
 #: the largest lookahead of the study's flags (the watermark studies' bound)
 MAX_LOOKAHEAD = 1024
 
 PARAMS = (
-    Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size, "vocabulary of the LMs", low=2),
+    Param("vocab", "int", FULL.vocab_size, QUICK.vocab_size,
+          f"vocabulary of the LMs (at most {MAX_VOCAB:,})", low=2, high=MAX_VOCAB,
+          memory=lambda v: CALIBRATION_ARRAYS * 8 * CALIBRATION_CONTEXTS * v.vocab),
     Param("prompts", "int", FULL.n_prompts, QUICK.n_prompts, "prompts per model", low=1,
           memory=lambda v: share(v, "prompts", _DECODE_SIZES, _decode_memory(v))),
     Param("tokens", "int", FULL.new_tokens, QUICK.new_tokens, "new tokens per prompt", low=1,
           memory=lambda v: share(v, "tokens", _DECODE_SIZES, _decode_memory(v))),
     Param("entropy", "floats", FULL.entropies, QUICK.entropies,
-          "target entropies (nats) of the calibrated LMs", low=0,
-          check=lambda v: None if max(v.entropy) < math.log(v.vocab) else
-          f"every entropy must be below log(--vocab) = {math.log(v.vocab):.4g} nats"),
+          "target entropies (nats) of the calibrated LMs, each one they reach", low=0,
+          check=lambda v: _entropy_message(v)),
     Param("B", "ints", FULL.Bs, QUICK.Bs, "numbers of drafts (multi-draft part)", low=1,
           high=MAX_DRAFTS),
     Param("L", "ints", FULL.Ls, QUICK.Ls, "lookaheads (single-draft part)", low=1,
@@ -178,7 +210,8 @@ def _family(cfg: Config, i: int):
     """Family ``i`` of :func:`models` (built on its own: the same models)."""
     if i < len(cfg.entropies):
         h = cfg.entropies[i]
-        t = sim.calibrated_lm(h, cfg.vocab_size, n_contexts=1024, seed=2026)
+        t = sim.calibrated_lm(h, cfg.vocab_size, n_contexts=CALIBRATION_CONTEXTS,
+                              seed=2026)
         d0 = t.draft(MISMATCH, seed=1)
         return ("calibrated", h, t, d0, d0.draft(0.0, temperature=0.5),
                 d0.draft(0.0, temperature=1.5), t.entropy)
@@ -487,4 +520,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

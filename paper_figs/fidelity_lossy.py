@@ -48,7 +48,6 @@ import pandas as pd
 
 from paper_figs._common import (
     Param,
-    cli,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -322,4 +321,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

@@ -42,7 +42,6 @@ import pandas as pd
 
 from paper_figs._common import (
     Param,
-    cli,
     out_path,
     resolve_params,
     setup_matplotlib,
@@ -69,7 +68,8 @@ PARAMS = (
     Param("targets", "int", 8, 2, "targets per family and family parameter", low=1,
           memory=lambda v: share(v, "targets", ("vocab", "targets"), _memory(v))),
     Param("p_base", "floats", P_BASES, P_BASES, "min-p thresholds", low=0, high=1),
-    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons", low=0, high=1),
+    Param("eps", "floats", EPSILONS, EPSILONS, "eta-sampling epsilons, each in (0, 1)", low=0,
+          high=1, low_open=True, high_open=True),
 )
 
 
@@ -204,4 +204,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

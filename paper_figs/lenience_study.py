@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import Param, cli, out_path, resolve_params, rule_color, setup_matplotlib
+from paper_figs._common import Param, out_path, resolve_params, rule_color, setup_matplotlib
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft, zipf
 from specbound.theory.lossy import induced_distribution, lenience_delta
@@ -170,4 +170,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

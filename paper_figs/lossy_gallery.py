@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import Param, cli, resolve_params, setup_matplotlib, write_table_and_figure
+from paper_figs._common import Param, resolve_params, setup_matplotlib, write_table_and_figure
 from specbound.sim import sample_induced
 from specbound.sim.distributions import noisy_draft
 from specbound.theory.lossy import distortion, induced_distribution
@@ -52,7 +52,8 @@ PARAMS = (
           # one table row per rule and token (row dicts, then the DataFrame): measured
           # (tracemalloc) 70 MiB at 10,000 tokens, about 730 bytes a row
           memory=lambda v: 10 * 750 * v.vocab),
-    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft", low=0, high=1),
+    Param("tv", "float", TV, TV, "TV(p, q) of the noisy draft, below 1", low=0, high=1,
+          high_open=True),
     Param("seed", "int", SEED, SEED, "seed of the draft's noise", low=0),
 )
 
@@ -147,4 +148,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

@@ -33,7 +33,6 @@ import pandas as pd
 
 from paper_figs._common import (
     Param,
-    cli,
     resolve_params,
     rule_color,
     setup_matplotlib,
@@ -66,7 +65,8 @@ PARAMS = (
           check=lambda v: None if max(v.D) <= v.vocab else
           f"every D must be at most --vocab = {v.vocab} (a node has at most that many "
           f"children)"),
-    Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts", low=0, high=1),
+    Param("tv", "float", DRAFT_TV, DRAFT_TV, "TV of the drafts, below 1", low=0, high=1,
+          high_open=True),
 )
 
 
@@ -128,4 +128,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

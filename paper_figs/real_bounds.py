@@ -48,12 +48,14 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import Param, cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import Param, note, out_path, resolve_params, setup_matplotlib
 from paper_figs._real_log import (
     LOG_PARAM,
     bounds_memory,
+    chosen_contexts,
     contexts_param,
     in_draft_order,
+    logged_contexts,
     open_log,
     resolve_log,
     store_signature,
@@ -102,10 +104,29 @@ PARAMS = (
           memory=_memory("B")),
     contexts_param(FULL_CONTEXTS, QUICK_CONTEXTS, memory=_memory("contexts")),
     Param("mc_contexts", "int", MC_FULL[0], MC_QUICK[0],
-          "contexts per draft checked by Monte Carlo", low=0),
+          "contexts per draft checked by Monte Carlo (among the --contexts chosen)", low=0,
+          check=lambda v: _mc_message(v)),
     Param("trials", "int", MC_FULL[1], MC_QUICK[1],
           "Monte Carlo trials per checked context and scheme", low=1, high=MAX_TRIALS),
 )
+
+
+def _mc_message(v) -> str | None:
+    """Why ``--mc-contexts`` exceeds the contexts the run uses (``--contexts``, or the log's
+    when it is 0): the Monte Carlo checks a subset of them, so more would silently be all of
+    them; None if it fits."""
+    if not v.mc_contexts:
+        return None
+    if v.contexts and v.mc_contexts > v.contexts:
+        return (f"{v.mc_contexts} exceeds --contexts {v.contexts} (the Monte Carlo checks a "
+                f"subset of the chosen contexts)")
+    n = logged_contexts(v)
+    if n is not None and v.mc_contexts > n:
+        return (f"{v.mc_contexts} exceeds the {n} contexts per draft of the log (--contexts "
+                f"{v.contexts}; the Monte Carlo checks a subset of them)")
+    return None
+
+
 #: bound -> the exact acceptance it bounds from below
 BOUND_OF = {"pml": "mpfr", "pml_weak": "mpfr", "lml": "gls", "lml_relaxed": "gls",
             "limit": "exp_race"}
@@ -163,7 +184,10 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     lg = open_log(log)
     Bs = v.B
     n_mc, mc_n = v.mc_contexts, v.trials
-    positions = subsample(len(lg), v.contexts)
+    positions = subsample(len(lg), chosen_contexts(v, len(lg), NAME))
+    if n_mc > positions.size:  # the study log of a full run holds fewer than its recipe
+        note(NAME, f"--mc-contexts {n_mc}: {positions.size} contexts per draft are used; "
+                   f"all {positions.size} are checked by Monte Carlo")
     mc_positions = positions[subsample(len(positions), n_mc)] if n_mc else positions[:0]
     sig = store_signature(NAME, VERSION, lg, quick, v.changed)
     store = wc.ResumableCSV(out_path(out_dir, f"{NAME}.csv"), sig)
@@ -298,4 +322,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

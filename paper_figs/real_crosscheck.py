@@ -42,7 +42,6 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs._common import (
-    cli,
     decoder_color,
     decoder_marker,
     out_path,
@@ -222,4 +221,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

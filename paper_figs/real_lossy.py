@@ -50,9 +50,10 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import out_path, resolve_params, setup_matplotlib
 from paper_figs._real_log import (
     LOG_PARAM,
+    chosen_contexts,
     contexts_param,
     in_draft_order,
     lossy_memory,
@@ -124,7 +125,7 @@ def compute(out_dir, quick: bool = False, executor=None, progress: bool = True, 
     v = resolve_params(PARAMS, quick, params)
     log = resolve_log(v.log, out_dir, quick, progress)
     lg = open_log(log)
-    positions = subsample(len(lg), v.contexts).tolist()
+    positions = subsample(len(lg), chosen_contexts(v, len(lg), NAME)).tolist()
     sig = store_signature(NAME, VERSION, lg, quick, v.changed)
     log_dir = None if log is None else str(log)
     configs = [(d, (log_dir, d, positions)) for d in lg.drafts]
@@ -234,4 +235,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

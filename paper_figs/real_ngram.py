@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _real_runs as rr
-from paper_figs._common import cli, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import out_path, resolve_params, setup_matplotlib
 
 FIGURE = True
 NAME = "real_ngram"
@@ -235,4 +235,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

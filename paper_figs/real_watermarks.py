@@ -65,7 +65,6 @@ from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
 from paper_figs._common import (
     Param,
-    cli,
     decoder_color,
     decoder_marker,
     integer_ticks,
@@ -447,4 +446,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

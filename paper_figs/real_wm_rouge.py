@@ -97,7 +97,7 @@ import pandas as pd
 
 from paper_figs import _real_runs as rr
 from paper_figs import _wm_common as wc
-from paper_figs._common import Param, cli, decoder_color, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import Param, decoder_color, out_path, resolve_params, setup_matplotlib
 from specbound.sim import mean_se, rouge_l
 
 FIGURE = True
@@ -298,7 +298,9 @@ def compute_frame(runs: pd.DataFrame, s: RougeSettings, sp: dict, Ts: dict) -> p
         for dec in (*DECODERS, FLOOR):
             for T in Ts[dec]:
                 rows.append({"row_type": "cell", "prompt_set": ps, "decoder": dec, "T": T,
-                             "n_prompts": idx.size, **_pair_stats(scores[dec], idx, T),
+                             "n_prompts": idx.size,
+                             "prompts_asked": s.per_set * (len(sets) if ps == ALL else 1),
+                             **_pair_stats(scores[dec], idx, T),
                              "paper_rouge_l": PAPER.get(dec, math.nan)})
                 for i in (idx if ps != ALL else ()):
                     rows.append({"row_type": "prompt", "prompt_set": ps, "decoder": dec,
@@ -482,6 +484,7 @@ def table(df: pd.DataFrame) -> str:
                 v += f" [{g.at[T, 'rouge_l_meanpair']:.3f}]"
             vals.append(v)
         lines.append(f"| {ps} | {dec} | " + " | ".join(vals) + " |")
+    lines += _shortfall_lines(cells)
     ent = df[df["row_type"] == "entropy"]
     lines += ["", "| prompt set | entropy (nats/token) at " + ", ".join(f"T={T}" for T in Ts)
               + " |", "|---|---|"]
@@ -497,6 +500,21 @@ def table(df: pd.DataFrame) -> str:
                      f"({int(r['T_ref'])}) | {_pm(r['diff'], r['diff_se'])} | "
                      f"{_pm(r['z'], None, 2)} |")
     return "\n".join(lines + _tau_table(df)) + "\n"
+
+
+def _shortfall_lines(cells: pd.DataFrame) -> list[str]:
+    """A note under the table for every prompt set that gave fewer prompts than asked
+    (``n_prompts`` below ``prompts_asked``: fewer of the drawn prompts fit the set's prompt
+    limit), so that a shortfall is never silent."""
+    if "prompts_asked" not in cells.columns:
+        return []
+    out = []
+    for ps, g in cells[cells["prompt_set"] != ALL].groupby("prompt_set", sort=False):
+        used, asked = int(g["n_prompts"].min()), int(g["prompts_asked"].max())
+        if used < asked:
+            out.append(f"Prompt set {ps}: {used} prompts used, not the {asked} asked (only "
+                       f"{used} of the prompts drawn fit its prompt limit).")
+    return ["", *out] if out else []
 
 
 def _tau_table(df: pd.DataFrame) -> list[str]:
@@ -625,8 +643,11 @@ def _runs(v) -> list:
 PARAMS = (
     *rr.real_params(FULL, QUICK, runs=_runs),
     Param("summaries", "int", None, None,
-          "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study)", low=1,
-          high=rr.PROMPT_POOL, memory=rr.memory_hook("summaries", _runs)),
+          "extended run: N summarisation prompts at tau = 1 and 0.5 (None: the study; at "
+          "most the ShareGPT prompts that ask for a summary; fewer may fit "
+          "--summary-prompt-tokens: the run says how many it used)", low=1,
+          high=rr.PROMPT_POOL, memory=rr.memory_hook("summaries", _runs),
+          check=lambda v: _summaries_message(v)),
     Param("floor", "int", FULL.n_floor, QUICK.n_floor,
           f"independent plain samples per prompt (the floor; at most {MAX_FLOOR}, one "
           "configuration each)", low=2, high=MAX_FLOOR, memory=rr.memory_hook("floor", _runs)),
@@ -638,6 +659,22 @@ PARAMS = (
                                 "temperature from the study's 1)" for t in v.tau if t >= 1),
                                None)),
 )
+
+
+def _summaries_message(v) -> str | None:
+    """Why ``--summaries`` asks for more prompts than the summarisation set has (the
+    ShareGPT prompts that ask for a summary, :func:`paper_figs._real_runs.summarize_prompts`,
+    read from the prompt set's wheel, no model), or None.  Of those, the ones longer than
+    ``--summary-prompt-tokens`` are left out when the run tokenizes them; the run says how
+    many it used (``paper_figs._real_runs.report_prompts``, and ``n_prompts`` /
+    ``prompts_asked`` of the table)."""
+    if v.summaries is None:
+        return None
+    pool = len(rr.summarize_prompts(FULL.prompt_seed))
+    if v.summaries > pool:
+        return (f"{v.summaries} exceeds the {pool} ShareGPT prompts that ask for a summary "
+                f"(the summarisation set)")
+    return None
 
 
 def _temperatures(quick: bool, summaries) -> tuple:
@@ -695,4 +732,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

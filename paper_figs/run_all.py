@@ -2,10 +2,11 @@
 
 Each figure script is a module of this package with a ``main(out_dir, quick=False,
 **params)`` function and a ``FIGURE = True`` marker; this runner calls them in name order,
-with their default parameters (``paper_figs._common.cli``: run one script alone for other
-values).  Output folder: ``--out DIR``; default ``paper_figs/out/``, and
-``paper_figs/out-quick/`` with ``--quick`` (``make reproduce QUICK=1``), so that smoke
-numbers never mix with a full run's; every figure of a quick run carries a "smoke run" mark.
+with their default parameters (``python -m paper_figs.NAME``, :func:`paper_figs._cli.cli`:
+run one script alone for other values).  Output folder: ``--out DIR``; default
+``paper_figs/out/``, and ``paper_figs/out-quick/`` with ``--quick`` (``make reproduce
+QUICK=1``), so that smoke numbers never mix with a full run's; every figure of a quick run
+carries a "smoke run" mark.
 
 Resuming: the studies that sweep many configurations (``wm_*``) store each finished
 configuration at once (:mod:`specbound.sweep`), so an interrupted run, rerun with the same
@@ -42,7 +43,6 @@ its verdict, computed from the CSVs) and the runner prints the count of claims p
 
 from __future__ import annotations
 
-import datetime
 import importlib
 import inspect
 import os
@@ -52,14 +52,15 @@ import time
 from pathlib import Path
 
 import paper_figs
+from paper_figs import index
 from paper_figs._common import (
     default_out_dir,
+    heartbeat,
     parse_args,
     smoke_mark,
     study_run,
     sweep_executor,
 )
-from specbound._io import atomic_write
 from specbound.sweep import watch_sweeps
 
 
@@ -72,65 +73,8 @@ def figure_modules():
     return [m for m in mods if getattr(m, "FIGURE", False)]
 
 
-TIMING_COLUMNS = ["study", "seconds", "quick", "finished_utc", "params"]
-
-
-def _read_timings(path: Path) -> list[dict]:
-    import pandas as pd
-
-    if not path.is_file():
-        return []
-    try:
-        old = pd.read_csv(path, dtype={"params": str}, keep_default_na=False)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError):
-        return []
-    if list(old.columns) == TIMING_COLUMNS[:len(old.columns)] \
-            and len(old.columns) >= TIMING_COLUMNS.index("params"):
-        return [{**{"params": ""}, **r} for r in old.to_dict("records")]
-    return []
-
-
-def recorded_seconds(out_dir, study: str, quick: bool, params: str = "") -> float | None:
-    """The seconds ``out_dir/timings.csv`` records for ``study`` run in mode ``quick`` with
-    non-default parameters ``params`` (None if it records none)."""
-    from paper_figs.index import TIMINGS
-
-    for r in _read_timings(Path(out_dir) / TIMINGS):
-        if r["study"] == study and str(r["quick"]) == str(bool(quick)) \
-                and str(r["params"] or "") == str(params or ""):
-            return float(r["seconds"])
-    return None
-
-
-def record_timing(out_dir, study: str, seconds: float, quick: bool, params: str = "",
-                  add: bool = False) -> Path:
-    """Store one study's compute time in ``out_dir/timings.csv`` (replacing its earlier
-    row): ``params`` is the JSON of its non-default parameters ("" for a default run);
-    ``add``: a run that resumed stored results adds its seconds to those recorded for the
-    same study, mode and parameters (the stored results' compute time is kept, never
-    replaced by a resume's).  A file written before the ``params`` column existed is read
-    with ``params`` empty."""
-    import pandas as pd
-
-    from paper_figs.index import TIMINGS
-
-    path = Path(out_dir) / TIMINGS
-    if add:
-        seconds += recorded_seconds(out_dir, study, quick, params) or 0.0
-    rows = [r for r in _read_timings(path) if r["study"] != study]
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-    rows.append({"study": study, "seconds": round(seconds, 2), "quick": bool(quick),
-                 "finished_utc": stamp, "params": str(params or "")})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, pd.DataFrame(rows, columns=TIMING_COLUMNS).to_csv(index=False).encode())
-    return path
-
-
 def print_index(out_dir) -> dict:
     """Write ``INDEX.md`` and print the number of claims per verdict."""
-    from paper_figs import index
-    from paper_figs._common import heartbeat
-
     print(f"[reproduce] writing {Path(out_dir) / index.INDEX}: every claim of the two papers "
           "from the CSVs ...", flush=True)
     with heartbeat("[reproduce]", f"writing {index.INDEX}"):

@@ -37,9 +37,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from paper_figs._common import Param, cli, resolve_params, setup_matplotlib, write_table_and_figure
+from paper_figs._common import (
+    Param,
+    check_memory,
+    resolve_params,
+    setup_matplotlib,
+    write_table_and_figure,
+)
 from specbound.sim import sample_induced, simulate_tree_verification
-from specbound.sim.distributions import noisy_draft, zipf
+from specbound.sim.distributions import noisy_draft
+from specbound.sim.distributions import zipf as zipf_law
 from specbound.theory.tree import (
     eta_allowed,
     kl_truncation_sd,
@@ -71,20 +78,40 @@ PARAMS = (
           memory=lambda v: 36 * 8 * v.vocab),
     Param("zipf", "floats", ZIPF_S, ZIPF_S, "Zipf exponents of the targets (one pair each)",
           low=0, unique=False),
-    Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf)",
-          low=0, high=1, unique=False, check=lambda v: _pairs_message(v.zipf, v.tv)),
+    Param("tv", "floats", DRAFT_TV, DRAFT_TV, "TV of each pair's draft (as many as --zipf; "
+          "each below the TV the draft's noise reaches from its target)", low=0, high=1,
+          high_open=True, unique=False, check=lambda v: _pairs_message(v.zipf, v.tv, v)),
 )
 
 
-def _pairs_message(zipf, tv) -> str | None:
-    """``--tv`` pairs with ``--zipf`` element by element: equal lengths, no pair twice."""
+def _pairs_message(zipf, tv, v=None) -> str | None:
+    """``--tv`` pairs with ``--zipf`` element by element: equal lengths, no pair twice, and
+    (with the values ``v``) each TV one that the pair's noisy draft reaches (a steep target,
+    ``--zipf 1e12``, is a point mass that no noise moves: :func:`make_pairs` would fail)."""
     if len(tv) != len(zipf):
         return f"{len(tv)} values for {len(zipf)} --zipf values (one TV per pair)"
     pairs = list(zip(zipf, tv, strict=True))
     twice = next((p for i, p in enumerate(pairs) if p in pairs[:i]), None)
     if twice is not None:
         return f"the pair --zipf {twice[0]:g} --tv {twice[1]:g} is given twice"
+    if v is not None:
+        check_memory(PARAMS, v)  # the pairs' arrays fit before they are made
+        try:
+            make_pairs(v.vocab, zipf, tv)
+        except ValueError as exc:
+            msg = str(exc)
+            msg = msg[len("tv: "):] if msg.startswith("tv: ") else msg
+            row = next((k for k in range(len(tv)) if f"row {k} " in msg), None)
+            pair = "" if row is None else f"the pair --zipf {zipf[row]:g} --tv {tv[row]:g}: "
+            return pair + msg.replace("lower tv or change seed", "lower --tv or --zipf")
     return None
+
+
+def make_pairs(vocab: int, zipf, tv) -> tuple[np.ndarray, np.ndarray]:
+    """The study's targets (Zipf(s) on a random order, seeds fixed) and noisy drafts at the
+    TVs ``tv``: arrays of shape (pairs, vocab)."""
+    P = np.stack([zipf_law(vocab, s, seed=7 + k) for k, s in enumerate(zipf)])
+    return P, noisy_draft(P, np.asarray(tv), seed=8).q
 
 
 def _plugin_kl(counts: np.ndarray, ref: np.ndarray) -> float:
@@ -99,8 +126,7 @@ def compute(quick: bool = False, **params) -> pd.DataFrame:
         raise ValueError(f"tv: needs one value per zipf exponent ({len(v.zipf)}), "
                          f"got {len(v.tv)}")
     n_mc, V = v.draws, v.vocab
-    P = np.stack([zipf(V, s, seed=7 + k) for k, s in enumerate(v.zipf)])
-    Q = noisy_draft(P, np.asarray(v.tv), seed=8).q
+    P, Q = make_pairs(V, v.zipf, v.tv)
     rows = []
     for i in range(P.shape[0]):
         p, q = P[i], Q[i]
@@ -173,4 +199,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

@@ -85,7 +85,6 @@ import pandas as pd
 from paper_figs import _wm_common as wc
 from paper_figs._common import (
     Param,
-    cli,
     decoder_style,
     out_path,
     resolve_params,
@@ -638,4 +637,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

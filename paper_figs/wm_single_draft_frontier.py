@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from paper_figs import _wm_common as wc
-from paper_figs._common import Param, cli, decoder_style, out_path, resolve_params, setup_matplotlib
+from paper_figs._common import Param, decoder_style, out_path, resolve_params, setup_matplotlib
 from specbound.sim import (
     DECODER_SCHEME,
     CachedLM,
@@ -346,4 +346,6 @@ def main(out_dir, quick: bool = False, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)

@@ -414,7 +414,8 @@ def split_seeds(seed, n: int, name: str = "seed") -> list:
       draws, the batch's seed material).
 
     Raises ``ValueError`` naming ``name`` (``name[i]`` for an element) for a sequence of the
-    wrong length and anything that is not a seed.
+    wrong length, one Generator given for two rows (the rows would share its stream, so
+    neither would run as a single run with it) and anything that is not a seed.
     """
     n = int(n)
     if seed is None:
@@ -435,8 +436,15 @@ def split_seeds(seed, n: int, name: str = "seed") -> list:
                          f"list of one seed per row, got {type(seed).__name__}")
     if len(seed) != n:
         raise ValueError(f"{name}: a list of seeds needs one per row ({n}), got {len(seed)}")
+    first: dict = {}
     for i, s in enumerate(seed):
         check_seed(s, f"{name}[{i}]")
+        if isinstance(s, np.random.Generator):
+            if id(s) in first:
+                raise ValueError(f"{name}[{i}]: the Generator of {name}[{first[id(s)]}] again "
+                                 "(rows sharing one stream do not run as single runs with "
+                                 "it; give each row its own, e.g. Generator.spawn)")
+            first[id(s)] = i
     return list(seed)
 
 

@@ -284,7 +284,8 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
                    help="weights' dtype (default: the checkpoint's)")
     g.add_argument("--temperature", type=_temperature, default=1.0,
                    help=f"shared temperature (>= {MIN_TEMPERATURE:g}; default 1)")
-    g.add_argument("--top-k", type=_int_in(1), default=None, help="shared top-k (default: none)")
+    g.add_argument("--top-k", type=_int_in(1, INT64_MAX), default=None,
+                   help="shared top-k, at most the target's vocabulary (default: none)")
     g.add_argument("--top-p", type=_top_p, default=None,
                    help="shared top-p in (0, 1] (default: none)")
     g.add_argument("--threads", type=_threads, default=None,
@@ -343,7 +344,8 @@ def _check_device(args) -> None:
 
 
 def _check_drafts(args, specs, flag: str) -> list[str]:
-    """Parse draft specs; returns their canonical texts (duplicates dropped)."""
+    """Parse draft specs; returns their canonical texts (a draft given twice, also as
+    another text of the same spec, is refused: each is measured or logged once)."""
     from specbound.llm.drafts import parse_draft
 
     out = []
@@ -363,9 +365,19 @@ def _check_drafts(args, specs, flag: str) -> list[str]:
                 model_source(str(spec.value))
             except argparse.ArgumentTypeError as exc:
                 _fail(flag, f"{text[:80]!r}: {exc}")
-        if str(spec) not in out:
-            out.append(str(spec))
+        if str(spec) in out:
+            _fail(flag, f"{text[:80]!r} is given twice (as {spec}); give each draft once")
+        out.append(str(spec))
     return out
+
+
+def _check_top_k(args, meta: dict) -> None:
+    """``--top-k`` against the target's vocabulary read from its config (no weights
+    loaded): a larger top-k would silently be all the tokens."""
+    vocab = meta.get("vocab_size")
+    if args.top_k is not None and isinstance(vocab, int) and args.top_k > vocab:
+        _fail("--top-k", f"{args.top_k} exceeds the target's vocabulary of {vocab} tokens "
+                         "(leave --top-k out to keep every token)")
 
 
 def _check_early_exit(meta: dict, drafts, flag: str) -> None:
@@ -444,14 +456,14 @@ def _read_utf8(data: bytes, what: str) -> str:
                        f"{exc.start})") from None
 
 
-def _read_stdin(what: str, limit: int | None = None) -> str:
+def _read_stdin(what: str, limit: int | None = None, flag: str | None = "--max-bytes") -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream without bytes (e.g. io.StringIO in tests)
         text = sys.stdin.read() if limit is None else sys.stdin.read(limit + 1)
-        _check_size(len(text.encode("utf-8", "surrogatepass")), limit, what)
+        _check_size(len(text.encode("utf-8", "surrogatepass")), limit, what, flag)
         return _utf8_or_fail(text, what)
     data = stream.read() if limit is None else stream.read(limit + 1)
-    _check_size(len(data), limit, what)
+    _check_size(len(data), limit, what, flag)
     return _read_utf8(data, what)
 
 
@@ -460,11 +472,15 @@ def _read_stdin(what: str, limit: int | None = None) -> str:
 MAX_TEXT_BYTES = 16 * 2**20
 
 
-def _check_size(n: int, limit: int | None, what: str) -> None:
-    """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell)."""
+def _check_size(n: int, limit: int | None, what: str, flag: str | None = "--max-bytes"
+                ) -> None:
+    """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell);
+    ``flag``: the flag that raises the limit (None: a fixed limit)."""
     if limit is not None and n > limit:
-        raise CLIError(f"{what}: longer than --max-bytes ({limit} bytes); pass a larger "
-                       f"--max-bytes to read more")
+        if flag is None:
+            raise CLIError(f"{what}: longer than {limit} bytes")
+        raise CLIError(f"{what}: longer than {flag} ({limit} bytes); pass a larger "
+                       f"{flag} to read more")
 
 
 def _read_file(path: str, what: str, limit: int | None = None) -> str:
@@ -677,6 +693,7 @@ def _models_run(args: argparse.Namespace) -> int:
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, specs or [], "--drafts")
+    _check_top_k(args, meta)
     kinds = _draft_kinds()
     out = {"target": meta, "draft_kinds": kinds, "measured": bool(args.measure)}
     if args.measure:
@@ -949,11 +966,15 @@ def _generate_run(args: argparse.Namespace) -> int:
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, [draft], "--draft")
+    _check_top_k(args, meta)
     limit = meta.get("context_window")
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
                                         f"target's context window of {limit}")
-    prompt = _read_stdin("prompt (standard input)") if args.prompt == "-" else args.prompt
+    # a prompt is read up to the size of the longest text detect reads (a prompt longer
+    # than the context window fails anyway; an endless stream is not read to its end)
+    prompt = (_read_stdin("prompt (standard input)", MAX_TEXT_BYTES, None)
+              if args.prompt == "-" else args.prompt)
     if not prompt:
         _fail("prompt", "must not be empty")
     _check_generate_memory(args, meta, draft, len(prompt))
@@ -1166,8 +1187,9 @@ def _log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_int_in(0, INT64_MAX), default=0,
                    help="sampling seed (default 0)")
     p.add_argument("--no-chat", action="store_true", help="do not chat-format the prompts")
-    p.add_argument("--max-stored", type=_int_in(1), default=256,
-                   help="tokens stored per distribution (default 256; exact under top-k <= it)")
+    p.add_argument("--max-stored", type=_int_in(1, INT64_MAX), default=256,
+                   help="tokens stored per distribution, at most the target's vocabulary "
+                        "(default 256; exact under top-k <= it)")
     p.add_argument("--no-resume", action="store_true",
                    help="refuse an existing log instead of resuming it")
     _quiet_argument(p)
@@ -1182,9 +1204,17 @@ def _log_run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         _fail("--out", f"{args.out!r} exists and is not a folder")
     specs = _check_drafts(args, args.drafts, "--drafts") if args.drafts else None
+    twice = next((x for i, x in enumerate(args.sets) if x in args.sets[:i]), None)
+    if twice is not None:
+        _fail("--sets", f"{twice!r} is given twice; give each prompt set once")
     _check_device(args)
     meta = target_metadata(args.target)
     _check_early_exit(meta, specs or [], "--drafts")
+    _check_top_k(args, meta)
+    vocab = meta.get("vocab_size")
+    if isinstance(vocab, int) and args.max_stored > vocab:
+        _fail("--max-stored", f"{args.max_stored} exceeds the target's vocabulary of {vocab} "
+                              f"tokens (--max-stored {vocab} stores every token)")
     texts, labels = [], []
     for name in args.sets:
         try:
@@ -1200,6 +1230,13 @@ def _log_run(args: argparse.Namespace) -> int:
     _check_profile_memory(args, meta, specs or _LOG_DEFAULT_DRAFT_KINDS,
                           prompt_tokens + args.max_new_tokens, "--max-new-tokens",
                           scored=args.max_new_tokens)
+    try:  # the folder can be written before the model loads
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        _fail("--out", f"{args.out[:200]!r}: cannot write a log there "
+                       f"({exc.strerror or type(exc).__name__})")
     with _progress_bars(args.quiet):
         pair = _load_target_pair(args)
         if specs is None:

@@ -171,6 +171,30 @@ def test_batch_seeds_are_validated():
             seed=[1, "a"])
 
 
+def test_batch_names_the_bad_prompt_and_bounds_its_results():
+    # before: a bad row was reported as "prompt", and 100,000 prompts of 100,000 new tokens
+    # ran out of memory in the decoder (MemoryError after 16 s)
+    _raises(r"prompts\[1\]", sim.speculative_decode_batch, T, D, [[0], [0, 9]], "vsps")
+    _raises(r"prompts\[0\]", sim.speculative_decode_batch, T, D, [[0.5]], "vsps")
+    huge = np.zeros((100_000, 1), dtype=np.int64)
+    _raises("prompts and max_new_tokens", sim.speculative_decode_batch, T, D, huge, "vsps",
+            max_new_tokens=100_000)
+    _raises("prompts and max_new_tokens", sim.lossy_decode_batch, T, D, huge, "lenience",
+            max_new_tokens=100_000, ell=0.5)
+
+
+def test_batch_refuses_one_generator_for_two_rows():
+    # before: accepted; the rows shared one stream, so neither ran as a single run with it
+    g = np.random.default_rng(0)
+    _raises(r"seed\[1\]", sim.speculative_decode_batch, T, D, [[0], [1]], "vsps",
+            seed=[g, g])
+    _raises(r"seed\[2\]", sim.lossy_decode_batch, T, D, [[0], [1], [2]], "lenience",
+            seed=[g, np.random.default_rng(1), g], ell=0.5)
+    a, b = np.random.default_rng(0).spawn(2)
+    assert len(sim.speculative_decode_batch(T, D, [[0], [1]], "vsps", seed=[a, b],
+                                            max_new_tokens=3).tokens) == 2
+
+
 def test_drafter_invariance_refuses_long_searches_and_huge_prompts():
     # before: L = 65504 ran for minutes (max_new_tokens = L + 1 per decode), n_trials = 65504
     # with B = 2 for more than 15 s; prompt_length = 10**12 raised MemoryError

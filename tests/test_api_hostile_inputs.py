@@ -157,6 +157,7 @@ VALID = {
     "prompt": [0],
     "nu": 2,
     "exact_scheme": "exp_race",
+    "hsd_acceptance": "joint",
     # likelihood-ratio scores: the model's law at two positions, the tokens, the keyed uniforms
     "llr_P": np.stack([P3, Q3]),
     "llr_tokens": np.array([0, 2]),
@@ -224,6 +225,9 @@ TABLE: dict[str, Row] = {
     "theory.blockver_block_tokens": Row(theory.blockver_block_tokens,
                                         ["p_fn", "q_fn", "prompt"],
                                         {"L": "L", "context_length": "context_length"}),
+    "theory.hsd_block_tokens": Row(theory.hsd_block_tokens, ["p_fn", "q_fn", "prompt"],
+                                   {"L": "L", "context_length": "context_length",
+                                    "acceptance": "hsd_acceptance"}),
     # lossy rules
     "theory.induced_distribution": Row(theory.induced_distribution, ["p", "q", "rule"],
                                        {"ell": "ell", "normalize": "flag"}),
@@ -607,7 +611,7 @@ _NAMED = re.compile(r"^[A-Za-z_][\w.\[\]]*( and [A-Za-z_]\w*)?( \(\w+\))?: ")
 EXEMPT = {
     **{f"theory.{n}": "a constant (names of schemes, rules, scores)"
        for n in ("SCHEMES", "RULES", "RULE_PARAMS", "TREE_RULES", "SCORES", "BLOCK_SCHEMES",
-                 "LLR_SCORES", "LLR_REWEIGHTS", "LLR_NULL_METHODS")},
+                 "LLR_SCORES", "LLR_REWEIGHTS", "LLR_NULL_METHODS", "HSD_ACCEPTANCES")},
     **{f"sim.{n}": "a constant (names of schemes and decoders)"
        for n in ("SAMPLERS", "DECODERS", "DECODER_SCHEME")},
     **{name: "a frozen result record built by the library (fields are not validated)"

@@ -30,18 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Import edges allowed to close a cycle, each with its reason.  Remove an entry when its
 #: edge goes; the test fails on an entry whose edge no longer exists, so the list only
 #: shrinks.
-CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("paper_figs._common", "paper_figs.index"):
-        "the study CLI (`_common.cli`) writes INDEX.md through `paper_figs.index`, the public "
-        "entry of the claims engine (a function-level import); `index` itself takes the "
-        "output folder and the heartbeat from `_common`, and the claims read the study log "
-        "through `_real_log`, which builds on `_common`; it goes when the CLI wiring moves "
-        "to one module at the top",
-    ("paper_figs._common", "paper_figs.run_all"):
-        "`_common._record` (the study CLI's timings.csv) uses `run_all.record_timing` / "
-        "`recorded_seconds`, which read the TIMINGS name of `paper_figs.index`; it moves "
-        "with the CLI wiring above",
-}
+CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @functools.cache
@@ -156,6 +145,53 @@ def test_cycle_exceptions_still_exist():
     assert not gone, f"remove these from CYCLE_EXCEPTIONS: {gone}"
 
 
+#: the top of ``paper_figs``: the modules that import the verdict machinery
+#: (``paper_figs.index`` and the ``claims`` package); the studies' code and their shared
+#: helpers never import them, only a study's ``if __name__ == "__main__":`` block calls
+#: the study command line ``paper_figs._cli``
+TOP = ("paper_figs._cli", "paper_figs.run_all", "paper_figs.index", "paper_figs.claims")
+
+
+def _is_top(module: str) -> bool:
+    return any(module == t or module.startswith(t + ".") for t in TOP)
+
+
+def _main_block_lines(tree: ast.Module) -> set[int]:
+    """The lines of the module's ``if __name__ == "__main__":`` blocks."""
+    lines: set[int] = set()
+    for node in tree.body:
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and getattr(node.test.left, "id", None) == "__name__"):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def test_only_the_top_imports_the_verdict_machinery():
+    """No study module and no shared helper of ``paper_figs`` imports ``run_all``,
+    ``index``, ``claims`` or ``_cli`` (the claims may build on the studies' helpers without a
+    circle); a study's ``__main__`` block may call the study command line ``_cli``."""
+    graph = import_graph("paper_figs")
+    mods = _modules("paper_figs")
+    found = []
+    for module, edges in graph.items():
+        if _is_top(module):
+            continue
+        main_lines = _main_block_lines(_tree(mods[module]))
+        for target, line in edges.items():
+            if _is_top(target) and not (target == "paper_figs._cli" and line in main_lines):
+                found.append(f"{module} -> {target} (line {line})")
+    assert not found, "imports of the top of paper_figs from below it:\n" + "\n".join(found)
+
+
+def test_the_timings_file_is_the_one_the_claims_read():
+    """``_common`` records timings under the name the claims engine reads (each module
+    spells it, so that ``_common`` need not import the claims)."""
+    from paper_figs import _common
+    from paper_figs.claims import verdicts
+
+    assert _common.TIMINGS == verdicts.TIMINGS
+
+
 def test_the_graph_sees_function_level_and_relative_imports():
     """The scanner on a small tree: a cycle through a function-level ``from . import``."""
     graph = {"p": {}, "p.a": {}, "p.b": {}}
@@ -195,6 +231,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
     ("paper_figs._common", "specbound.sim._config"):
         "the study CLI announces a first compilation (`compile_note`); a public home for "
         "it comes with the compiled-loop split",
+    ("paper_figs._common", "specbound._io"):
+        "atomic file writes of timings.csv (see `paper_figs._wm_common`)",
     ("paper_figs._wm_common", "specbound._io"):
         "atomic file writes (`specbound._io`): the package's private I/O helper, shared "
         "by the study scripts until it gets a public module",
@@ -243,8 +281,6 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
         "as `engine._z` (the tests move to the parts, then these go)",
     ("paper_figs.real_wm_rouge", "specbound._validation"):
         "argument checks (`specbound._validation`) shared with the package's entry points",
-    ("paper_figs.run_all", "specbound._io"):
-        "atomic file writes (see `paper_figs._wm_common`)",
     ("scripts.run_notebook", "paper_figs._common"):
         "the notebook runner uses the studies' shared helpers (output folders, matplotlib setup)",
     ("scripts.study_outputs", "paper_figs._wm_common"):
@@ -462,21 +498,8 @@ SIZE_EXCEPTIONS: dict[str, str] = {
         "records",
     "specbound/sim/_compiled_lossy.py:correction":
         "a Numba kernel: a rule's parameters travel as arrays and scalars (no records)",
-    "specbound/sim/_kernels.py:_mpfr_select":
-        "a Numba step kernel: scratch buffers passed in to keep the hot loop allocation-free",
-    "specbound/sim/_kernels.py:mpfr_fast_step":
-        "a Numba step kernel: scratch buffers passed in (allocation-free)",
-    "specbound/sim/_kernels.py:mpfr_direct_step":
-        "a Numba step kernel: scratch buffers passed in (allocation-free)",
-    "specbound/sim/_kernels.py:batch_kernel":
-        "the Numba Monte Carlo kernel: model arrays and outputs as arrays (no records)",
     "specbound/sim/_model_kernels.py:synthetic_logits":
         "a Numba kernel of the synthetic model: its parameters as scalars and arrays",
-    "specbound/sim/decode.py:BlockRun.__init__":
-        "the Python block loop's state from the checked arguments; goes with the passing "
-        "down of one derivation of each parameter",
-    "specbound/testing/_checks.py:_combine":
-        "the conformance kit's verdict of one check from its parts",
     "paper_figs/claims/liu.py:_claim":
         "a claims-table row constructor: one positional per column keeps the table readable",
     "paper_figs/claims/zhou.py:_claim":

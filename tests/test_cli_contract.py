@@ -151,6 +151,9 @@ BAD = [
     (["models", "--threads", "0"], "--threads"),
     (["models", "--device", "meta"], "--device"),
     (["models", "--target", "./nope"], "--target"),
+    # a draft given twice (also as another text of the same spec) is refused, not dropped
+    (["models", "--measure", "--drafts", "temperature:1", "temperature:1.0"], "--drafts"),
+    (["models", "--top-k", "99999999999999999999"], "--top-k"),
     # log
     (["log"], "--out"),
     (["log", "--out", str(ROOT / "pyproject.toml")], "--out"),
@@ -160,6 +163,11 @@ BAD = [
     (["log", "--out", "/tmp/x", "--max-stored", "0"], "--max-stored"),
     (["log", "--out", "/tmp/x", "--drafts", "bogus:1"], "--drafts"),
     (["log", "--out", "/tmp/x", "--temperature", TINY], "--temperature"),
+    (["log", "--out", "/tmp/x", "--sets", "humaneval", "humaneval"], "--sets"),
+    (["log", "--out", "/tmp/x", "--drafts", "quantized:4", "quantized:4"], "--drafts"),
+    # a folder that cannot be written is refused before the model loads
+    (["log", "--out", "/proc/no-such-log"], "--out"),
+    (["log", "--out", str(ROOT / "pyproject.toml" / "log")], "--out"),
     # check-sampler (tests/test_testing_cli.py holds its runs)
     (["check-sampler", "specbound.testing.gallery:sd_step"], "--protocol"),
     (["check-sampler", "nosuchmodule_xyz:f", "--protocol", "step"], "MODULE:FUNCTION"),
@@ -175,7 +183,12 @@ if EMBEDDED_CACHED:  # the context window is read from the cached config, not th
     BAD += [(["generate", "hi", "--key", "1", "--max-new-tokens", "9000"], "--max-new-tokens"),
             (["generate", "hi", "--key", "1", "--draft", "early_exit:999"], "--draft"),
             (["models", "--measure", "--drafts", "early_exit:31"], "--drafts"),
-            (["log", "--out", "/tmp/x", "--drafts", "early_exit:999"], "--drafts")]
+            (["log", "--out", "/tmp/x", "--drafts", "early_exit:999"], "--drafts"),
+            # a top-k above the vocabulary (49,152) would silently keep every token
+            (["generate", "hi", "--key", "1", "--top-k", "49153"], "--top-k"),
+            (["models", "--measure", "--top-k", "10000000"], "--top-k"),
+            (["log", "--out", "/tmp/x", "--top-k", "50000"], "--top-k"),
+            (["log", "--out", "/tmp/x", "--max-stored", "1000000000000"], "--max-stored")]
 
 
 @pytest.mark.parametrize(("argv", "flag"), BAD, ids=[" ".join(a)[:60] or "(none)"
@@ -196,6 +209,16 @@ def test_binary_stdin_is_one_line(capsys, monkeypatch, no_loading, argv):
     code, out, err = _run(capsys, argv)
     _assert_one_line_error(code, out, err, "standard input")
     assert "not UTF-8" in err and "offset 3" in err
+
+
+def test_generate_reads_a_bounded_prompt_from_stdin(capsys, monkeypatch, no_loading):
+    """``generate -`` reads at most ``MAX_TEXT_BYTES`` of standard input (an endless stream,
+    ``< /dev/zero``, was read until the memory ran out): one line naming the prompt."""
+    data = io.BytesIO(b"a" * (cli.MAX_TEXT_BYTES + 1))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(data))
+    code, out, err = _run(capsys, ["generate", "-", "--key", "1"])
+    _assert_one_line_error(code, out, err, "prompt (standard input): longer than 16777216 bytes")
+    assert data.tell() == cli.MAX_TEXT_BYTES + 1  # no more was read
 
 
 def test_binary_file_is_one_line(capsys, tmp_path, no_loading):

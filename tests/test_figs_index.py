@@ -360,9 +360,9 @@ def test_run_all_shares_one_pool_in_full_mode(tmp_path, monkeypatch):
 
 
 def test_index_shows_runtime(tmp_path):
-    from paper_figs import run_all
+    from paper_figs._common import record_timing
 
-    run_all.record_timing(tmp_path, "bounds_vs_drafts", 12.345, quick=True)
+    record_timing(tmp_path, "bounds_vs_drafts", 12.345, quick=True)
     text = ix.render(ix.evaluate(tmp_path), tmp_path)
     assert "| bounds_vs_drafts | quick | 12.35 | " in text
 

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from paper_figs import _real_log, real_bounds, real_lossy
-from paper_figs._common import build_parser, cli, resolve_params
+from paper_figs._cli import cli
+from paper_figs._common import build_parser, resolve_params
 from specbound.llm.logs import DistributionLog, read_log
 
 V = 30

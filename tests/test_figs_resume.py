@@ -1,7 +1,7 @@
 """What a study run says about its stored results, ``--fresh``, and ``timings.csv`` keeping
-the compute time of stored results (``paper_figs._common.study_run``, ``cli``,
-``paper_figs.run_all``).  A tiny study with one sweep (no kernels, no model): deterministic,
-well under a second per test."""
+the compute time of stored results (``paper_figs._common.study_run``,
+``paper_figs._cli.cli``, ``paper_figs.run_all``).  A tiny study with one sweep (no kernels,
+no model): deterministic, well under a second per test."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from paper_figs import _common, run_all
-from paper_figs._common import Param, cli
+from paper_figs._cli import cli
+from paper_figs._common import Param
 from specbound.sweep import ResumableCSV, run_sweep
 
 CALLS: list[int] = []
@@ -55,7 +56,7 @@ def test_a_run_says_what_it_found_stored_and_keeps_the_compute_time(tmp_path, ca
     assert len(CALLS) == 11
     first = (out / "toy.csv").read_bytes()
     # pretend the first run took 100 s: the measurement a resume must keep
-    run_all.record_timing(out, "toy", 100.0, False)
+    _common.record_timing(out, "toy", 100.0, False)
     CALLS.clear()
     _run(["--out", str(out)])
     err = capsys.readouterr().err

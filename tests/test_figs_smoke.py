@@ -147,7 +147,7 @@ def test_bounds_vs_drafts_pair_construction():
     np.testing.assert_allclose(bounds_vs_drafts.logit_noise_draft(p, eps, 0.0), p, rtol=1e-12)
 
 
-# --- the command line of every study (paper_figs._common.cli) -----------------------------
+# --- the command line of every study (paper_figs._cli.cli) ---------------------------------
 
 _HELP_SCRIPT = """
 import contextlib, io, runpy, sys
@@ -234,7 +234,7 @@ def _dirs(monkeypatch, tmp_path):
 def test_cli_default_and_custom_runs_write_their_own_folders(monkeypatch, tmp_path, capsys):
     import json
 
-    from paper_figs._common import cli
+    from paper_figs._cli import cli
 
     dirs = _dirs(monkeypatch, tmp_path)
     run = lambda argv: cli(bounds_vs_drafts.main, bounds_vs_drafts.__doc__,  # noqa: E731
@@ -304,7 +304,7 @@ def test_run_all_quick_writes_to_out_quick_with_the_mark(monkeypatch, tmp_path):
 
 
 def test_record_timing_reads_a_file_without_the_params_column(tmp_path):
-    from paper_figs.run_all import TIMING_COLUMNS, record_timing
+    from paper_figs._common import TIMING_COLUMNS, record_timing
 
     (tmp_path / "timings.csv").write_text(
         "study,seconds,quick,finished_utc\na,1.5,False,2026-12-01 00:00:00\n")
@@ -357,7 +357,7 @@ def test_readme_table_names_every_study_and_its_flags():
 def test_single_study_run_refreshes_an_existing_index(tmp_path):
     """A study run alone into a folder that holds an INDEX.md rewrites it, so the verdicts
     and the smoke-run banner follow the new outputs (a folder without one gets none)."""
-    from paper_figs._common import cli
+    from paper_figs._cli import cli
 
     run = lambda out: cli(bounds_vs_drafts.main, bounds_vs_drafts.__doc__,  # noqa: E731
                           bounds_vs_drafts.PARAMS, bounds_vs_drafts.NAME,

@@ -420,3 +420,15 @@ def test_acceptance_profile_shows_progress_by_default(tiny_pair, capsys):
     assert "acceptance profile" in capsys.readouterr().err
     llm.acceptance_profile(tiny_pair, ["hello cat"], B=1, schemes=(), progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_generate_batch_names_its_template_not_a_prompt(tiny_pair):
+    """A bad ``template`` of ``generate_batch`` is the call's argument (it was reported as
+    ``prompts: prompt 0: template: ...``); a prompt's own problem still names the prompt."""
+    from specbound import llm
+
+    with pytest.raises(ValueError, match=r"^template: must be one of"):
+        llm.generate_batch(tiny_pair, ["hello world"], "vsps", template="bogus",
+                           max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"^prompts: prompt 1: must not be empty"):
+        llm.generate_batch(tiny_pair, ["hello world", ""], "vsps", max_new_tokens=2)

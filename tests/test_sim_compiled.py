@@ -26,6 +26,7 @@ from specbound.sim import (
 )
 from specbound.sim import _compiled as C
 from specbound.sim.decode import MULTI_DRAFT_DECODERS
+from specbound.sim.decoders import DECODER_SPECS, KEYED_DECODERS, OPTIONS
 from tests._results import assert_same_result
 
 THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
@@ -71,35 +72,47 @@ def test_batch_equals_reference_token_for_token(decoder, n):
             assert_same(ref, batch[i], label=f"{decoder} n={n} prompt {i} threads {threads}")
 
 
-OPTION_CASES = [
-    ("basic_uwm", dict(repeats="mask")),
-    ("basic_uwm", dict(reweight="gamma")),
-    ("basic_uwm", dict(reweight="gamma", repeats="mask")),
-    ("pfr", dict(repeats="mask")),
-    ("mpfr", dict(repeats="mask")),
-    ("mws", dict(repeats="mask")),
-    ("mws", dict(reweight="gamma")),
-    ("mws", dict(reweight="gamma", repeats="mask")),
-    ("mse", dict(repeats="mask")),
-    ("mse", dict(reweight="gamma")),
-    ("mse_pseudo", dict(repeats="mask")),
-    ("mse_pseudo", dict(reweight="gamma")),
-    ("mse_pseudo", dict(residual="keyed")),
-    ("mse_pseudo", dict(residual="keyed", reweight="gamma", repeats="mask")),
-    ("pfr_nowm", dict(unkeyed="fresh")),
-    ("pfr_nowm", dict(unkeyed="fresh", repeats="mask")),
-    ("basic_uwm", dict(repeats="skip")),
-    ("basic_uwm", dict(repeats="skip", reweight="gamma")),
-    ("pfr", dict(repeats="skip")),
-    ("mpfr", dict(repeats="skip")),
-    ("mws", dict(repeats="skip")),
-    ("mws", dict(repeats="skip", reweight="gamma")),
-    ("mse", dict(repeats="skip")),
-    ("mse_pseudo", dict(repeats="skip")),
-    ("mse_pseudo", dict(repeats="skip", residual="keyed", reweight="gamma")),
-    ("vsps", dict(repeats="skip")),
-    ("specinfer", dict(repeats="skip")),
-]
+#: a non-default value of each decoder option of the registry (``OPTIONS``)
+NON_DEFAULT = {"reweight": "gamma", "unkeyed": "fresh", "residual": "keyed"}
+
+
+def _option_cases():
+    """Non-default options of every registered decoder: a keyed decoder with masked and
+    with skipped repeats, each option it takes alone, and all its options together with
+    masked and with skipped repeats; an unkeyed decoder's options alone and together with
+    masked repeats; an unkeyed drafting decoder without options with skipped repeats."""
+    cases = []
+    for name, spec in DECODER_SPECS.items():
+        every = {o: NON_DEFAULT[o] for o in sorted(spec.options)}
+        if spec.keyed:
+            settings = [dict(repeats="mask"), dict(repeats="skip")]
+            settings += [{o: v} for o, v in every.items()]
+            if every:
+                settings += [dict(every, repeats="mask"), dict(every, repeats="skip")]
+        elif every:
+            settings = [{o: v} for o, v in every.items()] + [dict(every, repeats="mask")]
+        else:
+            settings = [dict(repeats="skip")] if spec.drafts else []
+        cases += [(name, s) for s in settings]
+    return cases
+
+
+OPTION_CASES = _option_cases()
+
+#: the keyed and the unkeyed decoders, in registry order
+KEYED = [d for d in DECODERS if d in KEYED_DECODERS]
+UNKEYED = [d for d in DECODERS if d not in KEYED_DECODERS]
+
+
+def test_option_cases_cover_the_registry():
+    """Every option of every decoder runs in the option cases, and every keyed decoder with
+    masked and with skipped repeats."""
+    assert set(NON_DEFAULT) == set(OPTIONS)
+    seen = {(d, o) for d, opts in OPTION_CASES for o in opts}
+    for name, spec in DECODER_SPECS.items():
+        assert {(name, o) for o in spec.options} <= seen, name
+        if spec.keyed:
+            assert {(name, "repeats")} <= seen, name
 
 
 def _spy_compiled_calls(monkeypatch) -> list:
@@ -193,12 +206,12 @@ def test_unsupported_runs_fall_back_to_the_reference_loop():
                     speculative_decode(target, draft, [1, 1], dec, **kw))
 
 
-@pytest.mark.parametrize("decoder", ["basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"])
+@pytest.mark.parametrize("decoder", KEYED)
 def test_skip_mode_without_window_draws_the_same_stream(decoder):
     """``repeats="skip"`` with ``window=None``: nothing repeats, yet the mode's unkeyed
     uniforms are drawn per block; compiled = reference, generator states included."""
     target, draft = _pair(50)
-    B = 2 if decoder == "mpfr" else 1
+    B = 2 if decoder in MULTI_DRAFT_DECODERS else 1
     g_ref, g_new = np.random.default_rng(3), np.random.default_rng(3)
     kw = dict(L=3, B=B, key=5, max_new_tokens=10, repeats="skip")
     ref = _reference(target, draft, [4], decoder, seed=g_ref, **kw)
@@ -265,12 +278,12 @@ def test_shared_back_off_sums_equal_next_distribution():
 # ------------------------------------------------------------------- exactness (compiled)
 
 
-@pytest.mark.parametrize("decoder", ["ar", "vsps", "pfr_nowm", "invariant", "specinfer",
-                                     "blockver"])
+@pytest.mark.parametrize("decoder", UNKEYED)
 def test_batched_law_of_first_three_tokens_is_exact(decoder):
     """Unkeyed decoders, 3,000 prompts in one compiled batch (independent seeds): the law of
     the first three tokens is the enumerated Markov law.  Chi-square GOF (pooling expected
-    counts < 5), alpha = 1e-4 per decoder: the 6 cases fail by chance w.p. <= 6e-4.  (The
+    counts < 5), alpha = 1e-4 per decoder: the k cases (k = 7 unkeyed decoders today) fail
+    by chance w.p. <= k * 1e-4 (7e-4).  (The
     keyed decoders' law over keys runs on the compiled path through ``speculative_decode`` in
     ``tests/test_sim_decode.py::test_law_of_first_three_tokens_is_exact``.)"""
     target = MarkovLM.random(3, seed=21)
@@ -291,10 +304,11 @@ def test_keyed_law_runs_compiled(monkeypatch):
     calls = []
     real = C.decode_single
     monkeypatch.setattr(C, "decode_single", lambda *a: calls.append(real(*a) is not None))
-    for dec in ("basic_uwm", "pfr", "mpfr", "mws", "mse", "mse_pseudo"):
-        speculative_decode(target, target, [0], dec, L=2, B=2 if dec == "mpfr" else 1, key=3,
+    for dec in KEYED:
+        speculative_decode(target, target, [0], dec, L=2,
+                           B=2 if dec in MULTI_DRAFT_DECODERS else 1, key=3,
                            max_new_tokens=3, seed=np.random.SeedSequence([0, 1]))
-    assert calls == [True] * 6
+    assert calls == [True] * len(KEYED)
 
 
 # ------------------------------------------------------------------- the batch object

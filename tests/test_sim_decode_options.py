@@ -17,6 +17,7 @@ from specbound.sim.decode import (
     acceptance_compensator,
     speculative_decode,
 )
+from specbound.sim.decoders import DECODER_SPECS
 from specbound.sim.models import MarkovLM, SyntheticLM
 from specbound.sim.prf import context_label, key_id
 from specbound.testing.strategies import prob_vectors
@@ -100,7 +101,8 @@ def test_skip_marks_exactly_the_repeated_windows():
     assert n_skipped > 200
 
 
-@pytest.mark.parametrize("decoder", ["pfr", "mws", "mse", "mse_pseudo"])
+@pytest.mark.parametrize("decoder", [d for d, s in DECODER_SPECS.items()
+                                     if s.keyed and s.drafts and not s.multi_draft])
 def test_skipped_decisions_accept_with_one_minus_tv(decoder):
     # skipped decisions are vanilla speculative sampling: their accepted count minus the
     # compensator 1 - TV is a martingale; |sum| <= 5 SE (per block differences), and the

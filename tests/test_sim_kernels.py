@@ -28,10 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _TAB = np.empty((1, 1))
 
 
-def _bufs(B):
-    return np.empty(B), np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64)
-
-
 # ------------------------------------------------------------------- kernels vs NumPy
 
 
@@ -72,7 +68,7 @@ def test_decoder_kernels_are_the_sampler_kernels(pq, label, B):
     p, q = pq
     lab = np.uint64(label)
     drafts = np.empty(B, np.int64)
-    y, _ = K.mpfr_fast_step(p, q, B, lab, _TAB, False, drafts, *_bufs(B))
+    y, _ = K.mpfr_fast_step(p, q, B, lab, _TAB, False, drafts, K.mpfr_heap(B))
     top = np.empty(B, np.int64)
     K.mpfr_topk(lab, q, B, top)
     np.testing.assert_array_equal(top, drafts)

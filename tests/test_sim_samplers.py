@@ -276,10 +276,8 @@ def test_mpfr_fast_equals_direct_property(pair, B, label):
     p, q = pair
     tab = np.empty((1, 1))
     d1, d2 = np.empty(B, np.int64), np.empty(B, np.int64)
-    y1, a1 = K.mpfr_fast_step(p, q, B, np.uint64(label), tab, False, d1, np.empty(B),
-                              np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
-    y2, a2 = K.mpfr_direct_step(p, q, B, np.uint64(label), tab, False, d2, np.empty(B),
-                                np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
+    y1, a1 = K.mpfr_fast_step(p, q, B, np.uint64(label), tab, False, d1, K.mpfr_heap(B))
+    y2, a2 = K.mpfr_direct_step(p, q, B, np.uint64(label), tab, False, d2, K.mpfr_heap(B))
     assert y1 == y2 and a1 == a2 and np.array_equal(d1, d2)
     y3, d3, a3 = R.mpfr(p, q, R.clock_table(label, p.size, B), B)
     assert y3 == y1 and np.array_equal(d3, d1) and a3 == a1

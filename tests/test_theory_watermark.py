@@ -529,6 +529,8 @@ def test_tpr_at_fpr_empirical_threshold_matches_exact():
         (lambda: score_threshold(0, fpr=0.01), "M"),
         (lambda: score_threshold(10, fpr=1.0), "fpr"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [0]), "T_eval"),
+        # a repeated budget would repeat its row
+        (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2, 4, 2]), "T_eval"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2], fpr=0.0), "fpr"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2], null="empirical"), "U_null"),
         (lambda: tpr_at_fpr(np.full((3, 4), 0.5), [2], null="bootstrap"), "null"),

@@ -221,6 +221,8 @@ def _encode_all(pair, prompts, chat, template, max_new_tokens, L):
             ids, text = encode_for_pair(pair, prompt, chat, template)
         except ValueError as exc:
             msg = str(exc)
+            if msg.startswith(("template:", "chat:")):
+                raise  # an argument of the call, not of this prompt
             rest = msg.split(":", 1)[1] if msg.startswith("prompt:") else " " + msg
             raise ValueError(f"prompts: prompt {i}:{rest}") from None
         if limit is not None:

@@ -40,6 +40,7 @@ from numba import njit, prange
 
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled_blockver as _BV
+from specbound.sim import _compiled_hsd as _HS
 from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
@@ -58,6 +59,7 @@ from specbound.sim.decoders import (
     ACCEPTANCES,
     BLOCK_BLOCKVER,
     BLOCK_GLS,
+    BLOCK_HSD,
     BLOCK_KINDS,
     BLOCK_SINGLE,
     BLOCK_SPECINFER,
@@ -984,6 +986,58 @@ def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
     return gen, ndec, k, 0
 
 
+# ------------------------------------------------------------------ hierarchical SD
+
+
+@njit(**JIT)
+def block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """One draft sequence verified by lossless hierarchical speculative decoding (``hsd``;
+    Zhou et al., ICLR 2026, arXiv:2601.05724): draw ``ell`` drafts, evaluate the target after
+    each, keep the prefix ``tau`` of :func:`~specbound.sim._compiled_hsd.hsd_tau`, then emit
+    the correction (``tau < ell``) or the bonus.  The randomness is the single-draft block's
+    (``3 (ell + 1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at
+    each kept position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec,
+    emitted, error)``."""
+    hlen = pr.n0 + gen
+    room = R.N - gen
+    ell = R.L if R.L < room else room
+    n = w.P.shape[0]
+    us = np.empty(3 * (ell + 1))
+    pcg_doubles(pr.state, us)
+    Q = np.empty((ell, n))
+    P = np.empty((ell + 1, n))
+    xs = np.empty(ell, np.int64)
+    cs = np.empty(ell + 1)
+    for s in range(ell):
+        O.counts[1] += 1
+        O.counts[3] += 1
+        _draft_eval(dm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, Q[s], R.share)
+        x = _K.categorical(Q[s], us[3 * s])
+        pr.tokens[hlen + s] = x
+        xs[s] = x
+    if R.store_drafts:
+        for s in range(ell):
+            O.drafts[nblk, 0, s] = xs[s]
+    O.counts[0] += 1
+    O.counts[2] += ell + 1
+    for s in range(ell):
+        _target_eval(tm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, P[s], R.share)
+    tau = _HS.hsd_tau(P, Q, xs, ell, us, cs)
+    for k in range(tau):
+        gen = _emit(O, pr, gen, xs[k], np.nan, False)
+        ndec = _decide(O, ndec, 1, True, gen, False)
+    if tau < ell:
+        y = _HS.hsd_correction(cs[tau], P[tau], Q[tau], us[3 * tau + 2])
+        gen = _emit(O, pr, gen, y, np.nan, False)
+        ndec = _decide(O, ndec, 1, False, gen, False)
+        return gen, ndec, tau + 1, 0
+    if room > ell:
+        model_probs(tm, pr.tokens[:hlen + ell], P[ell])
+        gen = _emit(O, pr, gen, _K.categorical(P[ell], us[3 * ell + 2]), np.nan, False)
+        return gen, ndec, tau + 1, 0
+    return gen, ndec, tau, 0
+
+
 # ------------------------------------------------------------------ one prompt
 
 
@@ -1071,6 +1125,8 @@ def decode_one(R, tm, dm, tokens, n0, st, O):
             gen, ndec, k, err = block_specinfer(R, tm, dm, w, O, pr, gen, ndec, nblk)
         elif kind == BLOCK_BLOCKVER:
             gen, ndec, k, err = block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk)
+        elif kind == BLOCK_HSD:
+            gen, ndec, k, err = block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk)
         else:  # no fall-through to another decoder's block
             raise ValueError("decoder: unknown block kind in the compiled loop")
         if err != 0:
@@ -1195,7 +1251,7 @@ def plan(target, draft, args: RunArgs, store_drafts=True, unwrap_cached=False):
         return None
     n = int(target.vocab_size)
     work = n * (L if spec.block == "single" else 1)
-    if spec.block == "blockver":  # the block's draft and target rows
+    if spec.block in ("blockver", "hsd"):  # the block's draft and target rows
         work = n * (2 * L + 1)
     if spec.block == "specinfer":
         work += n * (1 + B * L)

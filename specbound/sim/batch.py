@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specbound._validation import as_bool, as_rng, split_seeds
+from specbound._validation import as_bool, as_rng, check_alloc, split_seeds
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _compiled as _C
 from specbound.sim.decode import decode_run_args, speculative_decode, validate_prompt
@@ -175,6 +175,23 @@ def prompt_rows(prompts):
     return rows
 
 
+#: int64 entries a batch keeps per position of a row (its tokens, and per block the emitted
+#: counts and decisions, at most one block a position), besides ``B * L`` stored drafts
+BATCH_ITEMS_PER_POSITION = 4
+
+
+def check_batch_size(arrs, max_new_tokens: int, drafts_per_position: int = 0) -> None:
+    """Refuse up front (``specbound._validation.check_alloc``) a batch whose results would
+    not fit: every row's prompt and new tokens (:data:`BATCH_ITEMS_PER_POSITION` entries a
+    position, ``drafts_per_position`` more with stored drafts), naming ``prompts`` and
+    ``max_new_tokens`` (100,000 prompts of 100,000 new tokens ran out of memory in the
+    decoder instead)."""
+    longest = max(a.size for a in arrs) + int(max_new_tokens)
+    check_alloc("prompts and max_new_tokens",
+                len(arrs) * longest * (BATCH_ITEMS_PER_POSITION + drafts_per_position),
+                what=f"{len(arrs)} prompts of up to {longest} tokens")
+
+
 def prompt_seeds(seed, prompts, n):
     """One seed per prompt: a PromptSet's own seeds for None, else :func:`split_seeds`."""
     if seed is None and isinstance(prompts, PromptSet):
@@ -239,7 +256,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     target, draft, args = decode_run_args(
         target, draft, decoder, L=L, B=B, key=key, max_new_tokens=max_new_tokens,
         window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual)
-    arrs = [validate_prompt(r, target.vocab_size) for r in rows]
+    arrs = [validate_prompt(r, target.vocab_size, f"prompts[{i}]") for i, r in enumerate(rows)]
+    check_batch_size(arrs, args.N, args.B * args.L if store else 0)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
     results = _C.decode_prompts(

@@ -1,8 +1,9 @@
 """Sequence-level speculative decoders on language models given as next-token distributions.
 
-:func:`speculative_decode` runs one of twelve decoders (Liu, Wan, Gao & Gündüz 2026,
-arXiv:2609.21858, §4-§6, App. A, C, D, the baselines named there, and the block verification
-of Sun et al. 2024, arXiv:2403.10444) on a target/draft pair
+:func:`speculative_decode` runs one of thirteen decoders (Liu, Wan, Gao & Gündüz 2026,
+arXiv:2609.21858, §4-§6, App. A, C, D, the baselines named there, the block verification
+of Sun et al. 2024, arXiv:2403.10444, and the lossless hierarchical speculative decoding of
+Zhou et al., ICLR 2026, arXiv:2601.05724) on a target/draft pair
 of models and returns a frozen :class:`DecodeResult`: the tokens, what every block emitted
 and accepted, the multiplicity ``nu`` of every verification decision, the evaluation counts,
 the keyed pivots and the watermark configuration.
@@ -72,7 +73,7 @@ whatever the drafter does), so that "the same shared randomness R" is well defin
 drafter-invariance checks of :mod:`specbound.sim.invariance`:
 
 - ``ar``: one uniform per token (inverse CDF);
-- ``vsps``, ``mse``, ``mse_pseudo``, ``blockver``: ``rng.random((ell + 1, 3))`` per block
+- ``vsps``, ``mse``, ``mse_pseudo``, ``blockver``, ``hsd``: ``rng.random((ell + 1, 3))`` per block
   (draft draw, acceptance coin, residual/bonus draw at each block position);
 - ``specinfer``: ``rng.random((ell + 1, B, 3))`` per block;
 - ``invariant``: ``ell + 1`` 64-bit labels per block; draft ``b`` at block position ``s``
@@ -150,6 +151,16 @@ Decoders
     is ``vsps``.  Its decisions have no per-context closed form (it is not in
     :data:`DECODER_SCHEME`); :func:`specbound.theory.blockver_block_tokens` gives its exact
     tokens per block.
+``hsd``
+    Lossless hierarchical speculative decoding (Zhou, Huang, Li, Wu, Wang, Zhang, Lin & Cheng,
+    ICLR 2026, arXiv:2601.05724): the drafts of ``vsps``; the whole block is kept with the
+    capped joint ratio ``c_ell = R_ell / max(1, R_1..R_ell)`` (``R_k`` the joint ratio
+    ``P(x_1..x_k) / Q(x_1..x_k)``), otherwise the verification steps back from level
+    ``ell - 1`` towards the root, leaving level ``k`` with probability ``1 - A_k / max(A_k,
+    D_k)`` (excess and deficit of the branch), and draws the correction from
+    ``(c_k P_k - Q_k)_+`` at the level it stops at (:mod:`specbound.sim._compiled_hsd`;
+    ``docs/hsd.md``).  Its kept prefix has the law of ``blockver``'s (so it is ``vsps`` in law
+    at ``L = 1``); :func:`specbound.theory.hsd_block_tokens` gives its exact tokens per block.
 
 Verification decisions
 ----------------------
@@ -205,6 +216,7 @@ import numpy as np
 from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
 from specbound.sim import _compiled
 from specbound.sim import _compiled_blockver as _BV
+from specbound.sim import _compiled_hsd as _HS
 from specbound.sim import _kernels as _K
 from specbound.sim import lossy as _lossy
 from specbound.sim.decoders import (
@@ -230,6 +242,7 @@ from specbound.sim.prf import (
 from specbound.sim.results import DecodeResult, WatermarkConfig
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 from specbound.theory.blockver import blockver_block_tokens as _blockver_block_tokens
+from specbound.theory.hsd import hsd_block_tokens as _hsd_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
            "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
@@ -499,22 +512,27 @@ def _gamma_reweight(label, w) -> np.ndarray:
 class BlockRun:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
-    def __init__(self, backend, prompt, decoder, L, B, key, N, rng, window, repeats="reuse",
-                 reweight="delta", unkeyed="position", residual="plain", rule=None,
+    def __init__(self, backend, prompt, args: _compiled.RunArgs, rng, rule=None,
                  rule_params=None):
+        """``args``: the validated arguments of the call (:func:`decode_run_args`: the
+        decoder's spec looked up once, the sizes, the key, the window and the options);
+        ``rng`` the call's generator; ``rule`` (with ``rule_params``) a lossy rule as the
+        verification step of the single-draft block."""
         self.backend = backend
         # a lossy rule (``rule``) is the verification step of the single-draft block
         self.rule = rule
         self.rule_spec = _lossy.rule_spec(rule) if rule is not None else None
         self.rule_params = dict(rule_params or {})
         self.verification = self.verify_sd if rule is None else self.verify_rule
+        self.spec = spec = args.spec
+        decoder, key, window = spec.name, args.key, args.window
         self.name = decoder if rule is None else f"lossy:{rule}"
         self.decoder, self.L, self.B, self.N, self.rng, self.w = (
-            decoder, L, B, N, rng, window)
-        self.repeats, self.reweight, self.unkeyed = repeats, reweight, unkeyed
-        self.residual = residual
+            decoder, args.L, args.B, args.N, rng, window)
+        repeats, reweight = args.repeats, args.reweight
+        self.repeats, self.reweight, self.unkeyed = repeats, reweight, args.unkeyed
+        self.residual = args.residual
         self.mask = repeats == "mask"
-        self.spec = spec = decoder_spec(decoder)
         self.kind = spec.block_for(reweight)
         if rule is not None and self.kind != "single":
             raise ValueError(f"rule: a lossy rule is the verification step of the single-draft "
@@ -994,6 +1012,47 @@ class BlockRun:
             emitted += 1
         return emitted
 
+    def block_hsd(self, ell):
+        """hsd: lossless hierarchical speculative decoding of one draft sequence (Zhou et al.,
+        ICLR 2026, arXiv:2601.05724; :mod:`specbound.sim._compiled_hsd`).
+
+        Drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of ``vsps``), one verification over
+        every prefix, the kept prefix ``x_1..x_tau`` of :func:`~specbound.sim._compiled_hsd.
+        hsd_tau` (the full block against ``us[ell - 1, 1]``, the step-back coin of level ``k``
+        ``us[k - 1, 1]``), then one token: the residual ``(c_tau P_tau - Q_tau)_+`` drawn with
+        ``us[tau, 2]`` when ``tau < ell``, else the bonus from ``P_ell`` with ``us[ell, 2]``.
+        Decisions: accepted at the kept positions, rejected at the correction's."""
+        h = list(self.tokens)
+        us = self.rng.random((ell + 1, 3))
+        xs: list[int] = []
+        qs = []
+        for s in range(ell):
+            qv = np.asarray(self.draft_step([tuple(xs)])[0], dtype=np.float64)
+            xs.append(int(_K.categorical(qv, us[s, 0])))
+            qs.append(qv)
+        self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
+        self.verify([tuple(xs[:i]) for i in range(ell + 1)])
+        rows = [np.asarray(self.p(np.array(h + xs[:i], dtype=np.int64)), dtype=np.float64)
+                for i in range(ell)]
+        n = rows[0].shape[0] if rows else 1
+        P = np.array(rows, dtype=np.float64).reshape(ell, n)
+        Q = np.array(qs, dtype=np.float64).reshape(ell, n)
+        cs = np.empty(ell + 1)
+        tau = int(_HS.hsd_tau(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), cs))
+        for s in range(tau):
+            self.emit(xs[s], h + xs[:s])
+            self.decide(1, True)
+        if tau < ell:
+            self.emit(_HS.hsd_correction(cs[tau], P[tau], Q[tau], us[tau, 2]), h + xs[:tau])
+            self.decide(1, False)
+            return tau + 1
+        if self.generated < self.N:
+            ctx = h + xs
+            self.emit(_K.categorical(np.asarray(self.p(np.array(ctx, dtype=np.int64)),
+                                                dtype=np.float64), us[ell, 2]), ctx)
+            return tau + 1
+        return tau
+
     def run(self, max_blocks=None):
         block = self.block
         blocks = 0
@@ -1052,6 +1111,7 @@ _BLOCKS = {
     "gls": BlockRun.block_gls,
     "specinfer": BlockRun.block_specinfer,
     "blockver": BlockRun.block_blockver,
+    "hsd": BlockRun.block_hsd,
 }
 
 
@@ -1206,8 +1266,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
             f"backend: must implement reset, draft_step, verify and commit (DecodeBackend), "
             f"got {type(backend).__name__}"
         )
-    return BlockRun(backend, prompt, args.spec.name, args.L, args.B, args.key, args.N, rng,
-                    args.window, *args.options).run(args.max_blocks)
+    return BlockRun(backend, prompt, args, rng).run(args.max_blocks)
 
 
 def _model_window(target, draft):
@@ -1229,7 +1288,8 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
     window (``context_length``, 1 for a :class:`~specbound.sim.models.MarkovLM`).
     ``blockver`` (block verification, Sun et al. 2024, arXiv:2403.10444, Alg. 2) has no
     per-context coupling: its value is :func:`specbound.theory.blockver_block_tokens` over
-    the same models.
+    the same models; that of ``hsd`` (lossless hierarchical speculative decoding, Zhou et
+    al., ICLR 2026, arXiv:2601.05724) is :func:`specbound.theory.hsd_block_tokens`.
 
     Assumes independent clocks in distinct contexts (a random key and distinct context labels,
     e.g. ``window=None``) and a full block (``max_new_tokens >= L + 1``).  Meant for small
@@ -1243,7 +1303,8 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
         enumeration that is too large (named ``L``).
     """
     allowed = tuple(d for d in DECODERS
-                    if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr") or d == "blockver")
+                    if DECODER_SCHEME.get(d) in ("sd", "exp_race", "mpfr")
+                    or d in ("blockver", "hsd"))
     dec = as_choice(decoder, "decoder", allowed)
     target, draft, prompt, dec, L, B, _, _, _ = validate_decode_args(
         target, draft, prompt, dec, L, B, 0 if dec in KEYED_DECODERS else None, 0, None)
@@ -1258,6 +1319,8 @@ def expected_block_tokens(target, draft, prompt, decoder, *, L=4, B=1) -> float:
 
     if dec == "blockver":
         return float(_blockver_block_tokens(p_fn, q_fn, prompt, L=L, context_length=window))
+    if dec == "hsd":
+        return float(_hsd_block_tokens(p_fn, q_fn, prompt, L=L, context_length=window))
     return float(_theory_block_tokens(p_fn, q_fn, prompt, DECODER_SCHEME[dec], L=L, B=B,
                                       context_length=window))
 

@@ -22,7 +22,9 @@ The algorithms are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858, �
 C, D (Alg. 1, 3, 4, 6, 9, 10), the baselines named there (module docstring of
 :mod:`specbound.sim.decode`) and the block verification of Sun, Mendlovic, Leviathan,
 Aharoni, Beirami, Ro & Suresh (2024), arXiv:2403.10444, Alg. 2
-(:mod:`specbound.sim._compiled_blockver`).
+(:mod:`specbound.sim._compiled_blockver`) and the lossless hierarchical speculative decoding
+of Zhou, Huang, Li, Wu, Wang, Zhang, Lin & Cheng (ICLR 2026), arXiv:2601.05724
+(:mod:`specbound.sim._compiled_hsd`).
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ __all__ = ["ACCEPTANCES", "BLOCK_KINDS", "DECODERS", "DECODER_SCHEME", "DECODER_
 #: (Alg. 10), ``"single"`` one draft sequence verified position by position (Alg. 1),
 #: ``"gls"`` B draft paths with the list coupling, ``"specinfer"`` B draft paths with
 #: recursive rejection, ``"blockver"`` one draft sequence verified as a whole block (Sun et
-#: al. 2024, arXiv:2403.10444, Alg. 2)
-BLOCK_KINDS = ("token", "tree", "single", "gls", "specinfer", "blockver")
+#: al. 2024, arXiv:2403.10444, Alg. 2), ``"hsd"`` one draft sequence verified by lossless
+#: hierarchical speculative decoding (Zhou et al., ICLR 2026, arXiv:2601.05724)
+BLOCK_KINDS = ("token", "tree", "single", "gls", "specinfer", "blockver", "hsd")
 #: compiled numbers of the block kinds (the position in :data:`BLOCK_KINDS`)
 (BLOCK_TOKEN, BLOCK_TREE, BLOCK_SINGLE, BLOCK_GLS, BLOCK_SPECINFER,
- BLOCK_BLOCKVER) = range(len(BLOCK_KINDS))
+ BLOCK_BLOCKVER, BLOCK_HSD) = range(len(BLOCK_KINDS))
 
 #: acceptance tests of the single-draft block: ``"plain"`` ``U <= p(x)/q(x)`` with the
 #: block's unkeyed coin, ``"reweighted"`` the same test between the reweighted laws
@@ -174,6 +177,9 @@ DECODER_SPECS = _registry(
                 summary="mse with the pseudorandom acceptance coin (He et al. 2026)"),
     DecoderSpec("blockver", 11, "blockver", keyed=False,
                 summary="block verification of one draft sequence (Sun et al. 2024, Alg. 2)"),
+    DecoderSpec("hsd", 12, "hsd", keyed=False,
+                summary="lossless hierarchical speculative decoding of one draft sequence "
+                        "(Zhou et al., ICLR 2026)"),
 )
 
 DECODERS: tuple[str, ...] = tuple(DECODER_SPECS)

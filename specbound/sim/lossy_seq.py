@@ -49,7 +49,13 @@ import numpy as np
 from specbound._validation import as_bool, as_rng
 from specbound.sim import _compiled as _C
 from specbound.sim import _compiled_lossy as _CL
-from specbound.sim.batch import DecodeBatch, batch_from_results, prompt_rows, prompt_seeds
+from specbound.sim.batch import (
+    DecodeBatch,
+    batch_from_results,
+    check_batch_size,
+    prompt_rows,
+    prompt_seeds,
+)
 from specbound.sim.decode import (
     BlockRun,
     DecodeBackend,
@@ -90,8 +96,8 @@ def lossy_loop(backend, prompt, rule, L, N, rng, params) -> DecodeResult:
     ends the run after the current block.
     """
     check_rule_params(rule, params)
-    return BlockRun(backend, prompt, "vsps", L, 1, None, N, rng, None, rule=rule,
-                rule_params=params).run()
+    return BlockRun(backend, prompt, _C.RunArgs(_VSPS, L=L, B=1, N=N), rng, rule=rule,
+                    rule_params=params).run()
 
 
 # ------------------------------------------------------------------ the compiled path
@@ -287,6 +293,7 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
     parallel = as_bool(parallel, "parallel")
     target, draft, _, rule, L, N = _validated(target, draft, rows[0], rule, L, max_new_tokens)
     arrs = [_validated(target, draft, r, rule, L, N)[2] for r in rows]
+    check_batch_size(arrs, N, L if store else 0)
     consts = _constants(rule, params, int(target.vocab_size))
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]

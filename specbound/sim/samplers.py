@@ -387,8 +387,7 @@ def _run_step(prep: PreparedPairs, i, label, table, use_table):
         acc = y == x
     elif code in (K.MPFR, K.MPFR_DIRECT):
         step = K.mpfr_fast_step if code == K.MPFR else K.mpfr_direct_step
-        y, acc = step(p, q, B, label, table, use_table, drafts, np.empty(B),
-                      np.empty(B, np.int64), np.empty(B), np.empty(B, np.int64))
+        y, acc = step(p, q, B, label, table, use_table, drafts, K.mpfr_heap(B))
     elif code == K.GLS:
         y, acc = K.gls_step(p, q, B, label, table, use_table, drafts)
     else:

@@ -222,7 +222,7 @@ def _law_part(counts: np.ndarray, law: np.ndarray, alpha: float, power: float, l
                        expected=law, observed=counts, claim=claim)
 
 
-def _combine(check, sampler, parts, rate, power, claim, n, notes=(), ts=0.0, tt=0.0,
+def _combine(check, sampler, parts, rate, power, claim, n, *, notes=(), ts=0.0, tt=0.0,
              min_det=None, min_det_of=None):
     m = len(parts)
     pv = min(1.0, m * min(p.pvalue for p in parts))
@@ -567,7 +567,7 @@ def check_block(block, P, Q, *, rule="lossless", n=None, seed=0,
     notes.append(f"time: sampler {ts:.3g} s, harness {max(tt - ts, 0.0):.3g} s")
     return _combine("block", ctx.name, parts, rate, pw,
                     f"L = {L} block: position laws and accepted count of rule {rule!r}", n,
-                    notes, ts, tt)
+                    notes=notes, ts=ts, tt=tt)
 
 
 def _blocks_fast(outs, xs, L, V):
@@ -725,8 +725,8 @@ def check_drafter_invariance(step, p, qs, *, n=None, seed=0, context_length=4,
     tt = time.perf_counter() - t0
     res = _combine("drafter_invariance", ctx.name, [inv, marg], rate, pw,
                    f"drafter invariance over {D} draft laws and the marginal law p", n,
-                   (f"time: sampler {ts:.3g} s, harness {max(tt - ts, 0.0):.3g} s",), ts, tt,
-                   min_det=marg.min_detectable, min_det_of=marg.min_detectable_of)
+                   notes=(f"time: sampler {ts:.3g} s, harness {max(tt - ts, 0.0):.3g} s",),
+                   ts=ts, tt=tt, min_det=marg.min_detectable, min_det_of=marg.min_detectable_of)
     # the invariance part is deterministic: the combined p-value is the marginal's
     object.__setattr__(res, "pvalue", 0.0 if diff.size else marg.pvalue)
     return res

@@ -20,6 +20,7 @@ from specbound.theory.blocks import (
 from specbound.theory.blockver import blockver_block_tokens
 from specbound.theory.divergences import kl_divergence, no_communication_limit, tv_distance
 from specbound.theory.efficiency import block_efficiency
+from specbound.theory.hsd import HSD_ACCEPTANCES, hsd_block_tokens
 from specbound.theory.lossy import (
     RULE_PARAMS,
     RULES,
@@ -118,3 +119,4 @@ __all__ += ["LLR_NULL_METHODS", "LLR_REWEIGHTS", "LLR_SCORES", "llr_log_pvalue",
             "robust_llr_levels"]
 __all__ += ["BLOCK_SCHEMES", "expected_block_tokens", "mpfr_multiplicity_law"]
 __all__ += ["blockver_block_tokens"]
+__all__ += ["HSD_ACCEPTANCES", "hsd_block_tokens"]

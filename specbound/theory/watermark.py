@@ -670,8 +670,8 @@ def tpr_at_fpr(
     U_wm : 2-D array_like or sequence of 1-D arrays
         Pivots of the watermarked sequences (rows are sequences; ragged allowed), in (0, 1).
     T_eval : int or sequence of int
-        Token budgets (>= 1), each at most the length of the longest sequence of ``U_wm``:
-        a budget longer than every sequence is refused (``ValueError`` naming ``T_eval``)
+        Token budgets (>= 1, each once), each at most the length of the longest sequence of
+        ``U_wm``: a budget longer than every sequence is refused (``ValueError`` naming ``T_eval``)
         rather than reported as a row with ``n_sequences = 0`` and ``tpr = NaN``, which
         would silently propagate into averages and plots.
     score : {"aaronson", "u", "li", "lattimore"}
@@ -701,7 +701,7 @@ def tpr_at_fpr(
     ------
     ValueError
         ``U_wm``/``U_null`` invalid or with too few sequences; ``T_eval`` not positive
-        integers or longer than every sequence; ``fpr`` outside (0, 1); ``null`` unknown
+        integers, repeated, or longer than every sequence; ``fpr`` outside (0, 1); ``null`` unknown
         or ``"empirical"`` without ``U_null``; invalid score parameters.
     """
     wm = _as_sequences(U_wm, "U_wm")
@@ -710,6 +710,10 @@ def tpr_at_fpr(
     if raw is None or raw.ndim != 1 or raw.size == 0 or raw.dtype.kind not in "iu":
         raise ValueError(f"T_eval: must be positive integers, got {T_eval!r}")
     Ts = as_int_array(raw, "T_eval", min_value=1)
+    uniq, counts = np.unique(Ts, return_counts=True)
+    if counts.max() > 1:  # one row per budget: a repeated one would repeat its row
+        raise ValueError(f"T_eval: {int(uniq[counts.argmax()])} is given twice (each budget "
+                         "once)")
     longest = max(r.size for r in wm)
     if Ts.max() > longest:
         raise ValueError(
