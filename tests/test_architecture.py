@@ -493,9 +493,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "specbound/sim/_blake2b.py:label_with_suffix":
         "a Numba kernel: the context label's words travel as scalars (no tuple allocation "
         "in the hot loop)",
-    "specbound/sim/_compiled.py:_clock":
-        "a Numba kernel of the compiled block loop; goes with the loop's split into typed "
-        "records",
     "specbound/sim/_compiled_lossy.py:correction":
         "a Numba kernel: a rule's parameters travel as arrays and scalars (no records)",
     "specbound/sim/_model_kernels.py:synthetic_logits":

@@ -322,15 +322,6 @@ def _is_repeat(tokens, n0, cur, w):
     return False
 
 
-@njit(**JIT)
-def _clock(window, kdw, person, pre, pst, tokens, n0, hlen, cur, scr, mask, run_label):
-    """The clock label of ``tokens[:cur]`` for a keyed decoder: the unkeyed position label
-    of a masked repeat (``repeats="mask"``), else the keyed label."""
-    if mask and _is_repeat(tokens, n0, cur, window):
-        return _K.trial_label(run_label, cur)
-    return _label(window, kdw, person, pre, pst, tokens, hlen, cur, scr)
-
-
 # ------------------------------------------------------------------ records
 
 #: the constants of one kernel call, shared by every prompt (:func:`run_record`): the
@@ -396,9 +387,11 @@ def _key_label(R, w, pr, hlen, cur):
 
 @njit(**JIT)
 def _clock_label(R, w, pr, hlen, cur):
-    """The clock label of ``tokens[:cur]`` for a keyed decoder (:func:`_clock`)."""
-    return _clock(R.window, R.kdw, R.person, w.pre, w.pst, pr.tokens, pr.n0, hlen, cur, w.scr,
-                  R.mask, pr.run_label)
+    """The clock label of ``tokens[:cur]`` for a keyed decoder: the unkeyed position label
+    of a masked repeat (``repeats="mask"``), else the keyed label (:func:`_key_label`)."""
+    if R.mask and _is_repeat(pr.tokens, pr.n0, cur, R.window):
+        return _K.trial_label(pr.run_label, cur)
+    return _key_label(R, w, pr, hlen, cur)
 
 
 @njit(**JIT)
