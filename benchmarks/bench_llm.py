@@ -803,9 +803,9 @@ def _hf_lookup_run(pair, ids, n, seed, L=4):
 
 
 def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM_TYPES,
-              peer=True):
-    """vsps with ngram:3 (gated and ungated) against ar and (``peer``) transformers' prompt
-    lookup, prompt type x T."""
+              peer=True, free=True):
+    """vsps with ngram:3 (gated and, with ``free``, ungated) against ar and (``peer``)
+    transformers' prompt lookup, prompt type x T."""
     texts = _ngram_prompts(types)
     out = []
     before = _machine_load()
@@ -816,7 +816,7 @@ def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM
         for kind, text in texts.items():
             ids = tp.encode_prompt(text)
             rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r))]
-            for d in (NGRAM_GATED, NGRAM_FREE):
+            for d in (NGRAM_GATED, NGRAM_FREE) if free else (NGRAM_GATED,):
                 ng = tp.with_draft(d)
                 _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
                 rows.append((f"specbound vsps {d}",
@@ -938,7 +938,7 @@ def run_ngram_batch(pair, n, rounds, n_prompts, L=4, out_dir=None, command=""):
 
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
         drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command="",
-        temps=None, types=None, peer=True):
+        temps=None, types=None, peer=True, free=True):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -964,7 +964,7 @@ def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_di
     if mode == "ngram":
         return run_ngram(pair, n, rounds or (1 if quick else ROUNDS),
                          temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command,
-                         types or NGRAM_TYPES, peer)
+                         types or NGRAM_TYPES, peer, free)
     if mode == "ngram-multi":
         return run_ngram_multi(pair, n, rounds or (1 if quick else ROUNDS),
                                temps or ((1.0,) if quick else (0.3, 1.0)), L, out_dir, command,
@@ -1021,6 +1021,8 @@ def main(argv=None):
                     help="prompt types of the --ngram modes (code,chat,summaries,edit)")
     ap.add_argument("--no-peer", action="store_true",
                     help="--ngram without transformers' prompt lookup rows")
+    ap.add_argument("--no-free", action="store_true",
+                    help="--ngram without the ungated ngram:3:fixed=0:cost=0 rows")
     g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     ap.add_argument("--prompts", type=int, default=16, help="prompts of the batched modes")
     ap.add_argument("--ks", default="1,2,4,8", help="early_exit layers of --sweep")
@@ -1043,7 +1045,7 @@ def main(argv=None):
         [d for d in a.drafts.split(",") if d], a.all, a.prompts,
         tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
         command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None,
-        tuple(a.types.split(",")) if a.types else None, not a.no_peer)
+        tuple(a.types.split(",")) if a.types else None, not a.no_peer, not a.no_free)
 
 
 if __name__ == "__main__":

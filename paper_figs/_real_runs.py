@@ -66,7 +66,7 @@ from paper_figs import _wm_common as wc
 from paper_figs._common import Param, out_path
 
 #: bump when a change in the code changes the numbers (invalidates resumed rows)
-VERSION = 3
+VERSION = 4
 RUNS = "real_runs"
 D0 = "temperature:1.5"
 #: the drafts the drafter substitution puts in place of D0: the target at other temperatures,

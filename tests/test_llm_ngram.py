@@ -202,16 +202,16 @@ def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
 
 
 def test_gate_closes_scores_ar_steps_and_reopens():
-    """cost (0, 0.45): the prior 0.5 drafts; rejected proposals close the gate (ar steps),
+    """cost (0, 0.4): the prior (0.45) drafts; rejected proposals close the gate (ar steps),
     whose tokens are still scored against the proposal; a repeating text reopens it."""
-    d = NgramDrafter(1, None, 10, cost=(0.0, 0.45))
+    d = NgramDrafter(1, None, 10, cost=(0.0, 0.4))
     d.reset([1, 2])
     seen = []
     for t in [3, 4, 5, 6, 7, 8]:
         d.extend([1])  # the proposal: what followed the last earlier 1 (2, then 3, 4, ...)
         seen.append(d.plan(4, 1))
         d.extend([t])  # never the proposal: a rejection (scored whether drafted or not)
-    assert seen[0] == 1 and seen[-1] == 0 and d.estimate.value < 0.45
+    assert seen[0] == 1 and seen[-1] == 0 and d.estimate.value < 0.4
     before = (d.estimate.accepted, d.estimate.decisions)
     d.extend([1])
     assert d.plan(4, 1) == 0
@@ -223,7 +223,22 @@ def test_gate_closes_scores_ar_steps_and_reopens():
         d.extend([1])
         k = d.plan(4, 1)
         d.extend([2])
-    assert k >= 1 and d.estimate.value > 0.45
+    assert k >= 1 and d.estimate.value > 0.4
+
+
+def test_default_gate_starts_closed_and_opens_on_a_confirmed_proposal():
+    """At the prior no block length pays under the default cost model (the first match is
+    scored on an ar step); one accepted proposal opens the gate."""
+    from specbound.llm.ngram import DEFAULT_COST, PRIOR, best_length
+
+    assert all(best_length(PRIOR, b, DEFAULT_COST) == 0 for b in range(1, 9))
+    d = NgramDrafter(1, None, 10)
+    d.reset([1, 2, 3])
+    d.extend([1])
+    assert d.plan(4, 1) == 0  # a match (1 -> 2), declined at the prior
+    d.extend([2])  # the ar step's token was the proposal
+    d.extend([1])
+    assert d.plan(4, 1) >= 1
 
 
 def test_drafter_laws_are_point_masses_and_mixtures():
@@ -346,9 +361,10 @@ class _NgramSynthBackend(SyntheticBackend):
 
 
 SYNTH_RUNS = 3000
-#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; the default gate drafts
-#: at its prior; at (0, 0.45) the second block drafts or not depending on the first's outcome
-SYNTH_CASES = [("vsps", 1, REP, None), ("vsps", 1, REP, (0.0, 0.45)),
+#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; (0.3, 0.1) drafts at
+#: the prior; at (0, 0.45) the first block is an ar step (the prior does not clear the
+#: break-even) and the second drafts or not depending on whether its token was the proposal
+SYNTH_CASES = [("vsps", 1, REP, (0.3, 0.1)), ("vsps", 1, REP, (0.0, 0.45)),
                ("specinfer", 2, MULTI, (0.0, 0.0)), ("mpfr", 2, MULTI, (0.0, 0.0)),
                ("pfr", 1, REP, None)]
 

@@ -75,8 +75,12 @@ SCAN = 8
 #: rows costs ``1 + f + s (m (k + 1) - 1)`` single-token forwards (one busy CPU core:
 #: ``c_1`` 1.55-1.62, ``c_4`` 1.84-1.91 on code and chat prompts)
 DEFAULT_COST = (0.5, 0.1)
-#: the acceptance estimate before any proposal was scored, and its weight in decisions
-PRIOR, PRIOR_WEIGHT = 0.5, 4.0
+#: the acceptance estimate before any proposal was scored, and its weight in decisions:
+#: below every break-even of the default cost model (``E_k(0.45) < c_k`` for every ``k``),
+#: so the default gate starts closed and opens once a scored proposal was accepted
+#: (``(1 + 4 * 0.45) / 5 = 0.56``): the first match of a run is scored on an ``ar`` step,
+#: not verified at the price of a drafted block
+PRIOR, PRIOR_WEIGHT = 0.45, 4.0
 #: memory of the acceptance estimate, in decisions (weights decay by ``1 - 1 / MEMORY``)
 MEMORY = 32
 
