@@ -255,6 +255,62 @@ def test_drafter_laws_are_point_masses_and_mixtures():
     assert d.plan(4, 2) == 0  # (6, 9) never occurred
 
 
+def test_each_draft_is_one_distinct_continuation():
+    """laws_each: draft b is the point mass on continuation b mod m along its own path."""
+    d = NgramDrafter(2, None, 10, cost=(0, 0))
+    d.reset([5, 6, 1, 3, 5, 6, 2, 4, 5, 6])
+    assert d.plan(2, 3) == 2  # continuations (2, 4) then (1, 3): m = 2 < B = 3
+    q = d.laws_each([(), (), ()])
+    assert q[0, 2] == 1.0 and q[1, 1] == 1.0 and q[2, 2] == 1.0 and q.sum() == 3.0
+    q = d.laws_each([(2,), (1,), (2,)])
+    assert q[0, 4] == 1.0 and q[1, 3] == 1.0 and q[2, 4] == 1.0
+    assert np.allclose(d.laws_each([(1,), (2,), (7,)]), 1 / 10)  # off its own path
+
+
+def _ref_specinfer_law(p, qs):
+    """The emitted law of recursive rejection over independent candidates ``x_i ~ qs[i]``:
+    ``min(q_i, r) + (1 - sum min(q_i, r)) * law(rest)`` (the residual after a rejection does
+    not depend on the rejected token), the last residual when all are rejected."""
+    r = np.asarray(p, dtype=np.float64)
+    out = np.zeros_like(r)
+    stay = 1.0
+    for q in qs:
+        acc = np.minimum(q, r)
+        out += stay * acc
+        stay *= 1.0 - acc.sum()
+        w = np.maximum(r - q, 0.0)
+        r = w / w.sum() if w.sum() > 0 else r
+    return out + stay * r
+
+
+def test_specinfer_over_drafts_of_different_laws_emits_the_target():
+    """The recursive rejection over drafts of different laws (sim.decode._specinfer_each)
+    emits p: its analytic law (every step's ``min(q_i, r)`` plus the rejected mass on the
+    rest) is p for three drafts of different laws; 20,000 runs with candidates drawn from
+    their laws follow p (goodness of fit, false-failure probability FAILURE_RATE), and with
+    identical laws it takes the kernel's decisions on the same uniforms."""
+    from specbound.sim import _kernels as K
+    from specbound.sim.decode import _specinfer_each
+
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(6))
+    qs = [rng.dirichlet(np.ones(6)), np.eye(6)[2], rng.dirichlet(0.3 * np.ones(6))]
+    np.testing.assert_allclose(_ref_specinfer_law(p, qs), p, atol=1e-12)
+    n = 20000
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        cands = np.array([rng.choice(6, p=q) for q in qs], dtype=np.int64)
+        out[i] = _specinfer_each(p, qs, cands, rng.random(3), rng.random())[0]
+    assert_gof(out, p, samples=True, alpha=FAILURE_RATE, label="specinfer, per-draft laws")
+    q = qs[0]
+    for _ in range(200):
+        cands = rng.choice(6, size=2, p=q)
+        u, v = rng.random(2), rng.random()
+        got = _specinfer_each(p, [q, q], cands, u, v)
+        want = K.specinfer_verify(p, q, cands, u, v)
+        assert (int(got[0]), bool(got[1])) == (int(want[0]), bool(want[1]))
+
+
 # ----------------------------------------------------------------------------- synthetic
 
 
@@ -293,6 +349,49 @@ def test_no_occurrence_is_an_ar_step(synth):
     res = G.generate(pair, prompt, "vsps", L=4, max_new_tokens=1, seed=1)
     assert res.drafts[0].shape == (1, 0) and res.nu.size == 0
     assert res.emitted_per_block.tolist() == [1] and res.n_draft_evals == 0
+
+
+@pytest.mark.parametrize("decoder,B", [("mpfr", 2), ("specinfer", 3), ("invariant", 2)])
+def test_multi_drafts_are_the_distinct_continuations(synth, decoder, B):
+    """With B > 1 the first block's drafts are the two distinct continuations of (7, 8) in
+    MULTI (most recent first; a third draft repeats the first), never two equal drafts, and
+    the result says the drafts had laws of their own."""
+    _, _, _, pair = synth
+    res = G.generate(pair, MULTI, decoder, L=3, B=B, key=5, seed=3, max_new_tokens=4,
+                     stop_at_eos=False)
+    first = {tuple(r) for r in res.drafts[0].tolist()}
+    assert first == {(9, 6, 0), (2, 4, 5)}
+    if decoder != "mpfr":  # mpfr records the tree's leaves sorted
+        assert [tuple(r) for r in res.drafts[0].tolist()][:2] == [(9, 6, 0), (2, 4, 5)]
+    assert res.per_draft and res.nu[0] == B
+    ref = G.generate(pair, MULTI, "vsps", L=3, key=5, seed=3, max_new_tokens=4,
+                     stop_at_eos=False)
+    assert not ref.per_draft
+
+
+def test_per_draft_acceptance_is_p_of_the_proposed_tokens(synth):
+    """mpfr B = 2 with the two distinct continuations: every decision's theory acceptance is
+    p of the tokens the drafts propose at its context (the support of the recorded mixture),
+    and over 12 runs the realised acceptances match it (z-score of the summed martingale
+    differences within 5: false failure 5.7e-7)."""
+    _, _, _, pair = synth
+    diff = var = 0.0
+    n_dec = 0
+    for seed in range(12):
+        rec = llm.ContextRecorder()
+        res = G.generate(pair, MULTI, "mpfr", L=3, B=2, key=seed, max_new_tokens=30,
+                         window=None, stop_at_eos=False, log=rec, prompt_id=2)
+        dec = llm.decision_acceptance(res, rec, prompt_id=2)
+        assert res.per_draft and len(dec) == res.nu.size
+        for j, pos in enumerate(res.decision_position):
+            p, q = rec.pair(2, res.tokens[:res.prompt_length + int(pos)])
+            assert dec["predicted"].iloc[j] == pytest.approx(p[q > 0].sum(), abs=1e-9)
+        pred = dec["predicted"].to_numpy()
+        diff += float((dec["accepted"].to_numpy() - pred).sum())
+        var += float((pred * (1 - pred)).sum())
+        n_dec += len(dec)
+    assert n_dec > 30 and (dec["nu"] == 2).any()
+    assert abs(diff) <= 5 * np.sqrt(var), (diff, var, n_dec)
 
 
 @pytest.mark.parametrize("decoder,B,gate", [("pfr", 1, True), ("mpfr", 2, False),
@@ -352,8 +451,13 @@ class _NgramSynthBackend(SyntheticBackend):
     def block_length(self, ell, B=1):
         return self.ng.plan(ell, B)
 
+    per_draft_laws = True
+
     def draft_step(self, paths):
         return self.ng.laws(paths)
+
+    def draft_step_each(self, paths):
+        return self.ng.laws_each(paths)
 
     def commit(self, tokens):
         super().commit(tokens)
@@ -366,7 +470,7 @@ SYNTH_RUNS = 3000
 #: break-even) and the second drafts or not depending on whether its token was the proposal
 SYNTH_CASES = [("vsps", 1, REP, (0.3, 0.1)), ("vsps", 1, REP, (0.0, 0.45)),
                ("specinfer", 2, MULTI, (0.0, 0.0)), ("mpfr", 2, MULTI, (0.0, 0.0)),
-               ("pfr", 1, REP, None)]
+               ("invariant", 2, MULTI, (0.0, 0.0)), ("pfr", 1, REP, None)]
 
 
 def _spec(n, cost):
