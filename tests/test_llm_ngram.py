@@ -181,6 +181,27 @@ def test_break_even_solves_expected_tokens_equal_cost():
 
 
 @given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
+       st.floats(0.0, 0.5), st.integers(1, 4), st.integers(2, 32))
+def test_batch_gate_picks_the_best_length(a, bound, fixed, slope, B, rows):
+    """``best_length`` in a batch of ``rows``: the k with the most batch tokens per cost of
+    the widened forward when that beats every row's ar step, else 0 (brute force); with the
+    default cost model a batch of 8 or more rows never drafts (even at acceptance 1)."""
+    from specbound.llm.ngram import DEFAULT_COST, best_length, expected_tokens, forward_cost
+
+    cost = (fixed, slope)
+    k = best_length(a, bound, cost, B, rows)
+    gains = [rows / forward_cost(rows, cost)] + [
+        (rows - 1 + expected_tokens(a, j)) / forward_cost((rows - 1 + B) * (j + 1), cost)
+        for j in range(1, bound + 1)]
+    if cost == (0.0, 0.0):
+        assert k == bound
+    else:
+        assert gains[k] == max(gains) and (k == 0 or gains[k] > gains[0])
+    if rows >= 8:
+        assert best_length(1.0, bound, DEFAULT_COST, B, rows) == 0
+
+
+@given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
        st.floats(0.0, 1.5), st.integers(1, 4))
 def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
     """``best_length``: the k of 1..bound with the largest tokens per cost when it beats an
@@ -418,7 +439,11 @@ def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
     target, base, pair, _ = synth
     kw = dict(L=3, B=B, key=4, max_new_tokens=12, stop_at_eos=False)
     bp = batch_pair(target, target)  # modules with transformers-like ragged caches
-    batch = llm.generate_batch(bp, [REP, MULTI], decoder, draft="ngram:2", seed=[5, 6], **kw)
+    # a keyed decoder's tokens do not depend on the block lengths, so its rows equal
+    # generate's under the batch-priced gate too; unkeyed rows do with the one-row gate
+    gate = sim.decoders.DECODER_SPECS[decoder].keyed
+    batch = llm.generate_batch(bp, [REP, MULTI], decoder, draft="ngram:2", seed=[5, 6],
+                               batch_gate=gate, **kw)
     assert batch.n_draft_forwards == 0
     for seed, prompt, row in zip([5, 6], [REP, MULTI], batch, strict=True):
         ref = G.generate(bp.with_draft("ngram:2"), prompt, decoder, seed=seed, **kw)
@@ -435,6 +460,28 @@ def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
                                                       if k != "max_new_tokens"})
     ref = G.generate(pair, MULTI, decoder, seed=5, **kw)
     np.testing.assert_array_equal(out[0].numpy(), ref.tokens)
+
+
+def test_batch_gate_prices_the_widened_batch(synth):
+    """A gate that drafts at the prior for one sequence (cost (0.3, 0.1)) declines in a batch
+    of 4 live rows (the batched break-even; ``best_length`` with rows = 4) and drafts again
+    with ``batch_gate=False``, whose rows are generate's."""
+    from tests.test_llm_batch import _synthetic_pair as batch_pair
+
+    target = synth[0]
+    bp = batch_pair(target, target)
+    spec = "ngram:2:fixed=0.3:cost=0.1"
+    kw = dict(L=3, max_new_tokens=3, stop_at_eos=False, seed=[1, 2, 3, 4])
+    one = G.generate(bp.with_draft(spec), REP, "vsps", L=3, max_new_tokens=3, seed=1,
+                     stop_at_eos=False)
+    assert one.drafts[0].shape[1] >= 1
+    gated = llm.generate_batch(bp, [REP] * 4, "vsps", draft=spec, **kw)
+    assert all(d.shape[1] == 0 for r in gated for d in r.drafts)
+    free = llm.generate_batch(bp, [REP] * 4, "vsps", draft=spec, batch_gate=False, **kw)
+    assert free[0].drafts[0].shape[1] >= 1
+    np.testing.assert_array_equal(free[0].tokens, one.tokens)
+    with pytest.raises(ValueError, match="^batch_gate"):
+        llm.generate_batch(bp, [REP], "vsps", draft=spec, batch_gate="yes", max_new_tokens=1)
 
 
 class _NgramSynthBackend(SyntheticBackend):

@@ -522,9 +522,14 @@ class PairBackend:
         if self.ngram is None:
             return ell
         t0 = time.perf_counter()
-        n = self.ngram.plan(ell, B)
+        n = self.ngram.plan(ell, B, self.gate_rows())
         self.draft_seconds += time.perf_counter() - t0
         return n
+
+    def gate_rows(self) -> int:
+        """The sequences whose forwards the next block's verification shares (the
+        ``ngram`` gate's batch size, :func:`specbound.llm.ngram.best_length`): 1 here."""
+        return 1
 
     def _ngram_step(self, paths) -> np.ndarray:
         """An ``ngram`` draft's laws after ``paths`` (no forward; the time is draft time)."""
@@ -1077,7 +1082,8 @@ def decode_requests(pair, requests, decode, *, desc, max_new_tokens, progress=Fa
     rows run as batched forwards.  One request runs in the caller's thread with the pair's
     own forwards (what :func:`generate` does); :func:`~specbound.llm.generate_batch` passes
     many.  ``backend_options`` go to every row's backend (``batch_verify``, ``tree``,
-    ``log``, ``stop_tokens``, ``prefix_cache``, ``share_forwards``), ``progress`` makes one
+    ``log``, ``stop_tokens``, ``prefix_cache``, ``share_forwards``, ``batch_gate``: an
+    ``ngram`` gate priced for the run's live rows, default True), ``progress`` makes one
     tqdm bar (labelled ``desc``) over the generated tokens of all rows.
 
     Returns ``(results, scheduler)``: one :class:`GenerationResult` per request, in order,
@@ -1136,13 +1142,19 @@ class _PairProxy:
 
 
 class _RowBackend(PairBackend):
-    """:class:`PairBackend` whose forwards are posted to the run's scheduler."""
+    """:class:`PairBackend` whose forwards are posted to the run's scheduler; with
+    ``batch_gate`` an ``ngram`` draft's gate prices a block at the batched forward of the
+    run's live rows (:meth:`gate_rows`)."""
 
-    def __init__(self, pair, row, scheduler, **kwargs):
+    def __init__(self, pair, row, scheduler, batch_gate=True, **kwargs):
         self.row = row
         self.scheduler = scheduler
+        self.batch_gate = batch_gate
         super().__init__(pair, **kwargs)
         self.pair = _PairProxy(pair, self)
+
+    def gate_rows(self) -> int:
+        return self.scheduler.live_rows() if self.batch_gate else 1
 
     def _target(self, ids, cache, k):
         out, secs = self.scheduler.post(self.row, ForwardRequest("target", ids, cache, k))

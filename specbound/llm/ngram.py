@@ -150,16 +150,34 @@ def forward_seconds(pair, ids, widths, reps: int = 7) -> list[float]:
     return out
 
 
-def best_length(a: float, bound: int, cost, B: int = 1) -> int:
-    """The gate: the ``k`` in ``1 .. bound`` maximising ``E_k(a) / c_k`` if that ratio is
-    above 1, else 0 (an ``ar`` step).  ``cost = (0, 0)``: ``bound`` (drafting is free)."""
+def forward_cost(n: int, cost) -> float:
+    """One forward over ``n`` tokens in all (the rows of a batch together), in single-token
+    forwards: ``1 + f + s (n - 1)`` (1 for ``n <= 1``; ``cost = (f, s)``)."""
+    f, s = cost
+    return 1.0 + float(f) + float(s) * (int(n) - 1) if n > 1 else 1.0
+
+
+def best_length(a: float, bound: int, cost, B: int = 1, rows: int = 1) -> int:
+    """The gate: the ``k`` in ``1 .. bound`` maximising the tokens per cost of the step's
+    forward if that beats an ``ar`` step, else 0.  ``cost = (0, 0)``: ``bound`` (drafting is
+    free).
+
+    One sequence (``rows = 1``): ``E_k(a) / c_k`` against 1 (``c_k``: :func:`verify_cost`).
+    In a batch of ``rows`` live sequences whose forwards run as one, padded to the widest
+    block (:mod:`specbound.llm.batch`), with the others taking one-token steps: drafting
+    ``k`` tokens in ``B`` rows makes the step a forward over ``(rows - 1 + B) (k + 1)``
+    tokens that yields ``rows - 1 + E_k(a)`` tokens, against ``rows`` tokens from a forward
+    over ``rows`` (both priced by :func:`forward_cost`): the batch's expected gain must clear
+    the batched break-even, and a wider batch needs a higher acceptance."""
     if bound <= 0:
         return 0
     if tuple(cost) == (0.0, 0.0):
         return int(bound)
-    best, k_best = 1.0, 0
+    R = int(rows)
+    best, k_best = (1.0, 0) if R == 1 else (R / forward_cost(R, cost), 0)
     for k in range(1, int(bound) + 1):
-        g = expected_tokens(a, k) / verify_cost(k, cost, B)
+        g = ((expected_tokens(a, k) / verify_cost(k, cost, B)) if R == 1 else
+             (R - 1 + expected_tokens(a, k)) / forward_cost((R - 1 + B) * (k + 1), cost))
         if g > best:
             best, k_best = g, k
     return k_best
@@ -319,9 +337,10 @@ class NgramDrafter:
                 kids[c[s]] = kids.get(c[s], 0) + 1
         return trie
 
-    def plan(self, ell: int, B: int) -> int:
-        """Look up the block's drafts and apply the gate; returns the block's length (0: no
-        occurrence, or drafting does not pay: an ``ar`` step)."""
+    def plan(self, ell: int, B: int, rows: int = 1) -> int:
+        """Look up the block's drafts and apply the gate (priced for a batch of ``rows`` live
+        sequences: :func:`best_length`); returns the block's length (0: no occurrence, or
+        drafting does not pay: an ``ar`` step)."""
         cap = ell if self.k is None else min(ell, self.k)
         conts = self.index.continuations(cap, B) if cap > 0 else []
         self._trie = {}
@@ -331,7 +350,7 @@ class NgramDrafter:
             return 0
         # the verification's rows: the distinct leaves, one per distinct continuation (draft
         # b >= m repeats draft b mod m), not B
-        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts))
+        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts), rows)
         if k == 0:  # no draft; the ar step's token is scored against the first proposal
             self._scored = ({(): {conts[0][0]: 1}}, 1)
             return 0
