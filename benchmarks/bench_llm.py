@@ -65,7 +65,8 @@ Modes (one per invocation):
   theory's AATPS (every decision's exact acceptance at its recorded context,
   ``specbound.llm.decision_acceptance``) and both gains B = 4 / B = 1.  Every run records
   its contexts, so the tokens/s of both rows include that.  ``bench_llm_ngram_multi.csv``.
-- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (gated and not) against
+- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (the gate priced at the
+  batched forward, the one-sequence gate with ``batch_gate=False``, and no gate) against
   batched ``ar`` on the ``--prompts`` shortest prompts (half HumanEval, half ShareGPT).
   ``bench_llm_ngram_batch.csv``.
 
@@ -336,13 +337,18 @@ def run_sweep(pair, n, rounds, ks, Ls, out_dir=None, command=""):
     return _write("bench_llm_sweep.csv", out, COLUMNS, out_dir, before, after, command)
 
 
-def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
+def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1, **options):
     from specbound.llm import generate_batch
 
     t0 = time.perf_counter()
     res = generate_batch(pair, ids, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
-                         stop_at_eos=False, seed=[1000 * rnd + i for i in range(len(ids))])
-    return {"n_tokens": res.n_generated, "seconds": time.perf_counter() - t0}
+                         stop_at_eos=False, seed=[1000 * rnd + i for i in range(len(ids))],
+                         **options)
+    sec = time.perf_counter() - t0
+    drafted = [d.shape[1] > 0 for r in res for d in r.drafts]
+    return {"n_tokens": res.n_generated, "seconds": sec,
+            "drafted_share": sum(drafted) / len(drafted) if drafted else 0.0,
+            "aatps": res.n_generated / max(len(drafted), 1)}
 
 
 def _single_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
@@ -921,19 +927,26 @@ def run_ngram_multi(pair, n, rounds, temps, L=4, out_dir=None, command="",
 
 
 def run_ngram_batch(pair, n, rounds, n_prompts, L=4, out_dir=None, command=""):
-    """``generate_batch`` vsps with ``ngram:3`` (gated and ungated) against batched ``ar`` on
-    the ``n_prompts`` shortest prompts (half HumanEval, half ShareGPT)."""
+    """``generate_batch`` vsps with ``ngram:3`` against batched ``ar`` on the ``n_prompts``
+    shortest prompts (half HumanEval, half ShareGPT): the gate priced at the batched forward
+    (the default), the one-sequence gate (``batch_gate=False``) and no gate.  "aatps":
+    tokens per block over all rows; "drafted_share": the share of blocks that drafted."""
     ids = _short_prompts(pair, n_prompts)
     rows = [("batched ar", lambda r: _batched_ar(pair, ids, n, r))]
-    for d in (NGRAM_GATED, NGRAM_FREE):
+    for d, gate, label in ((NGRAM_GATED, True, ""),
+                           (NGRAM_GATED, False, " batch_gate=False"),
+                           (NGRAM_FREE, True, "")):
         ng = pair.with_draft(d)
-        rows.append((f"batched vsps {d}",
-                     lambda r, ng=ng: _batched_ar(ng, ids, n, r, dec="vsps", L=L)))
+        rows.append((f"batched vsps {d}{label}",
+                     lambda r, ng=ng, gate=gate: _batched_ar(ng, ids, n, r, dec="vsps", L=L,
+                                                             batch_gate=gate)))
     meas, before, after = _batched_rounds(pair, ids, n, rows, rounds)
-    out = [_summary(meas, name, None if name == "batched ar" else "batched ar")
-           for name, _ in rows]
-    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max"])
-    return _write("bench_llm_ngram_batch.csv", out, COLUMNS, out_dir, before, after, command)
+    out = [_summary(meas, name, None if name == "batched ar" else "batched ar",
+                    ("aatps", "drafted_share")) for name, _ in rows]
+    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max",
+                       "aatps", "drafted_share"])
+    return _write("bench_llm_ngram_batch.csv", out, [*COLUMNS, "drafted_share"], out_dir,
+                  before, after, command)
 
 
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
