@@ -346,9 +346,10 @@ def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1, **options):
                          **options)
     sec = time.perf_counter() - t0
     drafted = [d.shape[1] > 0 for r in res for d in r.drafts]
+    blocks = sum(r.emitted_per_block.size for r in res)
     return {"n_tokens": res.n_generated, "seconds": sec,
             "drafted_share": sum(drafted) / len(drafted) if drafted else 0.0,
-            "aatps": res.n_generated / max(len(drafted), 1)}
+            "aatps": res.n_generated / max(blocks, 1)}
 
 
 def _single_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
