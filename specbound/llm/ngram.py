@@ -54,21 +54,22 @@ acceptance of a drafted point mass in ``vsps`` (``min(1, p(x) / q(x))`` with ``q
 so the estimate keeps learning and the gate reopens where the text starts to repeat.
 ``fixed=0:cost=0`` turns the gate off (every match is drafted to its full length).
 
-Why the output law stays the target's.  The block length and the draft laws are functions
-of the committed tokens only (the lookup, the scores of earlier proposals against the
-committed text, and the spec's constants), fixed before the block draws any randomness.  A
-law that depends only on the committed tokens and the block path is a draft model in the
-sense of every decoder here, and every decoder is exact for any draft and any block length
-chosen this way (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan, Gao & Gündüz
-2026, arXiv:2609.21858, Alg. 1, 4, 10): conditionally on the past, each block emits the
-target's law; by induction on the blocks so does the whole sequence.  For the same reason
-the choice is deterministic given the seed (no clock or timing enters it), and keyed
+Why the output law stays the target's. The block length and the draft laws are functions of
+the committed tokens only (the lookup, the scores of earlier proposals against the committed
+text, the spec's constants and, in ``generate_batch``, the number of live rows), fixed
+before the block draws any randomness. A law that depends only on the committed tokens, the
+block path (and, per draft, the draft's index: :mod:`specbound.sim.decode`, "Backend
+protocol", for why the multi-draft decoders stay exact with drafts of different laws) is a
+draft model in the sense of every decoder here, and every decoder is exact for any draft and
+any block length chosen this way (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan,
+Gao & Gündüz 2026, arXiv:2609.21858, Alg. 1, 4, 10): conditionally on the past, each block
+emits the target's law; by induction on the blocks so does the whole sequence. For the same
+reason the choice is deterministic given the seed (no clock or timing enters it), and keyed
 decoders emit the same tokens as with any other draft (their tokens do not depend on the
-draft at all).  Without an occurrence, or when the gate says no, the block has no draft
+draft at all). Without an occurrence, or when the gate says no, the block has no draft
 (``ell = 0``): the decoder's own one-token step from the target's law, i.e. an ``ar`` step
 at the cost of one single-token target forward (never a verification of an empty draft
-beside it).
-"""
+beside it). """
 
 from __future__ import annotations
 
