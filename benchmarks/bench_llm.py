@@ -65,7 +65,8 @@ Modes (one per invocation):
   theory's AATPS (every decision's exact acceptance at its recorded context,
   ``specbound.llm.decision_acceptance``) and both gains B = 4 / B = 1.  Every run records
   its contexts, so the tokens/s of both rows include that.  ``bench_llm_ngram_multi.csv``.
-- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (gated and not) against
+- ``--ngram-batch``: ``generate_batch`` with ``vsps`` and ``ngram:3`` (the gate priced at the
+  batched forward, the one-sequence gate with ``batch_gate=False``, and no gate) against
   batched ``ar`` on the ``--prompts`` shortest prompts (half HumanEval, half ShareGPT).
   ``bench_llm_ngram_batch.csv``.
 
@@ -336,13 +337,19 @@ def run_sweep(pair, n, rounds, ks, Ls, out_dir=None, command=""):
     return _write("bench_llm_sweep.csv", out, COLUMNS, out_dir, before, after, command)
 
 
-def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
+def _batched_ar(pair, ids, n, rnd, dec="ar", L=4, B=1, **options):
     from specbound.llm import generate_batch
 
     t0 = time.perf_counter()
     res = generate_batch(pair, ids, dec, L=L, B=B, key=42 + rnd, max_new_tokens=n,
-                         stop_at_eos=False, seed=[1000 * rnd + i for i in range(len(ids))])
-    return {"n_tokens": res.n_generated, "seconds": time.perf_counter() - t0}
+                         stop_at_eos=False, seed=[1000 * rnd + i for i in range(len(ids))],
+                         **options)
+    sec = time.perf_counter() - t0
+    drafted = [d.shape[1] > 0 for r in res for d in r.drafts]
+    blocks = sum(r.emitted_per_block.size for r in res)
+    return {"n_tokens": res.n_generated, "seconds": sec,
+            "drafted_share": sum(drafted) / len(drafted) if drafted else 0.0,
+            "aatps": res.n_generated / max(blocks, 1)}
 
 
 def _single_ar(pair, ids, n, rnd, dec="ar", L=4, B=1):
@@ -803,9 +810,9 @@ def _hf_lookup_run(pair, ids, n, seed, L=4):
 
 
 def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM_TYPES,
-              peer=True):
-    """vsps with ngram:3 (gated and ungated) against ar and (``peer``) transformers' prompt
-    lookup, prompt type x T."""
+              peer=True, free=True):
+    """vsps with ngram:3 (gated and, with ``free``, ungated) against ar and (``peer``)
+    transformers' prompt lookup, prompt type x T."""
     texts = _ngram_prompts(types)
     out = []
     before = _machine_load()
@@ -816,7 +823,7 @@ def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM
         for kind, text in texts.items():
             ids = tp.encode_prompt(text)
             rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r))]
-            for d in (NGRAM_GATED, NGRAM_FREE):
+            for d in (NGRAM_GATED, NGRAM_FREE) if free else (NGRAM_GATED,):
                 ng = tp.with_draft(d)
                 _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
                 rows.append((f"specbound vsps {d}",
@@ -921,24 +928,31 @@ def run_ngram_multi(pair, n, rounds, temps, L=4, out_dir=None, command="",
 
 
 def run_ngram_batch(pair, n, rounds, n_prompts, L=4, out_dir=None, command=""):
-    """``generate_batch`` vsps with ``ngram:3`` (gated and ungated) against batched ``ar`` on
-    the ``n_prompts`` shortest prompts (half HumanEval, half ShareGPT)."""
+    """``generate_batch`` vsps with ``ngram:3`` against batched ``ar`` on the ``n_prompts``
+    shortest prompts (half HumanEval, half ShareGPT): the gate priced at the batched forward
+    (the default), the one-sequence gate (``batch_gate=False``) and no gate.  "aatps":
+    tokens per block over all rows; "drafted_share": the share of blocks that drafted."""
     ids = _short_prompts(pair, n_prompts)
     rows = [("batched ar", lambda r: _batched_ar(pair, ids, n, r))]
-    for d in (NGRAM_GATED, NGRAM_FREE):
+    for d, gate, label in ((NGRAM_GATED, True, ""),
+                           (NGRAM_GATED, False, " batch_gate=False"),
+                           (NGRAM_FREE, True, "")):
         ng = pair.with_draft(d)
-        rows.append((f"batched vsps {d}",
-                     lambda r, ng=ng: _batched_ar(ng, ids, n, r, dec="vsps", L=L)))
+        rows.append((f"batched vsps {d}{label}",
+                     lambda r, ng=ng, gate=gate: _batched_ar(ng, ids, n, r, dec="vsps", L=L,
+                                                             batch_gate=gate)))
     meas, before, after = _batched_rounds(pair, ids, n, rows, rounds)
-    out = [_summary(meas, name, None if name == "batched ar" else "batched ar")
-           for name, _ in rows]
-    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max"])
-    return _write("bench_llm_ngram_batch.csv", out, COLUMNS, out_dir, before, after, command)
+    out = [_summary(meas, name, None if name == "batched ar" else "batched ar",
+                    ("aatps", "drafted_share")) for name, _ in rows]
+    _print_table(out, ["row", "tok_s_median", "ratio_median", "ratio_min", "ratio_max",
+                       "aatps", "drafted_share"])
+    return _write("bench_llm_ngram_batch.csv", out, [*COLUMNS, "drafted_share"], out_dir,
+                  before, after, command)
 
 
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
         drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command="",
-        temps=None, types=None, peer=True):
+        temps=None, types=None, peer=True, free=True):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -964,7 +978,7 @@ def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_di
     if mode == "ngram":
         return run_ngram(pair, n, rounds or (1 if quick else ROUNDS),
                          temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command,
-                         types or NGRAM_TYPES, peer)
+                         types or NGRAM_TYPES, peer, free)
     if mode == "ngram-multi":
         return run_ngram_multi(pair, n, rounds or (1 if quick else ROUNDS),
                                temps or ((1.0,) if quick else (0.3, 1.0)), L, out_dir, command,
@@ -1021,6 +1035,8 @@ def main(argv=None):
                     help="prompt types of the --ngram modes (code,chat,summaries,edit)")
     ap.add_argument("--no-peer", action="store_true",
                     help="--ngram without transformers' prompt lookup rows")
+    ap.add_argument("--no-free", action="store_true",
+                    help="--ngram without the ungated ngram:3:fixed=0:cost=0 rows")
     g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     ap.add_argument("--prompts", type=int, default=16, help="prompts of the batched modes")
     ap.add_argument("--ks", default="1,2,4,8", help="early_exit layers of --sweep")
@@ -1043,7 +1059,7 @@ def main(argv=None):
         [d for d in a.drafts.split(",") if d], a.all, a.prompts,
         tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
         command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None,
-        tuple(a.types.split(",")) if a.types else None, not a.no_peer)
+        tuple(a.types.split(",")) if a.types else None, not a.no_peer, not a.no_free)
 
 
 if __name__ == "__main__":

@@ -883,6 +883,13 @@ def _pb_draft_step(paths):
     return _LLM.backend.draft_step(paths)
 
 
+def _pb_draft_step_each(paths):
+    be = _LLM.ngram_backend  # an ngram draft: each draft's own law (point masses)
+    be.reset([3, 1, 4, 3, 1])
+    be.block_length(2, 2)
+    return be.draft_step_each(paths)
+
+
 def _pb_verify(paths):
     _LLM.backend.reset([3, 1, 4])
     return _LLM.backend.verify(paths)
@@ -970,6 +977,7 @@ LLM_TABLE: dict[str, Row] = {
     "llm.PairBackend.reset": Row(_m("backend", "reset"), ["llm_prompt"]),
     "llm.PairBackend.block_length": Row(_m("backend", "block_length"), ["L"], {"B": "int"}),
     "llm.PairBackend.draft_step": Row(_pb_draft_step, ["llm_paths0"]),
+    "llm.PairBackend.draft_step_each": Row(_pb_draft_step_each, ["llm_paths0"]),
     "llm.PairBackend.verify": Row(_pb_verify, ["paths"]),
     "llm.PairBackend.commit": Row(_pb_commit, ["llm_commit"]),
     "llm.PrefixCache": Row(_fn("PrefixCache"), ["int"]),
@@ -1061,6 +1069,7 @@ def _build_llm_objects(pair, root):
     _LLM.pair = pair
     _LLM.processing = pair.processing
     _LLM.backend = llm.PairBackend(pair)
+    _LLM.ngram_backend = llm.PairBackend(pair.with_draft("ngram:1:fixed=0:cost=0"))
     _LLM.prefix_cache = llm.PrefixCache()
     _LLM.recorder = llm.ContextRecorder()
     _LLM.scratch_recorder = llm.ContextRecorder()

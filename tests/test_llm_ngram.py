@@ -181,6 +181,27 @@ def test_break_even_solves_expected_tokens_equal_cost():
 
 
 @given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
+       st.floats(0.0, 0.5), st.integers(1, 4), st.integers(2, 32))
+def test_batch_gate_picks_the_best_length(a, bound, fixed, slope, B, rows):
+    """``best_length`` in a batch of ``rows``: the k with the most batch tokens per cost of
+    the widened forward when that beats every row's ar step, else 0 (brute force); with the
+    default cost model a batch of 8 or more rows never drafts (even at acceptance 1)."""
+    from specbound.llm.ngram import DEFAULT_COST, best_length, expected_tokens, forward_cost
+
+    cost = (fixed, slope)
+    k = best_length(a, bound, cost, B, rows)
+    gains = [rows / forward_cost(rows, cost)] + [
+        (rows - 1 + expected_tokens(a, j)) / forward_cost((rows - 1 + B) * (j + 1), cost)
+        for j in range(1, bound + 1)]
+    if cost == (0.0, 0.0):
+        assert k == bound
+    else:
+        assert gains[k] == max(gains) and (k == 0 or gains[k] > gains[0])
+    if rows >= 8:
+        assert best_length(1.0, bound, DEFAULT_COST, B, rows) == 0
+
+
+@given(st.floats(0.0, 1.0), st.integers(0, 8), st.sampled_from([0.0, 0.5, 1.0]),
        st.floats(0.0, 1.5), st.integers(1, 4))
 def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
     """``best_length``: the k of 1..bound with the largest tokens per cost when it beats an
@@ -202,16 +223,16 @@ def test_gate_picks_the_best_length(a, bound, fixed, slope, B):
 
 
 def test_gate_closes_scores_ar_steps_and_reopens():
-    """cost (0, 0.45): the prior 0.5 drafts; rejected proposals close the gate (ar steps),
+    """cost (0, 0.4): the prior (0.45) drafts; rejected proposals close the gate (ar steps),
     whose tokens are still scored against the proposal; a repeating text reopens it."""
-    d = NgramDrafter(1, None, 10, cost=(0.0, 0.45))
+    d = NgramDrafter(1, None, 10, cost=(0.0, 0.4))
     d.reset([1, 2])
     seen = []
     for t in [3, 4, 5, 6, 7, 8]:
         d.extend([1])  # the proposal: what followed the last earlier 1 (2, then 3, 4, ...)
         seen.append(d.plan(4, 1))
         d.extend([t])  # never the proposal: a rejection (scored whether drafted or not)
-    assert seen[0] == 1 and seen[-1] == 0 and d.estimate.value < 0.45
+    assert seen[0] == 1 and seen[-1] == 0 and d.estimate.value < 0.4
     before = (d.estimate.accepted, d.estimate.decisions)
     d.extend([1])
     assert d.plan(4, 1) == 0
@@ -223,7 +244,22 @@ def test_gate_closes_scores_ar_steps_and_reopens():
         d.extend([1])
         k = d.plan(4, 1)
         d.extend([2])
-    assert k >= 1 and d.estimate.value > 0.45
+    assert k >= 1 and d.estimate.value > 0.4
+
+
+def test_default_gate_starts_closed_and_opens_on_a_confirmed_proposal():
+    """At the prior no block length pays under the default cost model (the first match is
+    scored on an ar step); one accepted proposal opens the gate."""
+    from specbound.llm.ngram import DEFAULT_COST, PRIOR, best_length
+
+    assert all(best_length(PRIOR, b, DEFAULT_COST) == 0 for b in range(1, 9))
+    d = NgramDrafter(1, None, 10)
+    d.reset([1, 2, 3])
+    d.extend([1])
+    assert d.plan(4, 1) == 0  # a match (1 -> 2), declined at the prior
+    d.extend([2])  # the ar step's token was the proposal
+    d.extend([1])
+    assert d.plan(4, 1) >= 1
 
 
 def test_drafter_laws_are_point_masses_and_mixtures():
@@ -238,6 +274,62 @@ def test_drafter_laws_are_point_masses_and_mixtures():
     assert q[1, 5] == 1.0 and q[2, 5] == 1.0
     d.extend([9])
     assert d.plan(4, 2) == 0  # (6, 9) never occurred
+
+
+def test_each_draft_is_one_distinct_continuation():
+    """laws_each: draft b is the point mass on continuation b mod m along its own path."""
+    d = NgramDrafter(2, None, 10, cost=(0, 0))
+    d.reset([5, 6, 1, 3, 5, 6, 2, 4, 5, 6])
+    assert d.plan(2, 3) == 2  # continuations (2, 4) then (1, 3): m = 2 < B = 3
+    q = d.laws_each([(), (), ()])
+    assert q[0, 2] == 1.0 and q[1, 1] == 1.0 and q[2, 2] == 1.0 and q.sum() == 3.0
+    q = d.laws_each([(2,), (1,), (2,)])
+    assert q[0, 4] == 1.0 and q[1, 3] == 1.0 and q[2, 4] == 1.0
+    assert np.allclose(d.laws_each([(1,), (2,), (7,)]), 1 / 10)  # off its own path
+
+
+def _ref_specinfer_law(p, qs):
+    """The emitted law of recursive rejection over independent candidates ``x_i ~ qs[i]``:
+    ``min(q_i, r) + (1 - sum min(q_i, r)) * law(rest)`` (the residual after a rejection does
+    not depend on the rejected token), the last residual when all are rejected."""
+    r = np.asarray(p, dtype=np.float64)
+    out = np.zeros_like(r)
+    stay = 1.0
+    for q in qs:
+        acc = np.minimum(q, r)
+        out += stay * acc
+        stay *= 1.0 - acc.sum()
+        w = np.maximum(r - q, 0.0)
+        r = w / w.sum() if w.sum() > 0 else r
+    return out + stay * r
+
+
+def test_specinfer_over_drafts_of_different_laws_emits_the_target():
+    """The recursive rejection over drafts of different laws (sim.decode._specinfer_each)
+    emits p: its analytic law (every step's ``min(q_i, r)`` plus the rejected mass on the
+    rest) is p for three drafts of different laws; 20,000 runs with candidates drawn from
+    their laws follow p (goodness of fit, false-failure probability FAILURE_RATE), and with
+    identical laws it takes the kernel's decisions on the same uniforms."""
+    from specbound.sim import _kernels as K
+    from specbound.sim.decode import _specinfer_each
+
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(6))
+    qs = [rng.dirichlet(np.ones(6)), np.eye(6)[2], rng.dirichlet(0.3 * np.ones(6))]
+    np.testing.assert_allclose(_ref_specinfer_law(p, qs), p, atol=1e-12)
+    n = 20000
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        cands = np.array([rng.choice(6, p=q) for q in qs], dtype=np.int64)
+        out[i] = _specinfer_each(p, qs, cands, rng.random(3), rng.random())[0]
+    assert_gof(out, p, samples=True, alpha=FAILURE_RATE, label="specinfer, per-draft laws")
+    q = qs[0]
+    for _ in range(200):
+        cands = rng.choice(6, size=2, p=q)
+        u, v = rng.random(2), rng.random()
+        got = _specinfer_each(p, [q, q], cands, u, v)
+        want = K.specinfer_verify(p, q, cands, u, v)
+        assert (int(got[0]), bool(got[1])) == (int(want[0]), bool(want[1]))
 
 
 # ----------------------------------------------------------------------------- synthetic
@@ -280,6 +372,49 @@ def test_no_occurrence_is_an_ar_step(synth):
     assert res.emitted_per_block.tolist() == [1] and res.n_draft_evals == 0
 
 
+@pytest.mark.parametrize("decoder,B", [("mpfr", 2), ("specinfer", 3), ("invariant", 2)])
+def test_multi_drafts_are_the_distinct_continuations(synth, decoder, B):
+    """With B > 1 the first block's drafts are the two distinct continuations of (7, 8) in
+    MULTI (most recent first; a third draft repeats the first), never two equal drafts, and
+    the result says the drafts had laws of their own."""
+    _, _, _, pair = synth
+    res = G.generate(pair, MULTI, decoder, L=3, B=B, key=5, seed=3, max_new_tokens=4,
+                     stop_at_eos=False)
+    first = {tuple(r) for r in res.drafts[0].tolist()}
+    assert first == {(9, 6, 0), (2, 4, 5)}
+    if decoder != "mpfr":  # mpfr records the tree's leaves sorted
+        assert [tuple(r) for r in res.drafts[0].tolist()][:2] == [(9, 6, 0), (2, 4, 5)]
+    assert res.per_draft and res.nu[0] == B
+    ref = G.generate(pair, MULTI, "vsps", L=3, key=5, seed=3, max_new_tokens=4,
+                     stop_at_eos=False)
+    assert not ref.per_draft
+
+
+def test_per_draft_acceptance_is_p_of_the_proposed_tokens(synth):
+    """mpfr B = 2 with the two distinct continuations: every decision's theory acceptance is
+    p of the tokens the drafts propose at its context (the support of the recorded mixture),
+    and over 12 runs the realised acceptances match it (z-score of the summed martingale
+    differences within 5: false failure 5.7e-7)."""
+    _, _, _, pair = synth
+    diff = var = 0.0
+    n_dec = 0
+    for seed in range(12):
+        rec = llm.ContextRecorder()
+        res = G.generate(pair, MULTI, "mpfr", L=3, B=2, key=seed, max_new_tokens=30,
+                         window=None, stop_at_eos=False, log=rec, prompt_id=2)
+        dec = llm.decision_acceptance(res, rec, prompt_id=2)
+        assert res.per_draft and len(dec) == res.nu.size
+        for j, pos in enumerate(res.decision_position):
+            p, q = rec.pair(2, res.tokens[:res.prompt_length + int(pos)])
+            assert dec["predicted"].iloc[j] == pytest.approx(p[q > 0].sum(), abs=1e-9)
+        pred = dec["predicted"].to_numpy()
+        diff += float((dec["accepted"].to_numpy() - pred).sum())
+        var += float((pred * (1 - pred)).sum())
+        n_dec += len(dec)
+    assert n_dec > 30 and (dec["nu"] == 2).any()
+    assert abs(diff) <= 5 * np.sqrt(var), (diff, var, n_dec)
+
+
 @pytest.mark.parametrize("decoder,B,gate", [("pfr", 1, True), ("mpfr", 2, False),
                                             ("mpfr", 3, True)])
 def test_keyed_drafter_invariance(synth, decoder, B, gate):
@@ -304,7 +439,11 @@ def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
     target, base, pair, _ = synth
     kw = dict(L=3, B=B, key=4, max_new_tokens=12, stop_at_eos=False)
     bp = batch_pair(target, target)  # modules with transformers-like ragged caches
-    batch = llm.generate_batch(bp, [REP, MULTI], decoder, draft="ngram:2", seed=[5, 6], **kw)
+    # a keyed decoder's tokens do not depend on the block lengths, so its rows equal
+    # generate's under the batch-priced gate too; unkeyed rows do with the one-row gate
+    gate = sim.decoders.DECODER_SPECS[decoder].keyed
+    batch = llm.generate_batch(bp, [REP, MULTI], decoder, draft="ngram:2", seed=[5, 6],
+                               batch_gate=gate, **kw)
     assert batch.n_draft_forwards == 0
     for seed, prompt, row in zip([5, 6], [REP, MULTI], batch, strict=True):
         ref = G.generate(bp.with_draft("ngram:2"), prompt, decoder, seed=seed, **kw)
@@ -323,6 +462,28 @@ def test_batch_and_custom_generate_equal_generate(synth, decoder, B):
     np.testing.assert_array_equal(out[0].numpy(), ref.tokens)
 
 
+def test_batch_gate_prices_the_widened_batch(synth):
+    """A gate that drafts at the prior for one sequence (cost (0.3, 0.1)) declines in a batch
+    of 4 live rows (the batched break-even; ``best_length`` with rows = 4) and drafts again
+    with ``batch_gate=False``, whose rows are generate's."""
+    from tests.test_llm_batch import _synthetic_pair as batch_pair
+
+    target = synth[0]
+    bp = batch_pair(target, target)
+    spec = "ngram:2:fixed=0.3:cost=0.1"
+    kw = dict(L=3, max_new_tokens=3, stop_at_eos=False, seed=[1, 2, 3, 4])
+    one = G.generate(bp.with_draft(spec), REP, "vsps", L=3, max_new_tokens=3, seed=1,
+                     stop_at_eos=False)
+    assert one.drafts[0].shape[1] >= 1
+    gated = llm.generate_batch(bp, [REP] * 4, "vsps", draft=spec, **kw)
+    assert all(d.shape[1] == 0 for r in gated for d in r.drafts)
+    free = llm.generate_batch(bp, [REP] * 4, "vsps", draft=spec, batch_gate=False, **kw)
+    assert free[0].drafts[0].shape[1] >= 1
+    np.testing.assert_array_equal(free[0].tokens, one.tokens)
+    with pytest.raises(ValueError, match="^batch_gate"):
+        llm.generate_batch(bp, [REP], "vsps", draft=spec, batch_gate="yes", max_new_tokens=1)
+
+
 class _NgramSynthBackend(SyntheticBackend):
     """The simulator's backend with an n-gram draft (the laws of :class:`PairBackend`'s)."""
 
@@ -337,8 +498,13 @@ class _NgramSynthBackend(SyntheticBackend):
     def block_length(self, ell, B=1):
         return self.ng.plan(ell, B)
 
+    per_draft_laws = True
+
     def draft_step(self, paths):
         return self.ng.laws(paths)
+
+    def draft_step_each(self, paths):
+        return self.ng.laws_each(paths)
 
     def commit(self, tokens):
         super().commit(tokens)
@@ -346,11 +512,12 @@ class _NgramSynthBackend(SyntheticBackend):
 
 
 SYNTH_RUNS = 3000
-#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; the default gate drafts
-#: at its prior; at (0, 0.45) the second block drafts or not depending on the first's outcome
-SYNTH_CASES = [("vsps", 1, REP, None), ("vsps", 1, REP, (0.0, 0.45)),
+#: (decoder, B, prompt, gate cost model): (0, 0) drafts every match; (0.3, 0.1) drafts at
+#: the prior; at (0, 0.45) the first block is an ar step (the prior does not clear the
+#: break-even) and the second drafts or not depending on whether its token was the proposal
+SYNTH_CASES = [("vsps", 1, REP, (0.3, 0.1)), ("vsps", 1, REP, (0.0, 0.45)),
                ("specinfer", 2, MULTI, (0.0, 0.0)), ("mpfr", 2, MULTI, (0.0, 0.0)),
-               ("pfr", 1, REP, None)]
+               ("invariant", 2, MULTI, (0.0, 0.0)), ("pfr", 1, REP, None)]
 
 
 def _spec(n, cost):

@@ -672,3 +672,49 @@ def test_compensator_validation():
         acceptance_compensator(r, target, "q")
     assert len(acceptance_compensator(r, target, draft)) == r.emitted_per_block.size
     assert isinstance(r, DecodeResult)
+
+
+class _PerDraftBackend(SyntheticBackend):
+    """Drafts with laws of their own (backend protocol: ``per_draft_laws``): draft ``b``
+    follows ``drafts[b]`` on its own path."""
+
+    per_draft_laws = True
+
+    def __init__(self, target, drafts):
+        super().__init__(target, drafts[0])
+        self.each = drafts
+        self.each_calls = 0
+
+    def draft_step_each(self, paths):
+        self.each_calls += 1
+        return np.array([self.each[b].next_distribution(
+            np.array(self._committed + list(p), dtype=np.int64)) for b, p in enumerate(paths)])
+
+
+@pytest.mark.slow
+def test_drafts_of_different_laws_keep_the_target_law():
+    """mpfr, invariant and specinfer B = 2 with draft b drawn from its own model (per-draft
+    laws, not i.i.d.): the joint law of the first two emitted tokens is the target's (3,000
+    runs each, L = 2 so that a decision, a correction and a bonus are all reached; three
+    goodness-of-fit tests at false-failure probability 1e-4 together, Bonferroni), and the
+    per-draft step is what the blocks called."""
+    V = 6
+    target = SyntheticLM(V, context_length=2, seed=3)
+    drafts = [target.draft(0.5, seed=4), SyntheticLM(V, context_length=1, seed=5)]
+    prompt = np.array([1, 2], dtype=np.int64)
+    p1 = target.next_distribution(prompt)
+    joint = np.concatenate([p1[a] * target.next_distribution(np.append(prompt, a))
+                            for a in range(V)])
+    n = 3000
+    for decoder in ("mpfr", "invariant", "specinfer"):
+        out = np.empty(n, dtype=np.int64)
+        calls = 0
+        for i in range(n):
+            be = _PerDraftBackend(target, drafts)
+            r = speculative_decode(target, drafts[0], prompt, decoder, L=2, B=2, key=i,
+                                   seed=i, max_new_tokens=2, backend=be)
+            out[i] = r.generated[0] * V + r.generated[1]
+            calls += be.each_calls
+        assert calls >= n  # every block drafted through draft_step_each
+        res = chisquare_gof(np.bincount(out, minlength=V * V), joint)
+        assert res.pvalue >= 1e-4 / 3, (decoder, res.pvalue)

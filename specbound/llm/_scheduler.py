@@ -375,6 +375,12 @@ class Scheduler:
         self.forwards = {"target": 0, "draft": 0}
         self.max_rows = 0
         self.stores: dict = {}  # the persistent batch cache of each model (Store)
+        self.rows: list = []
+
+    def live_rows(self) -> int:
+        """The rows of the run that have not finished (at least 1).  Rows take turns in a
+        fixed order, so the count a row reads is deterministic."""
+        return max(sum(not r.done for r in self.rows), 1)
 
     def _with_ghosts(self, which, group, live):
         """The requests of a forward over every slot of the model's batch store when
@@ -469,6 +475,7 @@ class Scheduler:
     def run(self, rows, bodies, t0):
         """Run ``bodies[i]()`` as row ``rows[i]`` (its result in ``rows[i].result``); one row
         runs in this thread, several as threads that take turns between batched forwards."""
+        self.rows = list(rows)
         if len(rows) == 1:
             self.inline = True
             row = rows[0]

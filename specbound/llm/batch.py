@@ -51,6 +51,13 @@ rounding (largest difference measured by the tests, below 1e-4).
 Rows are run as threads that take turns (one at a time, in row order, between two batched
 forwards), so a run is deterministic and ``log.record`` is called in a fixed order.
 
+Prompt-lookup drafts (``ngram``): a row's drafted block widens the step's shared forward for
+every live row (all are padded to the widest block), so by default the acceptance gate
+prices a block at that batched forward (``batch_gate``; :func:`specbound.llm.ngram.
+best_length` with the number of live rows): a row drafts only where its expected gain pays
+for widening the whole batch, which on one CPU core and a wide batch is almost never, and
+its blocks are ``ar`` steps.
+
 The lossy verification rules (Zhou et al. 2026, arXiv:2607.26627, §3.1-3.2) are batched the
 same way: ``decoder="lossy:<rule>"`` runs :func:`specbound.sim.lossy_decode` on the row's
 backend per row (the rows of :func:`~specbound.llm.generate_lossy`), the rule's parameters
@@ -277,6 +284,16 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         As in :func:`~specbound.llm.generate`: for a ``temperature:T`` draft, one batched
         forward per draft depth gives both laws and the verification forwards only the
         leaves (``tree`` does not apply); counted as target forwards.
+    batch_gate : bool, default True (in ``**options``)
+        For an ``ngram`` draft with its acceptance gate: price a block at the batched
+        forward it widens (every live row's forward padded to the widest block;
+        :func:`specbound.llm.ngram.best_length` with the number of live rows), so a row
+        drafts only where the batch's expected gain clears the batched break-even.  A
+        row's block lengths then depend on how many rows are live, so its tokens equal
+        :func:`~specbound.llm.generate`'s only for keyed decoders (drafter invariance) and
+        ungated drafts; False: the one-sequence gate of ``generate`` (each row emits
+        ``generate``'s tokens).  Either way every row's law is the target's (the block
+        lengths are fixed before a block draws its randomness).
     **options
         Further options of :func:`specbound.sim.speculative_decode` (or the lossy rule's
         parameters).
@@ -321,6 +338,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
             raise ValueError(f"{name}: generate_batch sets it per prompt")
     tree = as_bool(options.pop("tree", False), "tree")
     share = as_bool(options.pop("share_forwards", False), "share_forwards")
+    batch_gate = as_bool(options.pop("batch_gate", True), "batch_gate")
     if "batch_verify" in options:
         if not as_bool(options.pop("batch_verify"), "batch_verify"):
             raise ValueError("batch_verify: False (one forward per path) is not batched "
@@ -358,7 +376,7 @@ def generate_batch(pair, prompts, decoder="mpfr", *, L=4, B=1, key=None, window=
         pair, requests, decode, desc=f"generate_batch ({decoder}, {len(requests)} prompts)",
         max_new_tokens=max_new_tokens, progress=progress, tree=tree, log=log,
         stop_tokens=stop_token_ids(pair, stop_at_eos), prefix_cache=prefix_cache,
-        share_forwards=share)
+        share_forwards=share, batch_gate=batch_gate)
     total = time.perf_counter() - t0
     return GenerationBatch(decoder=decoder, L=L, B=B, rows=results, total_seconds=total,
                            target_seconds=sched.seconds["target"],

@@ -119,7 +119,11 @@ def decision_acceptance(result, recorder: ContextRecorder, prompt_id=0):
         One row per decision (the order of ``result.nu``): ``block``, ``nu``, ``accepted``
         (bool), ``predicted`` (the exact conditional acceptance probability), ``skipped``.
         ``mpfr`` and ``invariant`` decisions with ``nu = 1`` use the exponential race;
-        skipped repeats (``repeats="skip"``) use ``1 - TV``.
+        skipped repeats (``repeats="skip"``) use ``1 - TV``.  A run whose drafts had laws of
+        their own (``result.per_draft``: an ``ngram`` draft with ``B > 1``, draft ``b`` the
+        point mass on the ``b``-th distinct continuation) accepts exactly when the target's
+        token is one the drafts at the context propose, so its decisions' probability is
+        ``p`` of those tokens (the support of the recorded law there).
 
     Raises
     ------
@@ -156,7 +160,14 @@ def decision_acceptance(result, recorder: ContextRecorder, prompt_id=0):
     skp = np.asarray(result.decision_skipped, dtype=bool)
     pairs = [recorder.pair(prompt_id, toks[:n0 + int(j)]) for j in result.decision_position]
     pred = np.empty(nus.size)
-    groups = [(nu, (nus == nu) & ~skp) for nu in np.unique(nus)] + [(1, skp)]
+    if getattr(result, "per_draft", False):  # point masses of their own: p(proposed tokens)
+        for i in np.flatnonzero(~skp):
+            p, q = pairs[i]
+            pred[i] = float(p[q > 0].sum() / p.sum())
+        skp_only = [(1, skp)]
+    else:
+        skp_only = None
+    groups = skp_only or [(nu, (nus == nu) & ~skp) for nu in np.unique(nus)] + [(1, skp)]
     for nu, sel in groups:
         if not sel.any():
             continue

@@ -92,7 +92,13 @@ from specbound._validation import (
 from specbound.llm._deps import require_llm_extra
 from specbound.llm._scheduler import ForwardRequest, Row, Scheduler
 from specbound.llm.models import NextTokenLogprobs
-from specbound.sim.decode import DECODERS, MAX_NEW_TOKENS, DecodeResult, speculative_decode
+from specbound.sim.decode import (
+    DECODERS,
+    MAX_NEW_TOKENS,
+    DecodeResult,
+    speculative_decode,
+    uses_per_draft_laws,
+)
 from specbound.sim.lossy_seq import lossy_decode as _sim_lossy_decode
 
 torch = require_llm_extra()
@@ -125,6 +131,11 @@ class GenerationResult(DecodeResult):
     total_seconds : float
         Wall-clock time of the whole decoding (prompt prefill included, tokenization and
         loading excluded).
+    per_draft : bool
+        Whether the ``B > 1`` drafts had laws of their own (an ``ngram`` draft: draft ``b``
+        the point mass on the ``b``-th distinct continuation; :func:`specbound.sim.decode.
+        uses_per_draft_laws`): a decision's exact acceptance is then ``p`` of the tokens the
+        drafts propose at its context (:func:`specbound.llm.decision_acceptance`).
     """
 
     text: str = ""
@@ -133,6 +144,7 @@ class GenerationResult(DecodeResult):
     target_seconds: float = 0.0
     draft_seconds: float = 0.0
     total_seconds: float = 0.0
+    per_draft: bool = False
 
     @property
     def forward_seconds(self) -> float:
@@ -510,9 +522,14 @@ class PairBackend:
         if self.ngram is None:
             return ell
         t0 = time.perf_counter()
-        n = self.ngram.plan(ell, B)
+        n = self.ngram.plan(ell, B, self.gate_rows())
         self.draft_seconds += time.perf_counter() - t0
         return n
+
+    def gate_rows(self) -> int:
+        """The sequences whose forwards the next block's verification shares (the
+        ``ngram`` gate's batch size, :func:`specbound.llm.ngram.best_length`): 1 here."""
+        return 1
 
     def _ngram_step(self, paths) -> np.ndarray:
         """An ``ngram`` draft's laws after ``paths`` (no forward; the time is draft time)."""
@@ -520,6 +537,30 @@ class PairBackend:
         q = self.ngram.laws(paths)
         self.draft_seconds += time.perf_counter() - t0
         for p, row in zip(paths, q, strict=True):
+            self._q_block[p] = row
+        return q
+
+    @property
+    def per_draft_laws(self) -> bool:
+        """Whether the ``B`` drafts have laws of their own (an ``ngram`` draft: draft ``b`` the
+        point mass on the ``b``-th distinct continuation; :meth:`draft_step_each`)."""
+        return self.ngram is not None
+
+    def draft_step_each(self, paths) -> np.ndarray:
+        """Draft ``b``'s own law after its own path ``paths[b]`` (an ``ngram`` draft; no
+        forward, the time is draft time).  A log records at each distinct path the mixture
+        of the laws of the drafts through it (:meth:`specbound.llm.ngram.NgramDrafter.laws`:
+        its support is the set of tokens they propose there)."""
+        if self.ngram is None:
+            raise ValueError("paths: draft_step_each serves an ngram draft (per-draft laws); "
+                             "this pair's drafts share one law (draft_step)")
+        paths = self._paths(paths, same_length=True)
+        t0 = time.perf_counter()
+        q = self.ngram.laws_each(paths)
+        distinct = list(dict.fromkeys(paths))
+        mix = self.ngram.laws(distinct) if self.log is not None else ()
+        self.draft_seconds += time.perf_counter() - t0
+        for p, row in zip(distinct, mix, strict=False):
             self._q_block[p] = row
         return q
 
@@ -868,7 +909,9 @@ def generation_result(pair, res, backend, prompt_text, total) -> GenerationResul
     return GenerationResult(**base, text=text, prompt_text=prompt_text,
                             stopped_at_eos=bool(backend.finished),
                             target_seconds=backend.target_seconds,
-                            draft_seconds=backend.draft_seconds, total_seconds=total)
+                            draft_seconds=backend.draft_seconds, total_seconds=total,
+                            per_draft=uses_per_draft_laws(backend, res.decoder, res.B,
+                                                          res.watermark.repeats))
 
 def generate(pair, prompt, decoder="mpfr", *, L=4, B=1, key=None, window=DEFAULT_WINDOW,
              max_new_tokens=128, seed=0, chat=True, template="default", draft=None,
@@ -1039,7 +1082,8 @@ def decode_requests(pair, requests, decode, *, desc, max_new_tokens, progress=Fa
     rows run as batched forwards.  One request runs in the caller's thread with the pair's
     own forwards (what :func:`generate` does); :func:`~specbound.llm.generate_batch` passes
     many.  ``backend_options`` go to every row's backend (``batch_verify``, ``tree``,
-    ``log``, ``stop_tokens``, ``prefix_cache``, ``share_forwards``), ``progress`` makes one
+    ``log``, ``stop_tokens``, ``prefix_cache``, ``share_forwards``, ``batch_gate``: an
+    ``ngram`` gate priced for the run's live rows, default True), ``progress`` makes one
     tqdm bar (labelled ``desc``) over the generated tokens of all rows.
 
     Returns ``(results, scheduler)``: one :class:`GenerationResult` per request, in order,
@@ -1098,13 +1142,19 @@ class _PairProxy:
 
 
 class _RowBackend(PairBackend):
-    """:class:`PairBackend` whose forwards are posted to the run's scheduler."""
+    """:class:`PairBackend` whose forwards are posted to the run's scheduler; with
+    ``batch_gate`` an ``ngram`` draft's gate prices a block at the batched forward of the
+    run's live rows (:meth:`gate_rows`)."""
 
-    def __init__(self, pair, row, scheduler, **kwargs):
+    def __init__(self, pair, row, scheduler, batch_gate=True, **kwargs):
         self.row = row
         self.scheduler = scheduler
+        self.batch_gate = batch_gate
         super().__init__(pair, **kwargs)
         self.pair = _PairProxy(pair, self)
+
+    def gate_rows(self) -> int:
+        return self.scheduler.live_rows() if self.batch_gate else 1
 
     def _target(self, ids, cache, k):
         out, secs = self.scheduler.post(self.row, ForwardRequest("target", ids, cache, k))

@@ -18,49 +18,58 @@ entries (:data:`SCAN`), never the text: the cost per token does not grow with th
 - the acceptance gate (below) drafts only where drafting pays, and sets the length;
 - for ``B`` drafts, the continuations of the ``B`` most recent occurrences whose
   continuations differ, most recent first (fewer occurrences, fewer distinct drafts);
-- the draft law after a path of the block is the mixture, one equal weight per selected
-  continuation through that path, of point masses at their next tokens; for ``B = 1`` (or
-  one continuation) a point mass: ``q = one-hot``.
+- draft ``b``'s own law (:meth:`NgramDrafter.laws_each`, the backend protocol's
+  ``draft_step_each``): the point mass on the next token of the ``b``-th continuation, so
+  with ``m`` continuations the ``B`` drafts are those ``m`` continuations, the drafts
+  ``b >= m`` repeating draft ``b mod m`` (a repeated draft adds no verified path and no
+  chance of acceptance: fewer matches, fewer live drafts).  The multi-draft decoders
+  (``mpfr``, ``specinfer``, ``invariant``) take these non-identically distributed drafts and
+  stay exact (:mod:`specbound.sim.decode`, "Backend protocol");
+- the law after a path of the block without reference to a draft (:meth:`NgramDrafter.laws`,
+  ``draft_step``) is the mixture, one equal weight per selected continuation through that
+  path, of point masses at their next tokens: for ``B = 1`` (or one continuation) a point
+  mass, ``q = one-hot``, and with ``B > 1`` what the blocks that need i.i.d. drafts draw
+  from (``mpfr``'s skipped repeats under ``repeats="skip"``), and what a log records.
 
-The acceptance gate ("never slower than plain sampling").  A block that drafts ``k`` tokens
-costs one target forward over ``k + 1`` tokens per draft row, modelled as
-``c_k = 1 + f + s (m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of
-distinct continuations found (at most the decoder's ``B``: the verification's rows are the
-distinct draft paths, and drafts drawn from a mixture of ``m`` point masses take at most
-``m``), ``f`` the fixed overhead of a forward over more than one token and ``s`` the cost
-of each further token (the spec's ``ngram:N[:K]:fixed=F:cost=S``, defaults
-:data:`DEFAULT_COST`: ``f = 0.5``, ``s = 0.1``, so ``c_1 = 1.6`` and ``c_4 = 1.9``; measured
-on one busy CPU core, a 2-token verification costs 1.55-1.62 single-token forwards on code
-and chat prompts and a 5-token one 1.84-1.91, ``benchmarks/README.md``).  Such a block emits
-``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token is accepted
-with probability ``a`` independently; an ``ar`` step costs 1 and emits 1.  The drafter keeps
-a running estimate ``â`` of the acceptance of its own proposals (:class:`AcceptanceEstimate`:
-an exponentially weighted share of accepted decisions, memory :data:`MEMORY` decisions,
-prior :data:`PRIOR` with weight :data:`PRIOR_WEIGHT`), and drafts the ``k`` (1 to the
-lookup's bound) that maximises ``E_k(â) / c_k`` when that ratio exceeds 1 -- i.e. when ``â``
-clears the exact break-even acceptance of that ``k`` (:func:`break_even`; for ``B = 1`` and
-``k = 1`` it is ``s`` itself); otherwise the block is an ``ar`` step.  Where a match exists
-but the gate says no, the proposal is still scored: the ``ar`` step's token equals the
-proposed token with probability ``p(x)``, exactly the acceptance of a drafted point mass in
-``vsps`` (``min(1, p(x) / q(x))`` with ``q(x) = 1``), so the estimate keeps learning and the
-gate reopens where the text starts to repeat.  ``fixed=0:cost=0`` turns the gate off (every match is
-drafted to its full length).
+The acceptance gate ("never slower than plain sampling"). A block that drafts ``k`` tokens
+costs one target forward over ``k + 1`` tokens per draft row, modelled as ``c_k = 1 + f + s
+(m (k + 1) - 1)`` single-token forwards, where ``m`` is the number of distinct continuations
+found (at most the decoder's ``B``: the verification's rows are the distinct draft paths,
+one per distinct continuation), ``f`` the fixed overhead of a forward over more than one
+token and ``s`` the cost of each further token (the spec's ``ngram:N[:K]:fixed=F:cost=S``,
+defaults :data:`DEFAULT_COST`: ``f = 0.5``, ``s = 0.1``, so ``c_1 = 1.6`` and ``c_4 = 1.9``;
+measured on one busy CPU core, a 2-token verification costs 1.55-1.62 single-token forwards
+on code and chat prompts and a 5-token one 1.84-1.91, ``benchmarks/README.md``). Such a
+block emits ``E_k(a) = (1 - a^(k+1)) / (1 - a)`` tokens on average when each drafted token
+is accepted with probability ``a`` independently; an ``ar`` step costs 1 and emits 1. The
+drafter keeps a running estimate ``â`` of the acceptance of its own proposals
+(:class:`AcceptanceEstimate`: an exponentially weighted share of accepted decisions, memory
+:data:`MEMORY` decisions, prior :data:`PRIOR` with weight :data:`PRIOR_WEIGHT`), and drafts
+the ``k`` (1 to the lookup's bound) that maximises ``E_k(â) / c_k`` when that ratio exceeds
+1 -- i.e. when ``â`` clears the exact break-even acceptance of that ``k``
+(:func:`break_even`; for ``B = 1`` and ``k = 1`` it is ``s`` itself); otherwise the block is
+an ``ar`` step. Where a match exists but the gate says no, the proposal is still scored: the
+``ar`` step's token equals the proposed token with probability ``p(x)``, exactly the
+acceptance of a drafted point mass in ``vsps`` (``min(1, p(x) / q(x))`` with ``q(x) = 1``),
+so the estimate keeps learning and the gate reopens where the text starts to repeat.
+``fixed=0:cost=0`` turns the gate off (every match is drafted to its full length).
 
-Why the output law stays the target's.  The block length and the draft laws are functions
-of the committed tokens only (the lookup, the scores of earlier proposals against the
-committed text, and the spec's constants), fixed before the block draws any randomness.  A
-law that depends only on the committed tokens and the block path is a draft model in the
-sense of every decoder here, and every decoder is exact for any draft and any block length
-chosen this way (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan, Gao & Gündüz
-2026, arXiv:2609.21858, Alg. 1, 4, 10): conditionally on the past, each block emits the
-target's law; by induction on the blocks so does the whole sequence.  For the same reason
-the choice is deterministic given the seed (no clock or timing enters it), and keyed
+Why the output law stays the target's. The block length and the draft laws are functions of
+the committed tokens only (the lookup, the scores of earlier proposals against the committed
+text, the spec's constants and, in ``generate_batch``, the number of live rows), fixed
+before the block draws any randomness. A law that depends only on the committed tokens, the
+block path (and, per draft, the draft's index: :mod:`specbound.sim.decode`, "Backend
+protocol", for why the multi-draft decoders stay exact with drafts of different laws) is a
+draft model in the sense of every decoder here, and every decoder is exact for any draft and
+any block length chosen this way (Leviathan et al. 2023, arXiv:2211.17192, Thm. 1; Liu, Wan,
+Gao & Gündüz 2026, arXiv:2609.21858, Alg. 1, 4, 10): conditionally on the past, each block
+emits the target's law; by induction on the blocks so does the whole sequence. For the same
+reason the choice is deterministic given the seed (no clock or timing enters it), and keyed
 decoders emit the same tokens as with any other draft (their tokens do not depend on the
-draft at all).  Without an occurrence, or when the gate says no, the block has no draft
+draft at all). Without an occurrence, or when the gate says no, the block has no draft
 (``ell = 0``): the decoder's own one-token step from the target's law, i.e. an ``ar`` step
 at the cost of one single-token target forward (never a verification of an empty draft
-beside it).
-"""
+beside it). """
 
 from __future__ import annotations
 
@@ -75,8 +84,12 @@ SCAN = 8
 #: rows costs ``1 + f + s (m (k + 1) - 1)`` single-token forwards (one busy CPU core:
 #: ``c_1`` 1.55-1.62, ``c_4`` 1.84-1.91 on code and chat prompts)
 DEFAULT_COST = (0.5, 0.1)
-#: the acceptance estimate before any proposal was scored, and its weight in decisions
-PRIOR, PRIOR_WEIGHT = 0.5, 4.0
+#: the acceptance estimate before any proposal was scored, and its weight in decisions:
+#: below every break-even of the default cost model (``E_k(0.45) < c_k`` for every ``k``),
+#: so the default gate starts closed and opens once a scored proposal was accepted
+#: (``(1 + 4 * 0.45) / 5 = 0.56``): the first match of a run is scored on an ``ar`` step,
+#: not verified at the price of a drafted block
+PRIOR, PRIOR_WEIGHT = 0.45, 4.0
 #: memory of the acceptance estimate, in decisions (weights decay by ``1 - 1 / MEMORY``)
 MEMORY = 32
 
@@ -138,16 +151,34 @@ def forward_seconds(pair, ids, widths, reps: int = 7) -> list[float]:
     return out
 
 
-def best_length(a: float, bound: int, cost, B: int = 1) -> int:
-    """The gate: the ``k`` in ``1 .. bound`` maximising ``E_k(a) / c_k`` if that ratio is
-    above 1, else 0 (an ``ar`` step).  ``cost = (0, 0)``: ``bound`` (drafting is free)."""
+def forward_cost(n: int, cost) -> float:
+    """One forward over ``n`` tokens in all (the rows of a batch together), in single-token
+    forwards: ``1 + f + s (n - 1)`` (1 for ``n <= 1``; ``cost = (f, s)``)."""
+    f, s = cost
+    return 1.0 + float(f) + float(s) * (int(n) - 1) if n > 1 else 1.0
+
+
+def best_length(a: float, bound: int, cost, B: int = 1, rows: int = 1) -> int:
+    """The gate: the ``k`` in ``1 .. bound`` maximising the tokens per cost of the step's
+    forward if that beats an ``ar`` step, else 0.  ``cost = (0, 0)``: ``bound`` (drafting is
+    free).
+
+    One sequence (``rows = 1``): ``E_k(a) / c_k`` against 1 (``c_k``: :func:`verify_cost`).
+    In a batch of ``rows`` live sequences whose forwards run as one, padded to the widest
+    block (:mod:`specbound.llm.batch`), with the others taking one-token steps: drafting
+    ``k`` tokens in ``B`` rows makes the step a forward over ``(rows - 1 + B) (k + 1)``
+    tokens that yields ``rows - 1 + E_k(a)`` tokens, against ``rows`` tokens from a forward
+    over ``rows`` (both priced by :func:`forward_cost`): the batch's expected gain must clear
+    the batched break-even, and a wider batch needs a higher acceptance."""
     if bound <= 0:
         return 0
     if tuple(cost) == (0.0, 0.0):
         return int(bound)
-    best, k_best = 1.0, 0
+    R = int(rows)
+    best, k_best = (1.0, 0) if R == 1 else (R / forward_cost(R, cost), 0)
     for k in range(1, int(bound) + 1):
-        g = expected_tokens(a, k) / verify_cost(k, cost, B)
+        g = ((expected_tokens(a, k) / verify_cost(k, cost, B)) if R == 1 else
+             (R - 1 + expected_tokens(a, k)) / forward_cost((R - 1 + B) * (k + 1), cost))
         if g > best:
             best, k_best = g, k
     return k_best
@@ -268,6 +299,7 @@ class NgramDrafter:
         self.cost = DEFAULT_COST if cost is None else (float(cost[0]), float(cost[1]))
         self.estimate = AcceptanceEstimate()
         self._trie: dict[tuple, dict[int, int]] = {}
+        self._conts: list[tuple] = []  # the planned block's continuations, most recent first
         #: what the block now planned proposes: the trie of its drafts (drafted block) or
         #: the one proposed token an ``ar`` step is scored against; None: no proposal
         self._scored: tuple | None = None
@@ -276,6 +308,7 @@ class NgramDrafter:
         self.index = NgramIndex(self.index.n, tokens)
         self.estimate = AcceptanceEstimate()
         self._trie = {}
+        self._conts = []
         self._scored = None
 
     def extend(self, tokens) -> None:
@@ -294,6 +327,7 @@ class NgramDrafter:
         self._scored = None
         self.index.extend(tokens)
         self._trie = {}
+        self._conts = []
 
     @staticmethod
     def _make_trie(conts) -> dict[tuple, dict[int, int]]:
@@ -304,26 +338,45 @@ class NgramDrafter:
                 kids[c[s]] = kids.get(c[s], 0) + 1
         return trie
 
-    def plan(self, ell: int, B: int) -> int:
-        """Look up the block's drafts and apply the gate; returns the block's length (0: no
-        occurrence, or drafting does not pay: an ``ar`` step)."""
+    def plan(self, ell: int, B: int, rows: int = 1) -> int:
+        """Look up the block's drafts and apply the gate (priced for a batch of ``rows`` live
+        sequences: :func:`best_length`); returns the block's length (0: no occurrence, or
+        drafting does not pay: an ``ar`` step)."""
         cap = ell if self.k is None else min(ell, self.k)
         conts = self.index.continuations(cap, B) if cap > 0 else []
         self._trie = {}
+        self._conts = []
         self._scored = None
         if not conts:
             return 0
-        # the verification's rows: the distinct leaves, at most one per distinct continuation
-        # (the B drafts are drawn from their mixture), not B
-        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts))
+        # the verification's rows: the distinct leaves, one per distinct continuation (draft
+        # b >= m repeats draft b mod m), not B
+        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts), rows)
         if k == 0:  # no draft; the ar step's token is scored against the first proposal
             self._scored = ({(): {conts[0][0]: 1}}, 1)
             return 0
         if k < len(conts[0]):
             conts = self.index.continuations(k, B)
         self._trie = self._make_trie(conts)
+        self._conts = conts
         self._scored = (self._trie, k)
         return k
+
+    def laws_each(self, paths) -> np.ndarray:
+        """Draft ``b``'s own law after its own path ``paths[b]`` (one row per draft): the
+        point mass on the next token of the planned block's ``b``-th continuation (draft
+        ``b >= m`` repeats draft ``b mod m`` of the ``m`` found); uniform off it (no decoder
+        drafts there)."""
+        Q = np.zeros((len(paths), self.vocab_size))
+        m = len(self._conts)
+        for b, p in enumerate(paths):
+            p = tuple(p)
+            c = self._conts[b % m] if m else ()
+            if len(p) < len(c) and c[:len(p)] == p:
+                Q[b, c[len(p)]] = 1.0
+            else:
+                Q[b] = 1.0 / self.vocab_size
+        return Q
 
     def laws(self, paths) -> np.ndarray:
         """The draft law after each path of the planned block (rows of ``vocab_size``)."""

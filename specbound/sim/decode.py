@@ -62,6 +62,21 @@ sequence itself.
     where it finds something (a prompt lookup) returns 0 where it does not: the block then
     drafts nothing and is the decoder's one-token step from the target's law (its bonus
     token), an autoregressive step.
+``per_draft_laws`` (optional attribute) and ``draft_step_each(paths) -> Q`` (optional)
+    A backend whose ``B`` drafts are not identically distributed (a prompt lookup: draft
+    ``b`` the point mass on the ``b``-th distinct continuation found) sets
+    ``per_draft_laws = True`` and gives ``Q[b]``, draft ``b``'s own law after its own path
+    ``paths[b]`` (``len(paths) == B``, one call per draft depth).  The multi-draft blocks
+    then draw draft ``b`` from ``Q[b]`` (``B > 1``, without ``repeats="skip"``, whose
+    skipped contexts draw i.i.d. drafts from ``draft_step``): ``mpfr`` proposes draft
+    ``b``'s race winner ``argmin_v G_{v,j}/Q[b]_v`` (``j`` its rank among the drafts at its
+    context) and still emits the target-side winner, so its tokens do not depend on the
+    drafts at all; ``invariant`` races draft ``b`` on its own clocks, and its target token at
+    position ``s`` races clocks that the active set (fixed by the earlier positions) does
+    not read; ``specinfer`` verifies with SpecInfer's recursive rejection over the active
+    drafts' own laws, each rejection leaving the residual ``(r - Q[b])_+`` (Miao et al.
+    2024, arXiv:2305.09781, §4.2, drafts of different small models).  Each stays exact:
+    given the past, every block emits the target's law.
 
 Randomness
 ----------
@@ -509,6 +524,34 @@ def _gamma_reweight(label, w) -> np.ndarray:
     return out
 
 
+def uses_per_draft_laws(backend, decoder, B, repeats="reuse") -> bool:
+    """Whether a run of ``decoder`` with ``B`` drafts on ``backend`` draws each draft from
+    its own law (backend protocol: ``per_draft_laws``): a multi-draft decoder with
+    ``B > 1``, a backend that offers it, and no skipped repeats of a keyed decoder (those
+    draw i.i.d. drafts)."""
+    if int(B) <= 1 or not getattr(backend, "per_draft_laws", False):
+        return False
+    spec = decoder_spec(decoder)
+    return spec.multi_draft and not (repeats == "skip" and spec.keyed)
+
+
+def _specinfer_each(p, qs, cands, u_acc, u_res):
+    """SpecInfer's recursive rejection over candidates of different laws (Miao et al. 2024,
+    arXiv:2305.09781, §4.2): candidate ``i`` (drawn from ``qs[i]``) is accepted iff
+    ``u_acc[i] qs[i](x_i) <= r(x_i)`` for the current residual ``r`` (initially ``p``), and a
+    rejection leaves ``r <- (r - qs[i])_+`` normalised; when all are rejected the token is
+    drawn from the last residual with ``u_res``.  With every ``qs[i]`` equal it is
+    :func:`specbound.sim._kernels.specinfer_verify`.  Returns ``(token, accepted)``."""
+    r = np.asarray(p, dtype=np.float64)
+    for i in range(cands.shape[0]):
+        q = np.asarray(qs[i], dtype=np.float64)
+        x = int(cands[i])
+        if q[x] > 0.0 and u_acc[i] * q[x] <= r[x]:
+            return x, True
+        r = _K.residual(r, q)
+    return int(_K.categorical(r, u_res)), False
+
+
 class BlockRun:
     """State of one decoding run: the decision logic (tokens, counters, label caches)."""
 
@@ -539,6 +582,8 @@ class BlockRun:
                              f"block, not of {decoder!r}")
         self.block = _block_function(spec, self.kind)  # before anything is drawn
         self.skip = repeats == "skip" and spec.keyed
+        # drafts with laws of their own (backend protocol: ``per_draft_laws``)
+        self.per_draft = uses_per_draft_laws(backend, decoder, B, repeats)
         self.gamma = reweight == "gamma"
         # repeated windows are tracked for masking and skipping (never with window=None)
         self.track = (self.mask or self.skip) and window is not None
@@ -579,6 +624,13 @@ class BlockRun:
         self.n_draft_evals += 1
         self.n_draft_contexts += len(paths)
         return self.backend.draft_step(paths)
+
+    def draft_step_each(self, paths):
+        """One draft evaluation per draft at one depth: ``paths[b]`` draft ``b``'s path, the
+        result's row ``b`` its own law there (``per_draft``)."""
+        self.n_draft_evals += 1
+        self.n_draft_contexts += len(paths)
+        return self.backend.draft_step_each(paths)
 
     def verify(self, paths):
         """The block's one batched target evaluation over all its path prefixes."""
@@ -734,7 +786,9 @@ class BlockRun:
         children: dict = {}
         level = [()]
         buf = np.empty(self.B, dtype=np.int64)
-        for depth in range(ell):
+        if self.per_draft:  # drafts with laws of their own: the tree of their paths
+            level = self._tree_each(ell, lab, mult, children)
+        for depth in range(ell if not self.per_draft else 0):
             nxt: dict = {}
             slot = 0
             for path, qv in zip(level, self.draft_step(level), strict=True):
@@ -792,6 +846,28 @@ class BlockRun:
             self.emit(y, ctx, skip)
             emitted += 1
         return emitted
+
+    def _tree_each(self, ell, lab, mult, children):
+        """The context tree of ``B`` drafts with laws of their own (``per_draft``): draft
+        ``b`` proposes ``argmin_v G_{v,j}/Q[b]_v`` on its context's clocks (``j`` its rank
+        among the drafts at that context); fills ``mult`` and ``children`` and returns the
+        paths of depth ``ell``."""
+        paths = [()] * self.B
+        level = [()]
+        for _ in range(ell):
+            rank: dict = {}
+            nxt: dict = {}
+            for b, qv in enumerate(self.draft_step_each(paths)):
+                path = paths[b]
+                j = rank.get(path, 0)
+                rank[path] = j + 1
+                t = int(_K.race_argmin(lab(path), qv, j))
+                children.setdefault(path, set()).add(t)
+                paths[b] = path + (t,)
+                nxt[paths[b]] = nxt.get(paths[b], 0) + 1
+            mult.update(nxt)
+            level = list(nxt)
+        return level
 
     def block_single(self, ell):
         """vsps / mse / mse_pseudo, and mws with the gamma reweight: one draft sequence,
@@ -908,6 +984,12 @@ class BlockRun:
         cache: dict = {}
         paths = [[] for _ in range(self.B)]
         for s in range(ell):
+            if self.per_draft:  # each draft's own law on its own path: cache[(s, b)]
+                rows = self.draft_step_each([tuple(pb) for pb in paths])
+                for b in range(self.B):
+                    cache[s, b] = rows[b]
+                    paths[b].append(int(draw(s, b, rows[b])))
+                continue
             # one batched draft pass over the distinct paths of depth s (first-seen order)
             todo = list(dict.fromkeys(tuple(pb) for pb in paths))
             cache.update(zip(todo, self.draft_step(todo), strict=True))
@@ -953,8 +1035,12 @@ class BlockRun:
             ctx = h + prefix
             pv = self.p(np.array(ctx, dtype=np.int64))
             cands = np.array([paths[b][s] for b in active], dtype=np.int64)
-            y, ok = _K.specinfer_verify(pv, cache[tuple(prefix)], cands, us[s, active, 1],
-                                         us[s, 0, 2])
+            if self.per_draft:
+                y, ok = _specinfer_each(pv, [cache[s, b] for b in active], cands,
+                                        us[s, active, 1], us[s, 0, 2])
+            else:
+                y, ok = _K.specinfer_verify(pv, cache[tuple(prefix)], cands,
+                                             us[s, active, 1], us[s, 0, 2])
             self.emit(y, ctx)
             emitted += 1
             self.decide(active.size, ok)
