@@ -583,7 +583,7 @@ class BlockRun:
         self.block = _block_function(spec, self.kind)  # before anything is drawn
         self.skip = repeats == "skip" and spec.keyed
         # drafts with laws of their own (backend protocol: ``per_draft_laws``)
-        self.per_draft = uses_per_draft_laws(backend, decoder, B, repeats)
+        self.per_draft = uses_per_draft_laws(backend, decoder, args.B, repeats)
         self.gamma = reweight == "gamma"
         # repeated windows are tracked for masking and skipping (never with window=None)
         self.track = (self.mask or self.skip) and window is not None
