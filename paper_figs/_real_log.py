@@ -16,6 +16,7 @@ with tokens of probability 0 under both models, which changes no formula.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -139,7 +140,8 @@ def contexts_param(full: int = 0, quick: int = QUICK_CONTEXTS, memory=None) -> P
     (:func:`lossy_memory`, :func:`bounds_memory`)."""
     return Param("contexts", "int", full, quick,
                  "logged contexts per draft, evenly spaced (0: all; at most the log's)",
-                 low=0, memory=memory, check=contexts_message)
+                 low=0, memory=memory,
+                 check=functools.partial(contexts_message, defaults=(full, quick)))
 
 
 def logged_contexts(v) -> int | None:
@@ -152,9 +154,13 @@ def logged_contexts(v) -> int | None:
     return None if shape is None else shape[0]
 
 
-def contexts_message(v) -> str | None:
+def contexts_message(v, defaults=None) -> str | None:
     """Why ``--contexts`` asks for more contexts than the log holds (they would silently be
-    all of them; ``0`` asks for all), or None."""
+    all of them; ``0`` asks for all), or None.  ``defaults``: the study's own ``(full,
+    quick)`` values, which are not refused (a small user log takes all its contexts, and
+    :func:`chosen_contexts` says so on stderr)."""
+    if defaults is not None and v.contexts == defaults[1 if v.quick else 0]:
+        return None
     n = logged_contexts(v)
     if n is not None and v.contexts > n:
         return (f"{v.contexts} exceeds the {n} contexts per draft of the log (--contexts 0 "

@@ -76,7 +76,6 @@ import pandas as pd
 from paper_figs import _wm_common as wc
 from paper_figs._common import (
     Param,
-    cli,
     decoder_color,
     integer_ticks,
     out_path,
@@ -608,4 +607,6 @@ def main(out_dir, quick: bool = False, executor=None, **params) -> list[Path]:
 
 
 if __name__ == "__main__":
+    from paper_figs._cli import cli
+
     cli(main, __doc__, PARAMS, NAME)
