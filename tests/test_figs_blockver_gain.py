@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paper_figs import _common
 from paper_figs import blockver_gain as bg
+from paper_figs._cli import cli
 from specbound.theory import blockver_block_tokens, expected_block_tokens
 
 #: a small run: both synthetic families at one mismatch, a few logged contexts of every draft
@@ -204,7 +204,7 @@ def test_bad_flags_are_refused_at_parse_time(argv, flag, capsys):
         raise AssertionError("the study started with an invalid flag")
 
     with pytest.raises(SystemExit) as exc:
-        _common.cli(never, bg.__doc__, bg.PARAMS, bg.NAME, ["--quick", *argv])
+        cli(never, bg.__doc__, bg.PARAMS, bg.NAME, ["--quick", *argv])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"python -m paper_figs.blockver_gain: error: {flag}: "), err
