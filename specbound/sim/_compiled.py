@@ -928,14 +928,15 @@ def block_specinfer(R, tm, dm, w, O, pr, gen, ndec, nblk):
 
 
 @njit(**JIT)
-def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
-    """One draft sequence verified as a whole block (``blockver``; Sun et al. 2024,
-    arXiv:2403.10444, Alg. 2): draw ``ell`` drafts, evaluate the target after each, keep the
-    prefix ``tau`` of :func:`~specbound.sim._compiled_blockver.blockver_tau`, then emit the
-    correction (``tau < ell``) or the bonus.  The randomness is the single-draft block's
-    (``3 (ell + 1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at
-    each kept position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec,
-    emitted, error)``."""
+def _whole_block(R, tm, dm, w, O, pr, gen, ndec, nblk, hsd):
+    """One draft sequence verified as a whole: draw ``ell`` drafts, evaluate the target
+    after each, keep the prefix ``tau`` of block verification
+    (:func:`~specbound.sim._compiled_blockver.blockver_tau`) or of lossless hierarchical SD
+    (``hsd``: :func:`~specbound.sim._compiled_hsd.hsd_tau`), then emit the correction
+    (``tau < ell``) or the bonus.  The randomness is the single-draft block's (``3 (ell +
+    1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at each kept
+    position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec, emitted,
+    error)``."""
     hlen = pr.n0 + gen
     room = R.N - gen
     ell = R.L if R.L < room else room
@@ -945,7 +946,7 @@ def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
     Q = np.empty((ell, n))
     P = np.empty((ell + 1, n))
     xs = np.empty(ell, np.int64)
-    ps = np.empty(ell + 1)
+    ws = np.empty(ell + 1)  # the residual weights (blockver's p_i, hsd's c_i)
     for s in range(ell):
         O.counts[1] += 1
         O.counts[3] += 1
@@ -960,67 +961,18 @@ def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
     O.counts[2] += ell + 1
     for s in range(ell):
         _target_eval(tm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, P[s], R.share)
-    tau = _BV.blockver_tau(P, Q, xs, ell, us, ps)
-    k = 0
-    for _ in range(tau):
-        gen = _emit(O, pr, gen, pr.tokens[hlen + k], np.nan, False)
-        ndec = _decide(O, ndec, 1, True, gen, False)
-        k += 1
-    if tau < ell:
-        y = _BV.blockver_correction(ps[tau], P[tau], Q[tau], us[3 * tau + 2])
-        gen = _emit(O, pr, gen, y, np.nan, False)
-        ndec = _decide(O, ndec, 1, False, gen, False)
-        k += 1
-    elif room > ell:
-        model_probs(tm, pr.tokens[:hlen + ell], P[ell])
-        y = _K.categorical(P[ell], us[3 * ell + 2])
-        gen = _emit(O, pr, gen, y, np.nan, False)
-        k += 1
-    return gen, ndec, k, 0
-
-
-# ------------------------------------------------------------------ hierarchical SD
-
-
-@njit(**JIT)
-def block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk):
-    """One draft sequence verified by lossless hierarchical speculative decoding (``hsd``;
-    Zhou et al., ICLR 2026, arXiv:2601.05724): draw ``ell`` drafts, evaluate the target after
-    each, keep the prefix ``tau`` of :func:`~specbound.sim._compiled_hsd.hsd_tau`, then emit
-    the correction (``tau < ell``) or the bonus.  The randomness is the single-draft block's
-    (``3 (ell + 1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at
-    each kept position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec,
-    emitted, error)``."""
-    hlen = pr.n0 + gen
-    room = R.N - gen
-    ell = R.L if R.L < room else room
-    n = w.P.shape[0]
-    us = np.empty(3 * (ell + 1))
-    pcg_doubles(pr.state, us)
-    Q = np.empty((ell, n))
-    P = np.empty((ell + 1, n))
-    xs = np.empty(ell, np.int64)
-    cs = np.empty(ell + 1)
-    for s in range(ell):
-        O.counts[1] += 1
-        O.counts[3] += 1
-        _draft_eval(dm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, Q[s], R.share)
-        x = _K.categorical(Q[s], us[3 * s])
-        pr.tokens[hlen + s] = x
-        xs[s] = x
-    if R.store_drafts:
-        for s in range(ell):
-            O.drafts[nblk, 0, s] = xs[s]
-    O.counts[0] += 1
-    O.counts[2] += ell + 1
-    for s in range(ell):
-        _target_eval(tm, pr.tokens[:hlen + s], w.SN[s if R.share else 0], w.LG, P[s], R.share)
-    tau = _HS.hsd_tau(P, Q, xs, ell, us, cs)
+    if hsd:
+        tau = _HS.hsd_tau(P, Q, xs, ell, us, ws)
+    else:
+        tau = _BV.blockver_tau(P, Q, xs, ell, us, ws)
     for k in range(tau):
         gen = _emit(O, pr, gen, xs[k], np.nan, False)
         ndec = _decide(O, ndec, 1, True, gen, False)
     if tau < ell:
-        y = _HS.hsd_correction(cs[tau], P[tau], Q[tau], us[3 * tau + 2])
+        if hsd:
+            y = _HS.hsd_correction(ws[tau], P[tau], Q[tau], us[3 * tau + 2])
+        else:
+            y = _BV.blockver_correction(ws[tau], P[tau], Q[tau], us[3 * tau + 2])
         gen = _emit(O, pr, gen, y, np.nan, False)
         ndec = _decide(O, ndec, 1, False, gen, False)
         return gen, ndec, tau + 1, 0
@@ -1029,6 +981,19 @@ def block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk):
         gen = _emit(O, pr, gen, _K.categorical(P[ell], us[3 * ell + 2]), np.nan, False)
         return gen, ndec, tau + 1, 0
     return gen, ndec, tau, 0
+
+
+@njit(**JIT)
+def block_blockver(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """Block verification (``blockver``; Sun et al. 2024, arXiv:2403.10444, Alg. 2)."""
+    return _whole_block(R, tm, dm, w, O, pr, gen, ndec, nblk, False)
+
+
+@njit(**JIT)
+def block_hsd(R, tm, dm, w, O, pr, gen, ndec, nblk):
+    """Lossless hierarchical speculative decoding (``hsd``; Zhou et al., ICLR 2026,
+    arXiv:2601.05724)."""
+    return _whole_block(R, tm, dm, w, O, pr, gen, ndec, nblk, True)
 
 
 # ------------------------------------------------------------------ one prompt
