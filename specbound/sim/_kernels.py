@@ -634,6 +634,54 @@ def mpfr_scan_step(p, ratio, qcdf, B, w, label, table, use_table, max_scan, draf
     return y, _contains(drafts, y), 0
 
 
+@njit(**JIT)
+def mpfr_public_select(mult, q0cdf, B, w, label, table, use_table, max_scan, out, heap):
+    """Alg. 5 of arXiv:2609.21858 with a public proposal ``Q0``: the ``B`` smallest scores.
+
+    Point ``i = 0, 1, ...`` of the process has arrival time ``T_i = sum_{k<=i} -log U[i, 0]``
+    and mark ``Z_i = inv_cdf(q0cdf, U[i, 1])`` (``Z_i ~ Q0``, a law that does not depend on
+    the model); its score is ``S_i = T_i mult[Z_i]`` with ``mult = q0 / P`` (``= 1 / r``,
+    ``r = dP/dQ0``; ``+inf`` where ``P = 0``).  The ``B`` smallest scores are kept in a
+    max-heap (``heap = (hs, hu, hg, hj)`` of :func:`mpfr_heap`: score, mark, arrival time,
+    point index; ties by ``(score, mark, index)``) and the scan stops once ``B`` are kept and
+    the largest is at most ``T_i w`` (``w <= min mult``: no later point can enter, Theorem
+    A.4).  On return ``out[:B]`` holds the marks and ``hs[:B]`` the scores in increasing
+    order (``out[0]`` is the PFR sample of ``P``, ``hs[0] / mult[out[0]]`` its point's
+    arrival time).
+
+    Returns ``(n_points, status)``: the number of points read (the cost) and ``-1`` when
+    more than ``max_scan`` points (or the table's rows) would be needed, else ``0``.
+    """
+    hs, hu, hg, hj = heap
+    limit = table.shape[0] if use_table else max_scan
+    t = 0.0
+    cnt = 0
+    i = 0
+    while True:
+        if i >= limit:
+            return i, -1
+        t = t + (-np.log(_unif(label, table, use_table, i, 0)))
+        z = inv_cdf(q0cdf, _unif(label, table, use_table, i, 1))
+        m = mult[z]
+        if m < np.inf:
+            s = t * m
+            if cnt < B:
+                _heap_push(hs, hu, hg, hj, cnt, s, z, t, i)
+                cnt += 1
+            elif _lt(s, z, i, hs[0], hu[0], hj[0]):
+                _heap_replace_top(hs, hu, hg, hj, cnt, s, z, t, i)
+        i += 1
+        if cnt == B and hs[0] <= t * w:
+            break
+    # heap sort: the max-heap of the B smallest into increasing (score, mark, index) order
+    for end in range(cnt - 1, 0, -1):
+        _swap(hs, hu, hg, hj, 0, end)
+        _sift_down(hs, hu, hg, hj, 0, end, True)
+    for b in range(B):
+        out[b] = hu[b]
+    return i, 0
+
+
 # --------------------------------------------------------------------------- batches
 
 

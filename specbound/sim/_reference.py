@@ -8,7 +8,8 @@ Algorithm numbers are those of Liu, Wan, Gao & Gündüz 2026, arXiv:2609.21858.
 - token-level samplers (:mod:`specbound.sim._kernels`): the functions ``sd`` ... ``mpfr_scan``
   take the same table of uniforms ``U[row, col]`` as the kernels (layout per scheme in
   :func:`specbound.sim.samplers.clock_shape`) and return ``(y, drafts, accepted)``;
-  :func:`sample_step` dispatches on the scheme name.  For keyed clocks build the table with
+  :func:`sample_step` dispatches on the scheme name; :func:`mpfr_public` is MPFR with a
+  public proposal (``_kernels.mpfr_public_select``).  For keyed clocks build the table with
   :func:`clock_table`;
 - decoder step kernels (:mod:`specbound.sim._kernels`): :func:`race_argmin`,
   :func:`gls_argmin`, :func:`mpfr_topk`, :func:`residual_sample`, :func:`specinfer_verify`,
@@ -166,6 +167,30 @@ def mpfr_scan(p, q, U, B, w):
     y = int(z[int(np.argmin(s[: last + 1]))])
     drafts = z[:B]
     return y, drafts, bool(np.isin(y, drafts))
+
+
+def mpfr_public(p, q0, U, B, w):
+    """MPFR with a public proposal ``q0`` (Alg. 5) on the rows of ``U``: ``(marks, n_points)``.
+
+    Vectorised: every point's arrival ``T_i`` (cumulative ``-log U[i, 0]``), mark
+    ``Z_i = inv_cdf(q0, U[i, 1])`` and score ``T_i (q0 / p)(Z_i)`` (``q0`` normalised,
+    ``+inf`` where ``p = 0``); the scan stops at the first ``n`` whose ``B``-th smallest
+    score among the first ``n`` points is at most ``T_n w``; the marks of the ``B`` smallest
+    scores in increasing order (stable sort by point index).  ``ValueError`` if ``U`` is too
+    short.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    q0 = np.asarray(q0, dtype=np.float64)
+    t = np.cumsum(-np.log(U[:, 0]))
+    z = inv_cdf_many(q0, U[:, 1])
+    mult = _scores(q0 / q0.sum(), p)  # 1 / r = q0 / p, the kernel's multiplier
+    s = t * mult[z]
+    for n in range(B, t.size + 1):
+        kth = np.partition(s[:n], B - 1)[B - 1]
+        if np.isfinite(kth) and kth <= t[n - 1] * w:
+            order = np.argsort(s[:n], kind="stable")[:B]
+            return z[order].astype(np.int64), n
+    raise ValueError("U: too few rows for the scan to stop")
 
 
 def sample_step(p, q, scheme, B, table, w=None):

@@ -64,11 +64,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from specbound._validation import as_choice, as_int, as_pair, as_real, as_rng
+from specbound._validation import as_choice, as_int, as_pair, as_prob, as_real, as_rng
 from specbound.sim import _kernels as K
 from specbound.sim.prf import context_label
 
-__all__ = ["SAMPLERS", "Step", "clock_shape", "sample_step", "spectr_rho"]
+__all__ = ["SAMPLERS", "PublicSample", "Step", "clock_shape", "mpfr_public", "sample_step",
+           "spectr_rho"]
 
 #: the sampler schemes, in a fixed order (a superset of ``specbound.theory.SCHEMES``, the
 #: schemes with an exact acceptance formula); every other list of schemes derives from it
@@ -470,4 +471,161 @@ def sample_step(p, q, scheme, B=1, *, key=None, context=(), window=None, seed=No
             return Step(y, drafts, acc)
         if table.shape[0] >= MAX_SCAN:  # pragma: no cover - probability exp(-1000)
             raise RuntimeError("mpfr_scan: the scan did not stop")
+        table = np.vstack([table, rng.random((table.shape[0], 2))])
+
+
+# ---------------------------------------------------------------------------------------------
+# MPFR with a public proposal (Alg. 5 with a proposal that does not depend on the model)
+
+
+@dataclass(frozen=True, eq=False)
+class PublicSample:
+    """The outcome of :func:`mpfr_public`.
+
+    Attributes
+    ----------
+    tokens : ndarray of int64, shape (B,)
+        The marks of the ``B`` smallest mapped scores, in increasing score order (i.i.d.
+        draws from ``p``; ``tokens[0]`` is the PFR sample).
+    n_points : int
+        The number of points of the public process read before the stopping rule fired
+        (the sampler's cost; at least ``B``).
+    """
+
+    tokens: np.ndarray
+    n_points: int
+
+
+def public_proposal(proposal, n: int) -> np.ndarray:
+    """Internal: the public proposal's weights (uniform on ``n`` symbols for None/"uniform"),
+    a float64 array of length ``n`` with a positive sum (``ValueError`` naming
+    ``proposal``)."""
+    if proposal is None or (isinstance(proposal, str) and proposal == "uniform"):
+        return np.ones(n)
+    if isinstance(proposal, str):
+        raise ValueError(f"proposal: must be 'uniform' or an array of weights, got {proposal!r}")
+    q0 = as_prob(proposal, "proposal", normalize=True, ndim=(1,))
+    if q0.shape[0] != n:
+        raise ValueError(f"proposal: has {q0.shape[0]} entries, the distribution has {n}")
+    return q0
+
+
+def public_plan(p, q0, w=None, name="p"):
+    """Internal: ``(mult, q0cdf, w)`` of Alg. 5 with proposal ``q0`` for target ``p``
+    (validated 1-D arrays): ``mult = (q0 / sum q0) / p`` (``+inf`` where ``p = 0``), the
+    proposal's running sum and the ratio bound ``w`` (default ``min mult`` times
+    ``1 - 2**-40``; a given ``w`` must lie in ``(0, min mult]``).  ``ValueError`` naming
+    ``proposal`` when ``q0 = 0`` where ``p > 0`` (``p`` not absolutely continuous with
+    respect to ``q0``), ``w`` when out of range, ``name`` when ``p`` has no mass."""
+    q0n = q0 / q0.sum()
+    pos = p > 0
+    if not np.any(pos):
+        raise ValueError(f"{name}: has no positive entry")
+    bad = pos & (q0n <= 0)
+    if np.any(bad):
+        raise ValueError(
+            f"proposal: must be positive wherever {name} is (Alg. 5 needs {name} << proposal); "
+            f"zero at symbol {int(np.flatnonzero(bad)[0])} where {name} > 0")
+    mult = np.full(p.shape[0], np.inf)
+    with np.errstate(over="ignore"):
+        np.divide(q0n, p, out=mult, where=pos)
+    wmax = float(np.min(mult))
+    if not (wmax > 0.0 and np.isfinite(wmax)):
+        raise ValueError(f"proposal: the ratio bound min q0/{name} = {wmax!r} is not positive")
+    if w is None:
+        wv = wmax * _W_SAFETY
+    else:
+        wv = as_real(w, "w", low=0.0, low_open=True)
+        if wv > wmax:
+            raise ValueError(f"w: must satisfy 0 < w <= min_{{{name} > 0}} q0/{name} = "
+                             f"{wmax:.6g} (Alg. 5's bound 1/r >= w), got {wv:.6g}")
+    return mult, np.cumsum(q0), wv
+
+
+def mpfr_public(p, B=1, *, proposal=None, w=None, key=None, context=(), window=None,
+                seed=None, uniforms=None) -> PublicSample:
+    """``B`` samples of ``p`` by MPFR on a *public* proposal process (Alg. 5).
+
+    The finite implementation of the ``B``-sample mapped PFR of Liu, Wan, Gao & Gündüz
+    2026, arXiv:2609.21858, App. A.3, Alg. 5, with a proposal ``Q0`` that does not depend on
+    the model (uniform on the vocabulary by default): point ``i`` of the process has arrival
+    ``T_i = sum_{k<=i} -log U[k, 0]`` and mark ``Z_i = F_{Q0}^{-1}(U[i, 1])``; its score is
+    ``T_i / r(Z_i)``, ``r = p/Q0``; the marks of the ``B`` smallest scores are returned in
+    increasing order, found by scanning until the ``B``-th smallest kept score is at most
+    ``T_i w`` (Theorem A.4: ``w <= 1/r`` everywhere, so no later point can enter).  They are
+    i.i.d. draws from ``p``; by Theorem A.1 the first arrivals ``E_z = Q0(z) S_z`` are i.i.d.
+    Exp(1), so on one process the samples of two laws ``p`` and ``q`` are coupled exactly as
+    the per-symbol exponential race of scheme ``"mpfr"`` couples them (docs/theory.md,
+    "MPFR with a public proposal").  The number of points read grows as about
+    ``B / w = B max_z p(z)/Q0(z)`` (``B V max p`` for the uniform proposal).
+
+    Parameters
+    ----------
+    p : array_like, shape (n,)
+        The distribution to sample (zeros allowed).
+    B : int
+        Number of samples (``1 <= B <= MAX_B``).
+    proposal : None, "uniform" or array_like, shape (n,)
+        The public proposal ``Q0`` (weights, normalised here); must be positive wherever
+        ``p`` is.  Default: uniform on the ``n`` symbols.
+    w : float, optional
+        The ratio bound, ``0 < w <= min_{p>0} Q0/p`` (default: that minimum times
+        ``1 - 2**-40``); a smaller valid ``w`` only lengthens the scan.  An expected scan
+        ``B / w`` above ``MAX_EXPECTED_SCAN`` is refused.
+    key, context, window :
+        Keyed source: point ``i`` reads ``prf_uniform(context_label(key, context, window),
+        i, col)`` (``col`` 0: arrival, 1: mark), the convention of scheme ``"mpfr_scan"``.
+    seed : int, SeedSequence or Generator, optional
+        Without ``key``/``uniforms``: rows of uniforms drawn from
+        ``np.random.default_rng(seed)``, 4096 at a time then doubling, until the scan stops.
+    uniforms : array_like, optional
+        An explicit table of shape ``(rows, >= 2)`` with entries in (0, 1); ``ValueError``
+        naming ``uniforms`` when its rows are too few for the scan to stop.
+
+    Returns
+    -------
+    PublicSample
+        ``tokens`` (int64, shape (B,)) and ``n_points``.
+    """
+    p = as_prob(p, "p", ndim=(1,))
+    B = check_B(B)
+    q0 = public_proposal(proposal, p.shape[0])
+    mult, q0cdf, wv = public_plan(p, q0, w)
+    if B / wv > MAX_EXPECTED_SCAN:
+        raise ValueError(
+            f"{'proposal' if w is None else 'w'}: the scan reads about B/w = {B / wv:.3g} "
+            f"points, above the limit MAX_EXPECTED_SCAN = {MAX_EXPECTED_SCAN:.0e} (w = "
+            f"min proposal/p gives the shortest scan)")
+    if (key is not None) + (uniforms is not None) + (seed is not None) > 1:
+        raise ValueError("key: give at most one of key, uniforms and seed")
+    out = np.empty(B, np.int64)
+    heap = K.mpfr_heap(B)
+    if key is not None:
+        label = context_label(key, context, window)
+        n, status = K.mpfr_public_select(mult, q0cdf, B, wv, label, np.empty((1, 1)), False,
+                                         MAX_SCAN, out, heap)
+        if status != 0:  # pragma: no cover - probability exp(-1000) after the up-front check
+            raise RuntimeError(f"mpfr_public: the scan did not stop within {MAX_SCAN} points")
+        return PublicSample(out, int(n))
+    if uniforms is not None:
+        table = np.ascontiguousarray(np.asarray(uniforms, dtype=np.float64))
+        if (table.ndim != 2 or table.shape[1] < 2 or table.shape[0] < 1
+                or not np.all((table > 0) & (table < 1))):
+            raise ValueError(f"uniforms: must be a 2-D array with at least 2 columns and "
+                             f"entries in (0, 1), got shape {table.shape}")
+        n, status = K.mpfr_public_select(mult, q0cdf, B, wv, np.uint64(0), table, True,
+                                         MAX_SCAN, out, heap)
+        if status != 0:
+            raise ValueError(f"uniforms: {table.shape[0]} rows are too few for the scan to stop")
+        return PublicSample(out, int(n))
+    rng = as_rng(seed)
+    table = rng.random((4096, 2))
+    while True:
+        table = np.maximum(table, np.finfo(np.float64).tiny)  # (0, 1): random() can give 0
+        n, status = K.mpfr_public_select(mult, q0cdf, B, wv, np.uint64(0), table, True,
+                                         MAX_SCAN, out, heap)
+        if status == 0:
+            return PublicSample(out, int(n))
+        if table.shape[0] >= MAX_SCAN:  # pragma: no cover - probability exp(-1000)
+            raise RuntimeError("mpfr_public: the scan did not stop")
         table = np.vstack([table, rng.random((table.shape[0], 2))])
