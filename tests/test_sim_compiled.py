@@ -26,7 +26,7 @@ from specbound.sim import (
 )
 from specbound.sim import _compiled as C
 from specbound.sim.decode import MULTI_DRAFT_DECODERS
-from specbound.sim.decoders import DECODER_SPECS, KEYED_DECODERS, OPTIONS
+from specbound.sim.decoders import DECODER_SPECS, KEYED_DECODERS, OPTIONS, PYTHON_LOOP_OPTIONS
 from tests._results import assert_same_result
 
 THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
@@ -72,8 +72,10 @@ def test_batch_equals_reference_token_for_token(decoder, n):
             assert_same(ref, batch[i], label=f"{decoder} n={n} prompt {i} threads {threads}")
 
 
-#: a non-default value of each decoder option of the registry (``OPTIONS``)
-NON_DEFAULT = {"reweight": "gamma", "unkeyed": "fresh", "residual": "keyed"}
+#: a non-default value of each decoder option of the registry (``OPTIONS``); those of
+#: ``PYTHON_LOOP_OPTIONS`` run in the Python loop only (tests/test_sim_mpfr_public.py)
+NON_DEFAULT = {"reweight": "gamma", "unkeyed": "fresh", "residual": "keyed",
+               "proposal": "uniform"}
 
 
 def _option_cases():
@@ -83,7 +85,7 @@ def _option_cases():
     masked repeats; an unkeyed drafting decoder without options with skipped repeats."""
     cases = []
     for name, spec in DECODER_SPECS.items():
-        every = {o: NON_DEFAULT[o] for o in sorted(spec.options)}
+        every = {o: NON_DEFAULT[o] for o in sorted(spec.options - PYTHON_LOOP_OPTIONS)}
         if spec.keyed:
             settings = [dict(repeats="mask"), dict(repeats="skip")]
             settings += [{o: v} for o, v in every.items()]
@@ -110,7 +112,7 @@ def test_option_cases_cover_the_registry():
     assert set(NON_DEFAULT) == set(OPTIONS)
     seen = {(d, o) for d, opts in OPTION_CASES for o in opts}
     for name, spec in DECODER_SPECS.items():
-        assert {(name, o) for o in spec.options} <= seen, name
+        assert {(name, o) for o in spec.options - PYTHON_LOOP_OPTIONS} <= seen, name
         if spec.keyed:
             assert {(name, "repeats")} <= seen, name
 

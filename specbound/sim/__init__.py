@@ -58,7 +58,14 @@ from specbound.sim.models import (
 from specbound.sim.montecarlo import estimate_acceptance, sample_emitted
 from specbound.sim.prf import keyed_uniforms
 from specbound.sim.results import ConfidenceInterval, Estimate
-from specbound.sim.samplers import SAMPLERS, Step, sample_step, spectr_rho
+from specbound.sim.samplers import (
+    SAMPLERS,
+    PublicSample,
+    Step,
+    mpfr_public,
+    sample_step,
+    spectr_rho,
+)
 from specbound.sim.tree import TreeVerificationResult, simulate_tree_verification
 
 __all__ = [
@@ -66,6 +73,7 @@ __all__ = [
     "keyed_uniforms", "Estimate", "ConfidenceInterval",
     # token-level samplers and estimators
     "SAMPLERS", "Step", "sample_step", "spectr_rho", "estimate_acceptance", "sample_emitted",
+    "PublicSample", "mpfr_public",
     # goodness of fit
     "GofResult", "bonferroni_alpha", "chisquare_gof", "counts_from_samples", "gof_test",
     "multinomial_exact_gof",

@@ -1155,6 +1155,8 @@ class RunArgs(NamedTuple):
     reweight: str = "delta"
     unkeyed: str = "position"
     residual: str = "plain"
+    #: ``mpfr``'s Poisson process (``"race"``; ``"uniform"`` runs in the Python loop only)
+    proposal: str = "race"
 
     @property
     def options(self):
@@ -1196,13 +1198,18 @@ def compiled_spec(spec: DecoderSpec, reweight="delta") -> np.ndarray:
 
 
 def plan(target, draft, args: RunArgs, store_drafts=True, unwrap_cached=False):
-    """The :class:`Plan` of a run, or None when the compiled path does not cover it.
+    """The :class:`Plan` of a run, or None when the compiled path does not cover it (a
+    model without a compiled form, work arrays over ``MAX_WORK``, ``mpfr`` with
+    ``proposal="uniform"``, which has no compiled block: its Alg. 5 scans would add kernels
+    to the loop's one compile for a variant whose law equals the race's).
 
     Raises ``ValueError`` for a decoder whose block kind has no compiled block.
     """
     spec = args.spec
     L, B, N = args.L, args.B, args.N
     dspec = compiled_spec(spec, args.reweight)
+    if args.proposal != "race":  # MPFR on a public process: the Python block loop only
+        return None
     tm = model_spec(target, unwrap_cached)
     dm = model_spec(draft, unwrap_cached) if draft is not None else tm
     if tm is None or dm is None:

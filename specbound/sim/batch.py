@@ -203,7 +203,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
                              window=None, max_new_tokens=64, seed=None,
                              store_drafts=False, parallel=True, repeats="reuse",
                              reweight="delta", unkeyed="position",
-                             residual="plain") -> DecodeBatch:
+                             residual="plain", proposal="race") -> DecodeBatch:
     """Decode many prompts in one compiled call (prompts in parallel with ``prange``).
 
     Parameters
@@ -224,8 +224,9 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     store_drafts : bool
         Keep the realised drafts of every block (memory ``max_new_tokens * B * L`` per
         prompt).
-    repeats, reweight, unkeyed, residual
-        The decoder options of :func:`specbound.sim.speculative_decode` (all run compiled).
+    repeats, reweight, unkeyed, residual, proposal
+        The decoder options of :func:`specbound.sim.speculative_decode` (all run compiled
+        but ``proposal="uniform"``, whose prompts run one by one in the Python block loop).
     parallel : bool
         Prompts under ``prange`` on Numba's threads (``numba.set_num_threads``); False runs
         them on the calling thread without starting the thread pool.  Under Numba's OpenMP
@@ -255,7 +256,8 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
     # validated once (the spec looked up and the key hashed once), the prompts one by one
     target, draft, args = decode_run_args(
         target, draft, decoder, L=L, B=B, key=key, max_new_tokens=max_new_tokens,
-        window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual)
+        window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual,
+        proposal=proposal)
     arrs = [validate_prompt(r, target.vocab_size, f"prompts[{i}]") for i, r in enumerate(rows)]
     check_batch_size(arrs, args.N, args.B * args.L if store else 0)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
@@ -269,7 +271,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
                                       key=args.key, window=args.window,
                                       max_new_tokens=args.N, seed=g, repeats=args.repeats,
                                       reweight=args.reweight, unkeyed=args.unkeyed,
-                                      residual=args.residual)
+                                      residual=args.residual, proposal=args.proposal)
                    for a, g in zip(arrs, rngs, strict=True)]
     return batch_from_results(results, store)
 

@@ -255,12 +255,14 @@ from specbound.sim.prf import (
     prf_uniform_numpy,
 )
 from specbound.sim.results import DecodeResult, WatermarkConfig
+from specbound.sim.samplers import MAX_SCAN, public_plan
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 from specbound.theory.blockver import blockver_block_tokens as _blockver_block_tokens
 from specbound.theory.hsd import hsd_block_tokens as _hsd_block_tokens
 
 __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "REPEATS",
-           "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult", "SyntheticBackend",
+           "PROPOSALS", "RESIDUALS", "REWEIGHTS", "UNKEYED", "DecodeBackend", "DecodeResult",
+           "SyntheticBackend",
            "WatermarkConfig", "acceptance_compensator", "expected_block_tokens",
            "speculative_decode"]
 
@@ -282,8 +284,13 @@ UNKEYED = ("position", "fresh")
 #: ``(p - q)_+`` with the block's unkeyed uniform) or ``"keyed"`` (He et al. 2026's dual-key
 #: design: the exponential race on ``(p - q)_+`` with the second key's clocks)
 RESIDUALS = ("plain", "keyed")
+#: the Poisson process of ``mpfr`` (``proposal=``): ``"race"`` (the per-symbol exponential
+#: race, Alg. 6, in both loops) or ``"uniform"`` (Alg. 5 on a public process whose marks are
+#: uniform on the vocabulary; Python block loop only, same joint law by Thm. A.1)
+PROPOSALS = ("race", "uniform")
 #: the default of every option of :data:`specbound.sim.decoders.OPTIONS`
-_OPTION_DEFAULTS = {"reweight": "delta", "unkeyed": "position", "residual": "plain"}
+_OPTION_DEFAULTS = {"reweight": "delta", "unkeyed": "position", "residual": "plain",
+                    "proposal": "race"}
 _U64 = np.uint64
 
 
@@ -348,7 +355,7 @@ def validate_prompt(prompt, vocab_size, name="prompt") -> np.ndarray:
 
 def decode_run_args(target, draft, decoder, *, L, B, key, max_new_tokens, window,
                     repeats="reuse", reweight="delta", unkeyed="position", residual="plain",
-                    max_blocks=None):
+                    max_blocks=None, proposal="race"):
     """The checked arguments of a decoding call but its prompts, derived once and passed
     down: ``(target, draft, args)`` with ``args`` the :class:`specbound.sim._compiled.RunArgs`
     (the decoder's spec looked up once, the key hashed once, the options checked against
@@ -358,10 +365,11 @@ def decode_run_args(target, draft, decoder, *, L, B, key, max_new_tokens, window
                                                        max_new_tokens, window)
     repeats = as_choice(repeats, "repeats", REPEATS)
     reweight, unkeyed, residual = validate_decode_options(spec, reweight, unkeyed, residual)
+    proposal = validate_proposal(spec, proposal)
     if max_blocks is not None:
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     return target, draft, _compiled.RunArgs(spec, L, B, N, digest, w, max_blocks, repeats,
-                                            reweight, unkeyed, residual)
+                                            reweight, unkeyed, residual, proposal)
 
 
 # ------------------------------------------------------------------------- the backend
@@ -575,6 +583,8 @@ class BlockRun:
         repeats, reweight = args.repeats, args.reweight
         self.repeats, self.reweight, self.unkeyed = repeats, reweight, args.unkeyed
         self.residual = args.residual
+        self.public = args.proposal != "race"  # mpfr on the public process (Alg. 5)
+        self.n_points = 0  # points of the public process read (its cost)
         self.mask = repeats == "mask"
         self.kind = spec.block_for(reweight)
         if rule is not None and self.kind != "single":
@@ -584,6 +594,9 @@ class BlockRun:
         self.skip = repeats == "skip" and spec.keyed
         # drafts with laws of their own (backend protocol: ``per_draft_laws``)
         self.per_draft = uses_per_draft_laws(backend, decoder, args.B, repeats)
+        if self.public and self.per_draft:
+            raise ValueError(f"proposal: {args.proposal!r} needs drafts of one law (the "
+                             f"backend gives draft laws per draft)")
         self.gamma = reweight == "gamma"
         # repeated windows are tracked for masking and skipping (never with window=None)
         self.track = (self.mask or self.skip) and window is not None
@@ -705,9 +718,11 @@ class BlockRun:
         return _gamma_reweight(lab, w)
 
     # -- emission -------------------------------------------------------------------
-    def emit(self, y, ctx, skipped=False):
+    def emit(self, y, ctx, skipped=False, pivot=None):
         y = int(y)
-        if self.keyed:
+        if pivot is not None:  # the public process's pivot of the winner (proposal=)
+            self.pivots.append(float(pivot))
+        elif self.keyed:
             self.pivots.append(float(prf_uniform(self.keyed_label(ctx), y, 0)))
         else:
             self.pivots.append(float("nan"))
@@ -799,6 +814,8 @@ class BlockRun:
                     for j in range(k):
                         buf[j] = _K.categorical(qv, us[depth, slot + j, 0])
                     cands[path] = buf[:k].copy()
+                elif self.public:
+                    self.public_topk(lab(path), qv, k, buf)
                 else:
                     _K.mpfr_topk(lab(path), qv, k, buf)
                 slot += k
@@ -829,9 +846,10 @@ class BlockRun:
                                             us[s, j:j + mult[path], 1], us[s, j, 2])
                 y, ok = int(y), bool(ok)
             else:
-                y = int(_K.race_argmin(lab(path), pv, 0))
+                y, piv = (self.public_winner(lab(path), pv) if self.public
+                          else (int(_K.race_argmin(lab(path), pv, 0)), None))
                 ok = y in children.get(path, ())
-            self.emit(y, ctx, skip)
+            self.emit(y, ctx, skip, None if skip else piv)
             emitted += 1
             self.decide(mult[path], ok, skip)
             if not ok:
@@ -841,11 +859,48 @@ class BlockRun:
             ctx = h + list(path)
             pv = self.p(np.array(ctx, dtype=np.int64))
             skip = skipped(path)
-            y = int(_K.categorical(pv, us[ell, 0, 2]) if skip
-                    else _K.race_argmin(lab(path), pv, 0))
-            self.emit(y, ctx, skip)
+            piv = None
+            if skip:
+                y = int(_K.categorical(pv, us[ell, 0, 2]))
+            elif self.public:
+                y, piv = self.public_winner(lab(path), pv)
+            else:
+                y = int(_K.race_argmin(lab(path), pv, 0))
+            self.emit(y, ctx, skip, piv)
             emitted += 1
         return emitted
+
+    def _public_scan(self, label, w, k, out):
+        """Alg. 5 on the public process of ``label`` (marks uniform on the vocabulary) for
+        the law ``w``: the ``k`` smallest scores into ``out[:k]``; returns the scores."""
+        mult, q0cdf, wb = public_plan(np.asarray(w, dtype=np.float64), self._uniform(len(w)))
+        heap = _K.mpfr_heap(k)
+        n, status = _K.mpfr_public_select(mult, q0cdf, k, wb, _U64(label), np.empty((1, 1)),
+                                          False, MAX_SCAN, out, heap)
+        if status != 0:  # pragma: no cover - about B V max(w) points are expected
+            raise RuntimeError(f"proposal: the public process did not stop within {MAX_SCAN} "
+                               f"points")
+        self.n_points += int(n)
+        return heap[0]
+
+    def _uniform(self, n):
+        q0 = getattr(self, "_q0", None)
+        if q0 is None or q0.shape[0] != n:
+            q0 = self._q0 = np.ones(n)
+        return q0
+
+    def public_topk(self, label, q, k, out):
+        """``proposal="uniform"``: the ``k`` drafts of a context, the marks of the ``k``
+        smallest scores ``T_i Q0(Z_i)/q(Z_i)`` of its public process (Alg. 5)."""
+        self._public_scan(label, q, k, out)
+
+    def public_winner(self, label, p):
+        """``proposal="uniform"``: the target winner of a context on its public process and
+        its pivot ``exp(-p(y) s)`` (``s`` the winning score, so ``p(y) s = Q0(y) S_y``)."""
+        out = np.empty(1, np.int64)
+        s = self._public_scan(label, p, 1, out)[0]
+        y = int(out[0])
+        return y, float(np.exp(-float(p[y]) * s))
 
     def _tree_each(self, ell, lab, mult, children):
         """The context tree of ``B`` drafts with laws of their own (``per_draft``): draft
@@ -1242,13 +1297,25 @@ def validate_decode_options(decoder, reweight, unkeyed, residual):
     return out["reweight"], out["unkeyed"], out["residual"]
 
 
+def validate_proposal(decoder, proposal):
+    """The checked ``proposal`` option of ``decoder`` (a name or its spec): one of
+    :data:`PROPOSALS`; a value other than ``"race"`` only for the decoders whose spec takes
+    the option (``ValueError`` naming ``proposal``)."""
+    spec = decoder if isinstance(decoder, DecoderSpec) else decoder_spec(decoder)
+    value = as_choice(proposal, "proposal", PROPOSALS)
+    if value != _OPTION_DEFAULTS["proposal"] and "proposal" not in spec.options:
+        takers = sorted(n for n, s in DECODER_SPECS.items() if "proposal" in s.options)
+        raise ValueError(f"proposal: {value!r} applies to {takers} only, not to {spec.name!r}")
+    return value
+
+
 # ------------------------------------------------------------------------- public API
 
 
 def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
                        max_new_tokens=64, seed=0, window=None, repeats="reuse",
                        reweight="delta", unkeyed="position", residual="plain",
-                       max_blocks=None, backend=None) -> DecodeResult:
+                       max_blocks=None, backend=None, proposal="race") -> DecodeResult:
     """Generate ``max_new_tokens`` tokens with a (speculative) decoder.
 
     Parameters
@@ -1308,6 +1375,17 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     max_blocks : int >= 1 or None
         Stop after this many blocks (None: when ``max_new_tokens`` are generated).  The
         drafter-invariance checks run single blocks this way.
+    proposal : {"race", "uniform"}
+        ``mpfr``'s Poisson process: the per-symbol exponential race (default, Alg. 6) or
+        Alg. 5 of Liu, Wan, Gao & Gündüz 2026 (arXiv:2609.21858, App. A.3) on a *public*
+        process whose marks are uniform on the vocabulary, scanned until its stopping rule
+        fires (about ``k V max q`` points for ``k`` drafts, ``V max p`` for a target token).
+        Same joint law of drafts, emitted tokens and decisions (Thm. A.1), other tokens for a
+        given key; it runs in the Python block loop only (the compiled loop declines it,
+        :func:`speculative_decode_batch` decodes its prompts one by one), and its recorded
+        pivots are ``exp(-E_y)``, ``E_y = Q0(y) S_y`` the winner's first arrival on the
+        public process, which :func:`specbound.sim.detect.detect` (race pivots) does not
+        score.  Other decoders accept only ``"race"``.
     backend : DecodeBackend or None
         The model evaluation (module docstring, "Backend protocol"); None builds a
         :class:`SyntheticBackend` on ``target`` and ``draft``.  A custom backend must return
@@ -1338,7 +1416,7 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
     target, draft, args = decode_run_args(
         target, draft, decoder, L=L, B=B, key=key, max_new_tokens=max_new_tokens,
         window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual,
-        max_blocks=max_blocks)
+        max_blocks=max_blocks, proposal=proposal)
     prompt = validate_prompt(prompt, target.vocab_size)
     rng = as_rng(seed)
     if backend is None:  # the compiled loop (same results) where it covers the run; else BlockRun

@@ -33,7 +33,8 @@ import types
 from dataclasses import dataclass
 
 __all__ = ["ACCEPTANCES", "BLOCK_KINDS", "DECODERS", "DECODER_SCHEME", "DECODER_SPECS",
-           "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "OPTIONS", "DecoderSpec", "decoder_spec"]
+           "KEYED_DECODERS", "MULTI_DRAFT_DECODERS", "OPTIONS", "PYTHON_LOOP_OPTIONS",
+           "DecoderSpec", "decoder_spec"]
 
 #: block kinds, each run by one block function in each loop (number = position):
 #: ``"token"`` one target token per step (no drafts), ``"tree"`` the PFR / MPFR draft tree
@@ -55,8 +56,13 @@ ACCEPTANCES = ("plain", "reweighted", "keyed_coin")
 ACC_PLAIN, ACC_REWEIGHTED, ACC_KEYED_COIN = range(len(ACCEPTANCES))
 
 #: decoder options a spec may take besides ``repeats`` (which every keyed decoder takes):
-#: ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``
-OPTIONS = ("reweight", "unkeyed", "residual")
+#: ``reweight="gamma"``, ``unkeyed="fresh"``, ``residual="keyed"``, ``proposal="uniform"``
+OPTIONS = ("reweight", "unkeyed", "residual", "proposal")
+#: options whose non-default value runs in the Python block loop only: the compiled loop
+#: declines the run (``speculative_decode`` and ``speculative_decode_batch`` then take the
+#: Python loop).  ``proposal="uniform"``: ``mpfr`` on a public Poisson process (Alg. 5 of
+#: Liu et al. 2026, App. A.3), whose scans have no compiled block
+PYTHON_LOOP_OPTIONS = frozenset({"proposal"})
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,7 @@ DECODER_SPECS = _registry(
     DecoderSpec("pfr_nowm", 4, "tree", keyed=False, scheme=_RACE, options={"unkeyed"},
                 summary="PFR on unkeyed clocks (no watermark)"),
     DecoderSpec("mpfr", 5, "tree", keyed=True, multi_draft=True, scheme="mpfr",
+                options={"proposal"},
                 summary="multi-draft MPFR with the context tree (Alg. 4/10)"),
     DecoderSpec("invariant", 6, "gls", keyed=False, multi_draft=True, scheme="gls",
                 summary="list coupling / GLS (Rowan et al. 2025)"),
