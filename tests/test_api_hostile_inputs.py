@@ -337,7 +337,8 @@ VALID.update({
     "reals": np.array([1.0, 2.0, 4.0]), "reals2": np.array([2.0, 3.0, 5.0]),
     "target": _T, "draft": _D, "markov_matrix": np.array([[0.5, 0.5], [0.2, 0.8]]),
     "decoder": "mpfr", "max_new": 6, "repeats": "reuse", "reweight": "delta",
-    "unkeyed": "position", "residual": "plain", "prompts": np.array([[0, 1], [1, 2]]),
+    "unkeyed": "position", "residual": "plain", "proposal": "race",
+    "prompts": np.array([[0, 1], [1, 2]]),
     "seq": _RES.tokens, "prompt_length": 1, "sequences": [_RES.tokens, _RES.tokens[:4]],
     "vocab": 5, "context_length": 2, "temperature": 1.0, "lm_kind": "gaussian",
     "zipf_exponent": 1.1, "mismatch": 0.3, "n_contexts": 8, "contexts": np.array([[0, 1], [2, 3]]),
@@ -352,7 +353,7 @@ VALID.update({
 _DECODE_KW = {"L": "L", "B": "B", "key": "key", "max_new_tokens": "max_new", "seed": "seed",
               "window": "window", "repeats": "repeats", "reweight": "reweight",
               "unkeyed": "unkeyed", "residual": "residual", "max_blocks": "none",
-              "backend": "none"}
+              "backend": "none", "proposal": "proposal"}
 _DETECT_KW = {"window": "window", "score": "score", "dedup": "flag", "repeats": "none",
               "coin_threshold": "none"}
 
@@ -366,6 +367,11 @@ SIM_TABLE: dict[str, Row] = {
     "sim.sample_step[key]": Row(sim.sample_step, ["p", "q", "sample_scheme", "B"],
                                 {"key": "key", "context": "context", "window": "window"}),
     "sim.spectr_rho": Row(sim.spectr_rho, ["p", "q", "rho_B"]),
+    "sim.mpfr_public": Row(sim.mpfr_public, ["p", "B"],
+                           {"proposal": "none", "w": "none", "seed": "seed",
+                            "context": "context", "window": "window"}),
+    "sim.mpfr_public[key]": Row(sim.mpfr_public, ["p", "B"],
+                                {"key": "key", "context": "context", "window": "window"}),
     "sim.estimate_acceptance": Row(sim.estimate_acceptance, ["p", "q", "mc_scheme", "B", "n_mc"],
                                    {"seed": "seed", "w": "none", "progress": "progress"}),
     "sim.sample_emitted": Row(sim.sample_emitted, ["p", "q", "mc_scheme", "B", "n_mc"],
@@ -619,7 +625,7 @@ EXEMPT = {
                     "sim.DenseBatch", "sim.SparseBatch", "sim.TreeVerificationResult",
                     "sim.DecodeResult", "sim.DecodeBatch", "sim.WatermarkConfig",
                     "sim.PromptSet", "sim.DetectionBatch", "sim.DetectionResult",
-                    "sim.Pivots")},
+                    "sim.Pivots", "sim.PublicSample")},
     "sim.DecodeBackend": "a typing.Protocol (no implementation; SyntheticBackend is covered)",
     **{f"sim.{n}": "a constant (the decoder and lossy-rule registries)"
        for n in ("DECODER_SPECS", "RULE_SPECS")},

@@ -101,6 +101,7 @@ from specbound.sim.decode import (
     speculative_decode,
     validate_decode_args,
     validate_decode_options,
+    validate_proposal,
 )
 
 require_llm_extra()
@@ -396,6 +397,7 @@ def _check_options(pair, ids, decoder, L, B, key, window, max_new_tokens, option
                 for n, p in inspect.signature(speculative_decode).parameters.items()}
     chosen = {n: options.get(n, defaults[n]) for n in ("reweight", "unkeyed", "residual")}
     validate_decode_options(decoder, **chosen)
+    validate_proposal(decoder, options.get("proposal", defaults["proposal"]))
     as_choice(options.get("repeats", defaults["repeats"]), "repeats", REPEATS)
     if options.get("max_blocks") is not None:
         as_int(options["max_blocks"], "max_blocks", min_value=1, max_value=INT64_MAX)
