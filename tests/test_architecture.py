@@ -219,6 +219,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
         "benchmarks time the Numba kernels themselves",
     ("benchmarks.bench_against", "specbound.sim._kernels"):
         "benchmarks time the Numba kernels themselves",
+    ("benchmarks.bench_mpfr_public", "specbound.sim._kernels"):
+        "benchmarks time the Numba kernels themselves (the race against the public process)",
     ("benchmarks.bench_against", "specbound.sim.montecarlo:_chunks"):
         "the benchmark reproduces the Monte Carlo's chunking to time it alone",
     ("benchmarks.bench_llm", "paper_figs._real_runs"):
