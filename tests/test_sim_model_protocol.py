@@ -155,6 +155,7 @@ def test_random_prompts():
     assert random_prompts(0, 4, 100).tokens.shape == (0, 4)
     for kwargs, match in (({"n": -1}, "n"), ({"length": 1.5}, "length"),
                           ({"vocab_size": 0}, "vocab_size"), ({"n": 10**7, "length": 10**6}, "n"),
+                          ({"n": 10**5 + 1, "length": 0}, "n"),
                           ({"seed": np.random.default_rng(0)}, "seed"), ({"seed": -3}, "seed")):
         args = {"n": 2, "length": 3, "vocab_size": 10, **kwargs}
         seed = args.pop("seed", 0)

@@ -664,10 +664,11 @@ def random_prompts(n, length, vocab_size, *, seed=0) -> PromptSet:
 
     Parameters
     ----------
-    n : int >= 0
-        Number of prompts.
-    length : int >= 0
-        Tokens per prompt.
+    n : int in [0, 10**5]
+        Number of prompts (each gets its own spawned seed, several microseconds each: the cap keeps
+        a call under a second).
+    length : int in [0, 10**6]
+        Tokens per prompt (``n * length`` at most 1e8 token ids).
     vocab_size : int >= 1
         Vocabulary size of the models.
     seed : int >= 0 or SeedSequence
@@ -677,7 +678,7 @@ def random_prompts(n, length, vocab_size, *, seed=0) -> PromptSet:
     -------
     PromptSet
     """
-    n = as_int(n, "n", min_value=0, max_value=10**7)
+    n = as_int(n, "n", min_value=0, max_value=10**5)
     length = as_int(length, "length", min_value=0, max_value=10**6)
     if n * length > 10**8:
         raise ValueError(f"n: {n} prompts of {length} tokens exceed the limit of 1e8 token ids")
