@@ -36,7 +36,7 @@ from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled_blockver as _BV
@@ -45,7 +45,7 @@ from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim import _records as _R
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim._model_kernels import (
     add_field,
     finalize_probs,

@@ -31,10 +31,9 @@ never equals the next draft token when ``p_{tau+1} = 1``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from specbound.sim import _kernels as _K
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 JIT_IEEE = dict(JIT, fastmath=False)
 

@@ -43,9 +43,8 @@ decisions bit for bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 JIT_IEEE = dict(JIT, fastmath=False)
 

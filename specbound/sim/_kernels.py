@@ -49,9 +49,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from specbound.sim._config import JIT, JIT_SEQUENTIAL
+from specbound.sim._config import JIT, JIT_SEQUENTIAL, njit
 from specbound.sim.prf import _GOLDEN, _mix, prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)
