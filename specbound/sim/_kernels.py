@@ -638,9 +638,10 @@ def mpfr_scan_step(p, ratio, qcdf, B, w, label, table, use_table, max_scan, draf
 
 
 class Pairs(NamedTuple):
-    """The prepared pairs of the batched estimators (rows of
-    :class:`specbound.sim.samplers.PreparedPairs`): target and draft, the draft's CDF, the
-    sequential schemes' target weights, scales and CDFs, MPFR-scan's ratio and bound."""
+    """The prepared pairs of the batched estimators (``arrays`` of
+    :class:`specbound.sim.samplers.PreparedPairs`, which describes them): target and draft,
+    the draft's CDF, the sequential schemes' target weights, scales and CDFs, MPFR-scan's
+    ratio and bound."""
 
     p: np.ndarray
     q: np.ndarray
