@@ -57,14 +57,20 @@ def _alg2_tokens(p_fn, q_fn, prompt, L):
     return total
 
 
-def test_closed_form_equals_the_algorithm_path_by_path():
-    rng = np.random.default_rng(3)
+def _random_chains(rng):
+    """``(n, L, p_fn, q_fn)``: random first-order pairs over ``n`` tokens, lookahead ``L``,
+    the target with a zero (the pairs the enumerations are checked on path by path)."""
     for n, L in ((2, 1), (3, 2), (3, 3), (4, 3)):
         P = rng.dirichlet(np.ones(n) * 0.7, size=n)
         Q = rng.dirichlet(np.ones(n) * 0.7, size=n)
         P[0, 0] = 0.0  # a zero of the target
         P[0] /= P[0].sum()
-        p_fn, q_fn = _markov(P, Q)
+        yield (n, L, *_markov(P, Q))
+
+
+def test_closed_form_equals_the_algorithm_path_by_path():
+    rng = np.random.default_rng(3)
+    for n, L, p_fn, q_fn in _random_chains(rng):
         got = blockver_block_tokens(p_fn, q_fn, [1], L=L, context_length=1)
         assert got == pytest.approx(_alg2_tokens(p_fn, q_fn, [1], L), abs=1e-12), (n, L)
     # a context-dependent pair (whole-context laws, no window)

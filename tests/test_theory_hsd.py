@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specbound.theory import blockver_block_tokens, expected_block_tokens, hsd_block_tokens
-from tests.test_theory_blockver import _chains, _markov
+from tests.test_theory_blockver import _chains, _markov, _random_chains
 
 TOY_P = np.array([1 / 3, 2 / 3])
 TOY_Q = np.array([2 / 3, 1 / 3])
@@ -95,13 +95,7 @@ def _tokens(law):
 
 
 def test_enumeration_equals_the_algorithm_path_by_path():
-    rng = np.random.default_rng(3)
-    for n, L in ((2, 1), (3, 2), (3, 3), (4, 3)):
-        P = rng.dirichlet(np.ones(n) * 0.7, size=n)
-        Q = rng.dirichlet(np.ones(n) * 0.7, size=n)
-        P[0, 0] = 0.0  # a zero of the target
-        P[0] /= P[0].sum()
-        p_fn, q_fn = _markov(P, Q)
+    for n, L, p_fn, q_fn in _random_chains(np.random.default_rng(3)):
         for acc in ("capped", "joint"):
             got = hsd_block_tokens(p_fn, q_fn, [1], L=L, context_length=1, acceptance=acc)
             assert got == pytest.approx(_tokens(_block_law(p_fn, q_fn, [1], L, acc)),
