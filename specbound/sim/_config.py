@@ -87,17 +87,20 @@ def njit(*args, **options):
     dispatcher, whose on-disk cache (``cache=True``) reads an index written by an older
     version of the package as a miss (:func:`_upgrade_safe_index`) instead of failing."""
     import numba
+    from numba.core.caching import IndexDataCacheFile
 
     def decorate(fn):
         disp = numba.njit(*args, **options)(fn)
         cache = getattr(disp, "_cache", None)  # none with NUMBA_DISABLE_JIT or cache=False
         old = getattr(cache, "_cache_file", None)
-        if old is not None:
-            safe = _upgrade_safe_index()
-            if isinstance(old, safe.__mro__[1]):
+        safe = _upgrade_safe_index()
+        if type(old) is IndexDataCacheFile:
+            try:
                 cache._cache_file = safe(cache_path=old._cache_path,
                                          filename_base=old._index_name[:-len(".nbi")],
                                          source_stamp=old._source_stamp)
+            except AttributeError:  # another layout (a later Numba): its own cache file
+                pass
         return disp
 
     return decorate
