@@ -87,8 +87,8 @@ def test_a_stale_index_naming_a_removed_type_recompiles(tmp_path, numba_cache_di
     assert out["stale_safe_hits"] == 1, out
     beside = sorted(p.name for p in (mods / "__pycache__").glob("*.nbi"))
     if cache_dir is None:
-        assert beside == ["stale_plain.kernel-5.py%d%d.nbi" % sys.version_info[:2],
-                          "stale_safe.kernel-5.py%d%d.nbi" % sys.version_info[:2]]
+        py = "py{}{}".format(*sys.version_info[:2])
+        assert beside == [f"stale_plain.kernel-5.{py}.nbi", f"stale_safe.kernel-5.{py}.nbi"]
     else:  # the override is honoured: nothing is written beside the sources
         assert beside == []
         assert len(list(cache_dir.rglob("stale_safe.kernel-*.nbi"))) == 1
