@@ -142,8 +142,7 @@ def _batch_call(mod, prep, B, chunks):
     oy, ox = np.empty((1, 1), np.int64), np.empty((1, 1, 1), np.int64)
     succ = np.zeros(pair.size, np.int64)
     st = np.zeros(pair.size, np.int64)
-    arrays = (prep.p, prep.q, prep.qcdf, prep.targ, prep.scale, prep.fincdf, prep.ratio,
-              prep.w)
+    arrays = tuple(prep.arrays)
     if hasattr(mod, "Pairs"):
         args = (prep.code, B, mod.Pairs(*arrays), MAX_SCAN, mod.Chunks(*chunks), False, False,
                 mod.Trials(oy, ox, succ, st))

@@ -1,6 +1,10 @@
-"""Block verification (decoder ``blockver``; Sun et al. 2024, arXiv:2403.10444, Alg. 2) in
-the simulator: the mean block length against the exact value, the emitted law against the
-target, token-wise speculative sampling at ``L = 1``, and the two block loops.
+"""Block verification (decoder ``blockver``; Sun et al. 2024, arXiv:2403.10444, Alg. 2) and
+lossless hierarchical speculative decoding (decoder ``hsd``; Zhou et al., ICLR 2026,
+arXiv:2601.05724), the two verifiers of one draft sequence as a whole, in the simulator:
+for each decoder the mean block length against its exact value, the emitted law of the first
+token and of the first two tokens against the target, its drafts (those of ``vsps``), empty
+blocks and the two block loops; for ``blockver``, token-wise speculative sampling at
+``L = 1`` and its kernels (HSD's kernels: ``tests/test_sim_hsd.py``).
 
 Statistical checks state their false-failure probabilities and use fixed seeds; the others
 are deterministic.  (The registry-wide tests pick the decoder up too: the compiled loop
@@ -23,13 +27,17 @@ from specbound.sim import (
     speculative_decode_batch,
 )
 from specbound.sim import _compiled_blockver as BV
-from specbound.theory import blockver_block_tokens, expected_block_tokens
+from specbound.theory import blockver_block_tokens, expected_block_tokens, hsd_block_tokens
 from tests._results import assert_same_result
 
 DECODER = "blockver"
+#: the decoders the shared checks run on: (name, seed of the first blocks, exact value)
+WHOLE_BLOCK = {"blockver": (2403, blockver_block_tokens), "hsd": (2601, hsd_block_tokens)}
+DECODERS = pytest.mark.parametrize("decoder", list(WHOLE_BLOCK))
 
-# a first-order pair where block verification gains a fifth of a token at L = 3: the target
-# never emits token 0, the draft's row 1 is near-degenerate (0.002 on token 2)
+# a first-order pair where block verification (hence lossless HSD, whose law is the same)
+# gains a fifth of a token at L = 3: the target never emits token 0, the draft's row 1 is
+# near-degenerate (0.002 on token 2)
 TARGET = MarkovLM(np.array([[0.0, 0.084, 0.916, 0.0], [0.0, 0.169, 0.499, 0.332],
                             [0.0, 0.108, 0.275, 0.617], [0.0, 0.002, 0.316, 0.682]]))
 DRAFT = MarkovLM(np.array([[0.333, 0.562, 0.064, 0.041], [0.351, 0.01, 0.002, 0.637],
@@ -42,22 +50,26 @@ def _fns(target, draft):
     return target.next_distribution, draft.next_distribution
 
 
-@pytest.fixture(scope="module")
-def first_blocks():
-    """40,000 independent first blocks from the prompt ``[1]`` (one compiled batch, a seed
-    per prompt): the full block (``L`` drafts and a bonus) is within ``max_new_tokens``."""
-    return speculative_decode_batch(TARGET, DRAFT, np.ones((N_BLOCKS, 1), np.int64), DECODER,
-                                    L=L, max_new_tokens=L + 1, seed=2403)
+@pytest.fixture(scope="module", params=list(WHOLE_BLOCK))
+def first_blocks(request):
+    """``(decoder, result)``: 40,000 independent first blocks of the decoder from the prompt
+    ``[1]`` (one compiled batch, a seed per prompt): the full block (``L`` drafts and a
+    bonus) is within ``max_new_tokens``."""
+    seed = WHOLE_BLOCK[request.param][0]
+    return request.param, speculative_decode_batch(
+        TARGET, DRAFT, np.ones((N_BLOCKS, 1), np.int64), request.param, L=L,
+        max_new_tokens=L + 1, seed=seed)
 
 
 def test_mean_block_length_equals_the_exact_value(first_blocks):
-    """z-test of the mean tokens of the first block against ``blockver_block_tokens``:
-    |z| <= 5 (false-failure probability 5.7e-7).  Power: the exact value of token-wise
-    speculative sampling is more than 20 standard errors away, so a decoder verifying
-    token by token fails it."""
+    """z-test of the mean tokens of the first block against the decoder's exact value
+    (``blockver_block_tokens``, ``hsd_block_tokens``): |z| <= 5 (false-failure probability
+    5.7e-7 per decoder).  Power: the exact value of token-wise speculative sampling is more
+    than 20 standard errors away, so a decoder verifying token by token fails it."""
+    decoder, first_blocks = first_blocks
     k = np.array([e[0] for e in first_blocks.emitted_per_block], dtype=float)
     se = k.std(ddof=1) / np.sqrt(k.size)
-    exact = blockver_block_tokens(*_fns(TARGET, DRAFT), [1], L=L, context_length=1)
+    exact = WHOLE_BLOCK[decoder][1](*_fns(TARGET, DRAFT), [1], L=L, context_length=1)
     sd = expected_block_tokens(*_fns(TARGET, DRAFT), [1], "sd", L=L, context_length=1)
     assert abs(k.mean() - exact) <= 5 * se, (k.mean(), exact, se)
     assert exact - sd > 20 * se, (exact, sd, se)
@@ -65,31 +77,40 @@ def test_mean_block_length_equals_the_exact_value(first_blocks):
     np.testing.assert_array_equal(acc, k - 1)  # a full block always emits one more token
 
 
-def test_model_form_of_the_exact_value():
-    """``sim.expected_block_tokens(..., "blockver")`` is the model-object form of
-    ``theory.blockver_block_tokens`` (a Markov pair: window 1), above vsps's value on this
-    pair and equal to it at ``L = 1``; ``B > 1`` is refused naming ``B``."""
+@DECODERS
+def test_model_form_of_the_exact_value(decoder):
+    """``sim.expected_block_tokens(..., decoder)`` is the model-object form of the theory's
+    exact value (``theory.blockver_block_tokens``, ``theory.hsd_block_tokens``; a Markov pair:
+    window 1), equal to block verification's, above vsps's on this pair and equal to it at
+    ``L = 1``; ``B > 1`` is refused naming ``B``."""
     from specbound.sim import expected_block_tokens as sim_block_tokens
-    exact = blockver_block_tokens(*_fns(TARGET, DRAFT), [1], L=L, context_length=1)
-    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L) == exact
-    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L) > sim_block_tokens(
-        TARGET, DRAFT, [1], "vsps", L=L) + 0.1
-    assert sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=1) == pytest.approx(
+    exact = WHOLE_BLOCK[decoder][1](*_fns(TARGET, DRAFT), [1], L=L, context_length=1)
+    got = sim_block_tokens(TARGET, DRAFT, [1], decoder, L=L)
+    assert got == exact
+    assert got == pytest.approx(blockver_block_tokens(*_fns(TARGET, DRAFT), [1], L=L,
+                                                      context_length=1), abs=1e-12)
+    assert got > sim_block_tokens(TARGET, DRAFT, [1], "vsps", L=L) + 0.1
+    assert sim_block_tokens(TARGET, DRAFT, [1], decoder, L=1) == pytest.approx(
         sim_block_tokens(TARGET, DRAFT, [1], "vsps", L=1), abs=1e-12)
     with pytest.raises(ValueError, match="^B"):
-        sim_block_tokens(TARGET, DRAFT, [1], DECODER, L=L, B=2)
+        sim_block_tokens(TARGET, DRAFT, [1], decoder, L=L, B=2)
 
 
-def test_emitted_law_of_the_first_two_tokens_is_the_target(first_blocks):
-    """Chi-square GOF of the first two tokens (16 cells, 4 of them impossible under the
-    target) against the target's sequence law, level 1e-4 (the false-failure probability).
-    Both tokens lie in the first block, where the kept prefix and the weighted residual
-    act."""
+def test_emitted_law_of_the_first_token_and_the_first_two_is_the_target(first_blocks):
+    """Chi-square GOF, each at level 1e-4 (false-failure probability <= 2e-4 for the two, per
+    decoder): the first token against the target's row 1, and the first two tokens (16
+    cells, 4 of them impossible under the target) against its sequence law.  Both tokens lie
+    in the first block, where the kept prefix and the weighted residual (block
+    verification's) or the step-back levels and the capped residual (HSD's) act.  The
+    draft's own law is rejected by the same test (it is not a vacuous check)."""
+    _, first_blocks = first_blocks
     gen = np.array([t[1:3] for t in first_blocks.tokens])
+    first = np.bincount(gen[:, 0], minlength=4)
+    res = chisquare_gof(first, TARGET.next_distribution(np.array([1])), min_expected=5.0)
+    assert res.pvalue > 1e-4, res
     counts = np.bincount(gen[:, 0] * 4 + gen[:, 1], minlength=16)
     res = chisquare_gof(counts, TARGET.sequence_law([1], 2).ravel(), min_expected=5.0)
     assert res.pvalue > 1e-4, res
-    # the draft's own law is rejected by the same test (it is not a vacuous check)
     assert chisquare_gof(counts, DRAFT.sequence_law([1], 2).ravel()).pvalue < 1e-6
 
 
@@ -106,30 +127,32 @@ def test_one_draft_is_token_wise_speculative_sampling():
         np.testing.assert_array_equal(a.emitted_per_block, b.emitted_per_block)
 
 
-def test_drafts_are_those_of_vsps_and_identical_models_keep_everything():
+@DECODERS
+def test_drafts_are_those_of_vsps_and_identical_models_keep_everything(decoder):
     t = SyntheticLM(40, 2, seed=8)
     d = t.draft(0.5, seed=9)
-    a = speculative_decode(t, d, [1], DECODER, L=4, max_new_tokens=5, seed=6, max_blocks=1)
+    a = speculative_decode(t, d, [1], decoder, L=4, max_new_tokens=5, seed=6, max_blocks=1)
     b = speculative_decode(t, d, [1], "vsps", L=4, max_new_tokens=5, seed=6, max_blocks=1)
     np.testing.assert_array_equal(a.drafts[0], b.drafts[0])
-    same = speculative_decode(t, t, [1], DECODER, L=4, max_new_tokens=25, seed=1)
+    same = speculative_decode(t, t, [1], decoder, L=4, max_new_tokens=25, seed=1)
     np.testing.assert_array_equal(same.emitted_per_block, [5] * 5)
     assert same.decision_accepted.all()
 
 
+@DECODERS
 @pytest.mark.parametrize(("n_tokens", "max_blocks", "window_prompt"),
                          [(17, None, [1]), (9, 2, []), (30, None, [2, 3, 0])])
-def test_compiled_equals_python_loop_with_zeros_and_ragged_blocks(n_tokens, max_blocks,
-                                                                   window_prompt):
+def test_compiled_equals_python_loop_with_zeros_and_ragged_blocks(decoder, n_tokens,
+                                                                   max_blocks, window_prompt):
     """The Markov pair with zero and near-zero probabilities, lookaheads 1-5 (the last block
     cut short), ``max_blocks``, an empty prompt: ``speculative_decode`` (compiled) equals the
     Python loop (``backend=SyntheticBackend``), generator states included."""
     for Lk in (1, 2, 5):
         g_ref, g_new = np.random.default_rng(Lk), np.random.default_rng(Lk)
         kw = dict(L=Lk, max_new_tokens=n_tokens, max_blocks=max_blocks)
-        ref = speculative_decode(TARGET, DRAFT, window_prompt, DECODER, seed=g_ref,
+        ref = speculative_decode(TARGET, DRAFT, window_prompt, decoder, seed=g_ref,
                                  backend=SyntheticBackend(TARGET, DRAFT), **kw)
-        got = speculative_decode(TARGET, DRAFT, window_prompt, DECODER, seed=g_new, **kw)
+        got = speculative_decode(TARGET, DRAFT, window_prompt, decoder, seed=g_new, **kw)
         assert_same_result(ref, got, label=f"L={Lk}")
         assert g_ref.bit_generator.state == g_new.bit_generator.state
 
@@ -146,11 +169,12 @@ class _NoDraftBackend(SyntheticBackend):
         return 0 if self.calls % 2 else ell
 
 
-def test_empty_blocks_are_one_token_from_the_target():
+@DECODERS
+def test_empty_blocks_are_one_token_from_the_target(decoder):
     """``block_length`` 0 (a prompt-lookup draft that finds nothing): the block drafts nothing
     and emits its bonus from the target's law; the run still completes."""
     be = _NoDraftBackend(TARGET, DRAFT)
-    r = speculative_decode(TARGET, DRAFT, [1], DECODER, L=3, max_new_tokens=20, seed=4,
+    r = speculative_decode(TARGET, DRAFT, [1], decoder, L=3, max_new_tokens=20, seed=4,
                            backend=be)
     assert r.generated.size == 20 and np.all(r.emitted_per_block[::2] == 1)
     assert r.drafts[0].shape == (1, 0)

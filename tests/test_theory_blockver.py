@@ -3,8 +3,10 @@
 Deterministic checks: the closed form (the residual-weight recursion) equals the law of the
 kept prefix computed from Alg. 2 of Sun et al. (2024, arXiv:2403.10444) path by path; it is
 at least token-wise speculative sampling's value (``scheme="sd"``) and equal at ``L = 1``
-(hypothesis, with zeros and near-degenerate laws).  The Monte Carlo check against the
-simulator is in ``tests/test_sim_blockver.py``.
+(hypothesis, with zeros and near-degenerate laws).  The refusals of bad input and of too
+large enumerations are checked for it and for :func:`specbound.theory.hsd_block_tokens`,
+which shares its enumeration.  The Monte Carlo check against the simulator is in
+``tests/test_sim_blockver.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specbound.testing.strategies import prob_vectors
-from specbound.theory import blockver_block_tokens, expected_block_tokens
+from specbound.theory import blockver_block_tokens, expected_block_tokens, hsd_block_tokens
+
+#: the exact values whose input handling and enumeration are shared
+BLOCK_TOKENS = pytest.mark.parametrize("tokens", [blockver_block_tokens, hsd_block_tokens])
 
 
 def _markov(P, Q):
@@ -52,14 +57,20 @@ def _alg2_tokens(p_fn, q_fn, prompt, L):
     return total
 
 
-def test_closed_form_equals_the_algorithm_path_by_path():
-    rng = np.random.default_rng(3)
+def _random_chains(rng):
+    """``(n, L, p_fn, q_fn)``: random first-order pairs over ``n`` tokens, lookahead ``L``,
+    the target with a zero (the pairs the enumerations are checked on path by path)."""
     for n, L in ((2, 1), (3, 2), (3, 3), (4, 3)):
         P = rng.dirichlet(np.ones(n) * 0.7, size=n)
         Q = rng.dirichlet(np.ones(n) * 0.7, size=n)
         P[0, 0] = 0.0  # a zero of the target
         P[0] /= P[0].sum()
-        p_fn, q_fn = _markov(P, Q)
+        yield (n, L, *_markov(P, Q))
+
+
+def test_closed_form_equals_the_algorithm_path_by_path():
+    rng = np.random.default_rng(3)
+    for n, L, p_fn, q_fn in _random_chains(rng):
         got = blockver_block_tokens(p_fn, q_fn, [1], L=L, context_length=1)
         assert got == pytest.approx(_alg2_tokens(p_fn, q_fn, [1], L), abs=1e-12), (n, L)
     # a context-dependent pair (whole-context laws, no window)
@@ -121,36 +132,41 @@ def test_at_least_token_wise_speculative_sampling_and_equal_at_one(chain, L):
         assert bv == pytest.approx(L + 1)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"p_fn": 3}, "p_fn"),
-    ({"q_fn": None}, "q_fn"),
-    ({"L": 0}, "L"),
-    ({"L": 65}, "L"),
-    ({"L": 1.5}, "L"),
-    ({"prompt": [[1]]}, "prompt"),
-    ({"prompt": [-1]}, "prompt"),
-    ({"context_length": -1}, "context_length"),
+@pytest.mark.parametrize(("tokens", "kwargs", "match"), [
+    *[(fn, kwargs, match) for fn in (blockver_block_tokens, hsd_block_tokens)
+      for kwargs, match in [
+          ({"p_fn": 3}, "p_fn"),
+          ({"q_fn": None}, "q_fn"),
+          ({"L": 0}, "L"),
+          ({"L": 65}, "L"),
+          ({"L": 1.5}, "L"),
+          ({"prompt": [[1]]}, "prompt"),
+          ({"prompt": [-1]}, "prompt"),
+          ({"context_length": -1}, "context_length"),
+      ]],
+    (hsd_block_tokens, {"acceptance": "uncapped"}, "acceptance"),
+    (hsd_block_tokens, {"acceptance": None}, "acceptance"),
 ])
-def test_bad_input_names_the_argument(kwargs, match):
+def test_bad_input_names_the_argument(tokens, kwargs, match):
     P = np.array([[0.5, 0.5], [0.2, 0.8]])
     p_fn, q_fn = _markov(P, P)
     kw = dict(p_fn=p_fn, q_fn=q_fn, prompt=[0], L=2)
     kw.update(kwargs)
     with pytest.raises(ValueError, match=f"^{match}"):
-        blockver_block_tokens(kw.pop("p_fn"), kw.pop("q_fn"), kw.pop("prompt"), **kw)
+        tokens(kw.pop("p_fn"), kw.pop("q_fn"), kw.pop("prompt"), **kw)
 
 
-def test_too_large_enumerations_and_bad_laws_are_refused():
+@BLOCK_TOKENS
+def test_too_large_enumerations_and_bad_laws_are_refused(tokens):
     big = np.full(200, 1 / 200)
     with pytest.raises(ValueError, match="^L"):
-        blockver_block_tokens(lambda c: big, lambda c: big, [0], L=4)
+        tokens(lambda c: big, lambda c: big, [0], L=4)
     with pytest.raises(ValueError, match="p_fn"):
-        blockver_block_tokens(lambda c: np.array([0.5, 0.6]), lambda c: np.array([0.5, 0.5]),
-                              [0], L=2)
+        tokens(lambda c: np.array([0.5, 0.6]), lambda c: np.array([0.5, 0.5]), [0], L=2)
 
     def ragged(c):  # 2 tokens at the prompt, 3 after it
         k = 2 if len(c) == 0 else 3
         return np.full(k, 1.0 / k)
 
     with pytest.raises(ValueError, match="^p_fn: vocabulary size changed"):
-        blockver_block_tokens(ragged, ragged, [], L=2)
+        tokens(ragged, ragged, [], L=2)

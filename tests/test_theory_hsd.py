@@ -7,7 +7,10 @@ enumerated), while the released code's uncapped full-block test (``acceptance="j
 not lossless (the toy pair ``p = (1/3, 2/3)``, ``q = (2/3, 1/3)``); hypothesis properties:
 lossless HSD equals block verification (Sun et al. 2024, arXiv:2403.10444), is at least
 token-wise speculative sampling and equal to it at ``L = 1``, the joint test is at least the
-capped one.  The Monte Carlo checks against the simulator are in ``tests/test_sim_hsd.py``.
+capped one.  The refusals of bad input and of too large enumerations, shared with block
+verification, are checked for both in ``tests/test_theory_blockver.py``; the Monte Carlo
+checks against the simulator are in ``tests/test_sim_blockver.py`` (run on both decoders)
+and ``tests/test_sim_hsd.py``.
 """
 
 from __future__ import annotations
@@ -19,16 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specbound.testing.strategies import prob_vectors
 from specbound.theory import blockver_block_tokens, expected_block_tokens, hsd_block_tokens
+from tests.test_theory_blockver import _chains, _markov, _random_chains
 
 TOY_P = np.array([1 / 3, 2 / 3])
 TOY_Q = np.array([2 / 3, 1 / 3])
-
-
-def _markov(P, Q):
-    """``p_fn``, ``q_fn`` of first-order chains with rows ``P[v]`` / ``Q[v]`` after ``v``."""
-    return (lambda c: P[c[-1]]), (lambda c: Q[c[-1]])
 
 
 def _iid(p, q):
@@ -97,13 +95,7 @@ def _tokens(law):
 
 
 def test_enumeration_equals_the_algorithm_path_by_path():
-    rng = np.random.default_rng(3)
-    for n, L in ((2, 1), (3, 2), (3, 3), (4, 3)):
-        P = rng.dirichlet(np.ones(n) * 0.7, size=n)
-        Q = rng.dirichlet(np.ones(n) * 0.7, size=n)
-        P[0, 0] = 0.0  # a zero of the target
-        P[0] /= P[0].sum()
-        p_fn, q_fn = _markov(P, Q)
+    for n, L, p_fn, q_fn in _random_chains(np.random.default_rng(3)):
         for acc in ("capped", "joint"):
             got = hsd_block_tokens(p_fn, q_fn, [1], L=L, context_length=1, acceptance=acc)
             assert got == pytest.approx(_tokens(_block_law(p_fn, q_fn, [1], L, acc)),
@@ -160,14 +152,6 @@ def test_limits_and_known_values():
         1.0 + 0.75 + 0.625, abs=1e-15)
 
 
-@st.composite
-def _chains(draw):
-    n = draw(st.integers(1, 4))
-    P = np.array([draw(prob_vectors(n=n)) for _ in range(n)])
-    Q = np.array([draw(prob_vectors(n=n)) for _ in range(n)])
-    return P, Q
-
-
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(_chains(), st.integers(1, 4))
 def test_equals_block_verification_and_bounds(chain, L):
@@ -192,40 +176,3 @@ def test_equals_block_verification_and_bounds(chain, L):
                             acceptance="joint") == pytest.approx(sd1, abs=1e-12)
     if np.array_equal(P, Q):
         assert hsd == pytest.approx(L + 1)
-
-
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"p_fn": 3}, "p_fn"),
-    ({"q_fn": None}, "q_fn"),
-    ({"L": 0}, "L"),
-    ({"L": 65}, "L"),
-    ({"L": 1.5}, "L"),
-    ({"prompt": [[1]]}, "prompt"),
-    ({"prompt": [-1]}, "prompt"),
-    ({"context_length": -1}, "context_length"),
-    ({"acceptance": "uncapped"}, "acceptance"),
-    ({"acceptance": None}, "acceptance"),
-])
-def test_bad_input_names_the_argument(kwargs, match):
-    P = np.array([[0.5, 0.5], [0.2, 0.8]])
-    p_fn, q_fn = _markov(P, P)
-    kw = dict(p_fn=p_fn, q_fn=q_fn, prompt=[0], L=2)
-    kw.update(kwargs)
-    with pytest.raises(ValueError, match=f"^{match}"):
-        hsd_block_tokens(kw.pop("p_fn"), kw.pop("q_fn"), kw.pop("prompt"), **kw)
-
-
-def test_too_large_enumerations_and_bad_laws_are_refused():
-    big = np.full(200, 1 / 200)
-    with pytest.raises(ValueError, match="^L"):
-        hsd_block_tokens(lambda c: big, lambda c: big, [0], L=4)
-    with pytest.raises(ValueError, match="p_fn"):
-        hsd_block_tokens(lambda c: np.array([0.5, 0.6]), lambda c: np.array([0.5, 0.5]),
-                         [0], L=2)
-
-    def ragged(c):  # 2 tokens at the prompt, 3 after it
-        k = 2 if len(c) == 0 else 3
-        return np.full(k, 1.0 / k)
-
-    with pytest.raises(ValueError, match="^p_fn: vocabulary size changed"):
-        hsd_block_tokens(ragged, ragged, [], L=2)

@@ -22,9 +22,8 @@ bit ``hashlib.blake2b`` (tested on random keys and windows in ``tests/test_sim_b
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim.prf import _PERSON
 
 _IV = np.array([

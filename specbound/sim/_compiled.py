@@ -36,7 +36,7 @@ from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from specbound.sim import _blake2b as _b2
 from specbound.sim import _compiled_blockver as _BV
@@ -45,7 +45,7 @@ from specbound.sim import _compiled_lossy as _CL
 from specbound.sim import _kernels as _K
 from specbound.sim import _model_kernels as _mk
 from specbound.sim import _records as _R
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim._model_kernels import (
     add_field,
     finalize_probs,
@@ -933,7 +933,8 @@ def _whole_block(R, tm, dm, w, O, pr, gen, ndec, nblk, hsd):
     after each, keep the prefix ``tau`` of block verification
     (:func:`~specbound.sim._compiled_blockver.blockver_tau`) or of lossless hierarchical SD
     (``hsd``: :func:`~specbound.sim._compiled_hsd.hsd_tau`), then emit the correction
-    (``tau < ell``) or the bonus.  The randomness is the single-draft block's (``3 (ell +
+    (``tau < ell``; :func:`~specbound.sim._compiled_blockver.blockver_correction` for
+    both) or the bonus.  The randomness is the single-draft block's (``3 (ell +
     1)`` uniforms), so a seed's drafts are ``vsps``'s.  Decisions: accepted at each kept
     position, rejected at the correction's (``nu = 1``).  Returns ``(gen, ndec, emitted,
     error)``."""
@@ -969,10 +970,7 @@ def _whole_block(R, tm, dm, w, O, pr, gen, ndec, nblk, hsd):
         gen = _emit(O, pr, gen, xs[k], np.nan, False)
         ndec = _decide(O, ndec, 1, True, gen, False)
     if tau < ell:
-        if hsd:
-            y = _HS.hsd_correction(ws[tau], P[tau], Q[tau], us[3 * tau + 2])
-        else:
-            y = _BV.blockver_correction(ws[tau], P[tau], Q[tau], us[3 * tau + 2])
+        y = _BV.blockver_correction(ws[tau], P[tau], Q[tau], us[3 * tau + 2])
         gen = _emit(O, pr, gen, y, np.nan, False)
         ndec = _decide(O, ndec, 1, False, gen, False)
         return gen, ndec, tau + 1, 0

@@ -31,13 +31,11 @@ never equals the next draft token when ``p_{tau+1} = 1``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from specbound.sim import _kernels as _K
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 JIT_IEEE = dict(JIT, fastmath=False)
-
 
 
 @njit(**JIT_IEEE)
@@ -81,7 +79,14 @@ def blockver_correction(pt, pv, qv, u):
     """The correction token after keeping ``tau < ell`` drafts: a draw with ``u`` from
     ``(pt pv - qv)_+`` (``pt = p_tau``), from ``pv`` if that has no mass.  With ``pt = 1``
     (``tau = 0``) it is speculative sampling's residual draw
-    (:func:`specbound.sim._kernels.residual_sample`) bit for bit."""
+    (:func:`specbound.sim._kernels.residual_sample`) bit for bit.
+
+    Also the correction of lossless HSD (decoder ``hsd``, ``pt = c_tau``, the capped joint
+    ratio of :func:`specbound.sim._compiled_hsd.hsd_caps`): both decoders draw from the
+    normalised ``(pt P - Q)_+``, and the scaled copy ``w = pt pv`` that HSD's own kernel made
+    at ``pt = 1`` is ``pv`` exactly (``1.0 * x == x`` in IEEE arithmetic), so one kernel
+    serves both with the same tokens for every seed (the decoder fingerprint's ``hsd``
+    cases are unchanged)."""
     if pt == 1.0:
         return _K.residual_sample(pv, qv, u)
     w = np.empty(pv.shape[0])

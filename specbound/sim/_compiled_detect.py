@@ -14,10 +14,10 @@ count.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from specbound.sim import _blake2b as _b2
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim.prf import prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)

@@ -32,18 +32,19 @@ Randomness: ``rng.random((ell + 1, 3))`` per block, the layout of the single-dra
 ``us[k - 1, 1]`` the step-back coin of level ``k`` (``1 <= k < ell``), ``us[tau, 2]`` draws
 the correction and ``us[ell, 2]`` the bonus.
 
-Both block loops call the same two IEEE kernels (:func:`hsd_tau`, :func:`hsd_correction`), so
-that the Python loop (``BlockRun.block_hsd``) and the compiled block (``_compiled.block_hsd``,
-one dispatch line of ``_compiled.decode_one``) make the same decisions bit for bit.
+Both block loops call the same two IEEE kernels (:func:`hsd_tau` and the correction
+:func:`specbound.sim._compiled_blockver.blockver_correction`, the draw from the normalised
+``(c_tau P_tau - Q_tau)_+`` that block verification makes from ``(p_tau P_tau - Q_tau)_+``),
+so that the Python loop (``BlockRun.block_hsd``) and the compiled block
+(``_compiled.block_hsd``, one dispatch line of ``_compiled.decode_one``) make the same
+decisions bit for bit.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from specbound.sim import _kernels as _K
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 JIT_IEEE = dict(JIT, fastmath=False)
 
@@ -114,12 +115,3 @@ def hsd_tau(P, Q, xs, ell, us, cs):
             return k
     return 0
 
-
-@njit(**JIT_IEEE)
-def hsd_correction(c, pv, qv, u):
-    """The token after keeping ``tau < ell`` drafts: a draw with ``u`` from the normalised
-    ``(c pv - qv)_+`` (``c = c_tau``), from ``pv`` if that has no mass."""
-    w = np.empty(pv.shape[0])
-    for v in range(pv.shape[0]):
-        w[v] = c * pv[v]
-    return _K.residual_sample(w, qv, u)

@@ -35,10 +35,9 @@ pairwise sums: bit for bit by construction.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from specbound.sim import _kernels as _K
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim._pcg import pcg_double
 from specbound.sim.lossy import RULE_SPECS
 

@@ -15,7 +15,9 @@ that comparison and for debugging.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import pickle
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
@@ -37,6 +39,71 @@ JIT = jit_options(FASTMATH_ON)
 #: for kernels whose result is defined by a running sum in index order (the inverse CDF):
 #: the same flags without ``reassoc``, which would let LLVM reorder (vectorise) the additions
 JIT_SEQUENTIAL = dict(JIT, fastmath=FASTMATH - {"reassoc"}) if FASTMATH_ON else dict(JIT)
+
+
+# ------------------------------------------------------------------ the on-disk cache
+
+#: what unpickling a cache index written by an older version of the package raises: a type
+#: its kernels' signatures named is gone (``AttributeError: Can't get attribute ...``), or
+#: its module (``ImportError``), or the file is cut short
+_STALE_INDEX = (AttributeError, ImportError, EOFError, pickle.UnpicklingError)
+
+
+@functools.cache
+def _upgrade_safe_index():
+    """The class of the cache files of the package's kernels: Numba's index-and-data file
+    (``numba.core.caching.IndexDataCacheFile``), except that an index or data file it cannot
+    unpickle is a cache miss.
+
+    Numba unpickles an index's overloads (their signatures, with the types they name)
+    before it compares the index's source stamp with the module's, so an index written by
+    an older version of the package whose kernels took a type since removed (a named tuple
+    replaced by a structure reference, say) would make the first call raise instead of
+    recompiling; a source checkout updated in place and a ``pip`` upgrade over an old
+    install keep such indexes.  With this class the kernel recompiles and its new index
+    replaces the stale one (the stale data files are overwritten in turn, as Numba does
+    for any stale index).  The cache's location is Numba's (``__pycache__`` beside the
+    sources, or ``NUMBA_CACHE_DIR``); other programs' caches are not touched."""
+    from numba.core.caching import IndexDataCacheFile
+
+    class UpgradeSafeIndex(IndexDataCacheFile):
+        def _load_index(self):
+            try:
+                return super()._load_index()
+            except _STALE_INDEX:
+                return {}
+
+        def _load_data(self, name):
+            try:
+                return super()._load_data(name)
+            except _STALE_INDEX:
+                return None
+
+    return UpgradeSafeIndex
+
+
+def njit(*args, **options):
+    """``numba.njit`` for the package's kernels (used as ``@njit(**JIT)``): the same
+    dispatcher, whose on-disk cache (``cache=True``) reads an index written by an older
+    version of the package as a miss (:func:`_upgrade_safe_index`) instead of failing."""
+    import numba
+    from numba.core.caching import IndexDataCacheFile
+
+    def decorate(fn):
+        disp = numba.njit(*args, **options)(fn)
+        cache = getattr(disp, "_cache", None)  # none with NUMBA_DISABLE_JIT or cache=False
+        old = getattr(cache, "_cache_file", None)
+        safe = _upgrade_safe_index()
+        if type(old) is IndexDataCacheFile:
+            try:
+                cache._cache_file = safe(cache_path=old._cache_path,
+                                         filename_base=old._index_name[:-len(".nbi")],
+                                         source_stamp=old._source_stamp)
+            except AttributeError:  # another layout (a later Numba): its own cache file
+                pass
+        return disp
+
+    return decorate
 
 
 # ------------------------------------------------------------------ saying when it compiles

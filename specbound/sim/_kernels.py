@@ -49,9 +49,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from specbound.sim._config import JIT, JIT_SEQUENTIAL
+from specbound.sim._config import JIT, JIT_SEQUENTIAL, njit
 from specbound.sim.prf import _GOLDEN, _mix, prf_uniform
 
 JIT_PAR = dict(JIT, parallel=True)
@@ -686,9 +686,10 @@ def mpfr_public_select(mult, q0cdf, B, w, label, table, use_table, max_scan, out
 
 
 class Pairs(NamedTuple):
-    """The prepared pairs of the batched estimators (rows of
-    :class:`specbound.sim.samplers.PreparedPairs`): target and draft, the draft's CDF, the
-    sequential schemes' target weights, scales and CDFs, MPFR-scan's ratio and bound."""
+    """The prepared pairs of the batched estimators (``arrays`` of
+    :class:`specbound.sim.samplers.PreparedPairs`, which describes them): target and draft,
+    the draft's CDF, the sequential schemes' target weights, scales and CDFs, MPFR-scan's
+    ratio and bound."""
 
     p: np.ndarray
     q: np.ndarray

@@ -10,9 +10,8 @@ live in :mod:`specbound.sim._reference` (``window_label``, ``gaussian_field``,
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 from specbound.sim.prf import _GOLDEN, _ONE, _mix
 
 _S32 = np.uint64(32)

@@ -9,9 +9,8 @@ block loop's ``numpy.random.Generator``: ``rng.random()`` is :func:`pcg_double` 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 __all__ = ["pcg_double", "pcg_doubles", "pcg_next", "pcg_state", "set_pcg_state"]
 

@@ -1109,15 +1109,15 @@ class BlockRun:
             emitted += 1
         return emitted
 
-    def block_blockver(self, ell):
-        """blockver: block verification of one draft sequence (Sun et al. 2024,
-        arXiv:2403.10444, Alg. 2; :mod:`specbound.sim._compiled_blockver`).
-
-        Drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of ``vsps``), one verification over
-        every prefix, then the kept prefix ``x_1..x_tau`` with ``tau = max{i : us[i-1, 1] <=
-        h_i}`` and one token: the residual ``(p_tau P_tau - Q_tau)_+`` drawn with
-        ``us[tau, 2]`` when ``tau < ell``, else the bonus from ``P_ell`` with ``us[ell, 2]``.
-        Decisions: accepted at the kept positions, rejected at the correction's."""
+    def _whole_block(self, ell, tau_kernel):
+        """One draft sequence verified as a whole, the Python twin of
+        ``_compiled._whole_block``: drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of
+        ``vsps``), one verification over every prefix, the kept prefix ``x_1..x_tau`` of
+        ``tau_kernel`` (which writes the residual weights ``w_0..w_ell``), then one token:
+        the residual ``(w_tau P_tau - Q_tau)_+`` drawn with ``us[tau, 2]``
+        (:func:`~specbound.sim._compiled_blockver.blockver_correction`) when ``tau < ell``,
+        else the bonus from ``P_ell`` with ``us[ell, 2]``.  Decisions: accepted at the kept
+        positions, rejected at the correction's."""
         h = list(self.tokens)
         us = self.rng.random((ell + 1, 3))
         xs: list[int] = []
@@ -1133,58 +1133,14 @@ class BlockRun:
         n = rows[0].shape[0] if rows else 1
         P = np.array(rows, dtype=np.float64).reshape(ell, n)
         Q = np.array(qs, dtype=np.float64).reshape(ell, n)
-        ps = np.empty(ell + 1)
-        tau = int(_BV.blockver_tau(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), ps))
-        emitted = 0
-        for s in range(tau):
-            self.emit(xs[s], h + xs[:s])
-            emitted += 1
-            self.decide(1, True)
-        if tau < ell:
-            y = _BV.blockver_correction(ps[tau], P[tau], Q[tau], us[tau, 2])
-            self.emit(y, h + xs[:tau])
-            self.decide(1, False)
-            return emitted + 1
-        if self.generated < self.N:
-            ctx = h + xs
-            y = _K.categorical(np.asarray(self.p(np.array(ctx, dtype=np.int64)),
-                                          dtype=np.float64), us[ell, 2])
-            self.emit(y, ctx)
-            emitted += 1
-        return emitted
-
-    def block_hsd(self, ell):
-        """hsd: lossless hierarchical speculative decoding of one draft sequence (Zhou et al.,
-        ICLR 2026, arXiv:2601.05724; :mod:`specbound.sim._compiled_hsd`).
-
-        Drafts ``x_s ~ q`` with ``us[s, 0]`` (the drafts of ``vsps``), one verification over
-        every prefix, the kept prefix ``x_1..x_tau`` of :func:`~specbound.sim._compiled_hsd.
-        hsd_tau` (the full block against ``us[ell - 1, 1]``, the step-back coin of level ``k``
-        ``us[k - 1, 1]``), then one token: the residual ``(c_tau P_tau - Q_tau)_+`` drawn with
-        ``us[tau, 2]`` when ``tau < ell``, else the bonus from ``P_ell`` with ``us[ell, 2]``.
-        Decisions: accepted at the kept positions, rejected at the correction's."""
-        h = list(self.tokens)
-        us = self.rng.random((ell + 1, 3))
-        xs: list[int] = []
-        qs = []
-        for s in range(ell):
-            qv = np.asarray(self.draft_step([tuple(xs)])[0], dtype=np.float64)
-            xs.append(int(_K.categorical(qv, us[s, 0])))
-            qs.append(qv)
-        self.drafts.append(np.array(xs, dtype=np.int64).reshape(1, ell))
-        self.verify([tuple(xs[:i]) for i in range(ell + 1)])
-        rows = [np.asarray(self.p(np.array(h + xs[:i], dtype=np.int64)), dtype=np.float64)
-                for i in range(ell)]
-        n = rows[0].shape[0] if rows else 1
-        P = np.array(rows, dtype=np.float64).reshape(ell, n)
-        Q = np.array(qs, dtype=np.float64).reshape(ell, n)
-        cs = np.empty(ell + 1)
-        tau = int(_HS.hsd_tau(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), cs))
+        ws = np.empty(ell + 1)
+        tau = int(tau_kernel(P, Q, np.array(xs, dtype=np.int64), ell, us.ravel(), ws))
         for s in range(tau):
             self.emit(xs[s], h + xs[:s])
             self.decide(1, True)
         if tau < ell:
-            self.emit(_HS.hsd_correction(cs[tau], P[tau], Q[tau], us[tau, 2]), h + xs[:tau])
+            self.emit(_BV.blockver_correction(ws[tau], P[tau], Q[tau], us[tau, 2]),
+                      h + xs[:tau])
             self.decide(1, False)
             return tau + 1
         if self.generated < self.N:
@@ -1193,6 +1149,20 @@ class BlockRun:
                                                 dtype=np.float64), us[ell, 2]), ctx)
             return tau + 1
         return tau
+
+    def block_blockver(self, ell):
+        """blockver: block verification of one draft sequence (Sun et al. 2024,
+        arXiv:2403.10444, Alg. 2; :mod:`specbound.sim._compiled_blockver`): the kept prefix
+        ``tau = max{i : us[i-1, 1] <= h_i}``, the residual weights ``p_i``."""
+        return self._whole_block(ell, _BV.blockver_tau)
+
+    def block_hsd(self, ell):
+        """hsd: lossless hierarchical speculative decoding of one draft sequence (Zhou et al.,
+        ICLR 2026, arXiv:2601.05724; :mod:`specbound.sim._compiled_hsd`): the kept prefix of
+        :func:`~specbound.sim._compiled_hsd.hsd_tau` (the full block against ``us[ell - 1,
+        1]``, the step-back coin of level ``k`` ``us[k - 1, 1]``), the capped ratios
+        ``c_i``."""
+        return self._whole_block(ell, _HS.hsd_tau)
 
     def run(self, max_blocks=None):
         block = self.block

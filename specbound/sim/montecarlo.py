@@ -68,7 +68,7 @@ def _work_units(prep: PreparedPairs) -> float:
     if prep.scheme == "mpfr":
         return n + B * math.log2(B + 1.0)
     if prep.scheme == "mpfr_scan":
-        return B + 1.0 / float(np.min(prep.w))
+        return B + 1.0 / float(np.min(prep.arrays.w))
     return float(n) * B  # mpfr_direct, gls
 
 
@@ -140,12 +140,10 @@ def _run(p, q, scheme, B, n, seed, w, store_y, store_x, progress):
     n_seg = min(_SEGMENTS, pair.size) if progress else 1
     bounds = np.linspace(0, pair.size, n_seg + 1).astype(np.int64)
     bar = _Progress(m * n, f"{scheme} (B={B})") if progress else None
-    pairs = K.Pairs(prep.p, prep.q, prep.qcdf, prep.targ, prep.scale, prep.fincdf, prep.ratio,
-                    prep.w)
     try:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
             # chunk c always reads its own label: segmenting changes no result
-            K.batch_kernel(prep.code, B, pairs, MAX_SCAN,
+            K.batch_kernel(prep.code, B, prep.arrays, MAX_SCAN,
                            K.Chunks(pair[a:b], start[a:b], length[a:b], labels[a:b]),
                            store_y, store_x, K.Trials(out_y, out_x, succ[a:b], status[a:b]))
             if bar is not None:

@@ -36,10 +36,9 @@ import hashlib
 import numbers
 
 import numpy as np
-from numba import njit
 
 from specbound._validation import INT64_MAX, as_choice, asarray_named, check_alloc
-from specbound.sim._config import JIT
+from specbound.sim._config import JIT, njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -228,40 +228,28 @@ class PreparedPairs:
         Scheme name, kernel code, number of drafts.
     batched : bool
         Whether the input was a 2-D batch.
-    p, q : ndarray (m, n)
-        Target and draft rows (C-contiguous).
-    qcdf : ndarray (m, n)
-        ``cumsum(q)`` per row (the drafts' inverse CDF).
-    targ : ndarray (m, R, n)
-        Sequential schemes: the distributions draft ``j`` is verified against.
-    scale : ndarray (m,)
-        ``rho`` of SpecTr (1 otherwise).
-    fincdf : ndarray (m, n)
-        Sequential schemes: cumsum of the correction distribution.
-    ratio, w : ndarray (m, n), (m,)
-        ``mpfr_scan``: ``p / q`` and the ratio bound.
+    arrays : specbound.sim._kernels.Pairs
+        The per-pair arrays, the record ``batch_kernel`` reads: ``p``, ``q`` (m, n) the target
+        and draft rows (C-contiguous); ``qcdf`` (m, n) ``cumsum(q)`` per row (the drafts'
+        inverse CDF); the sequential schemes' ``targ`` (m, R, n) (the distributions draft
+        ``j`` is verified against), ``scale`` (m,) (``rho`` of SpecTr, 1 otherwise) and
+        ``fincdf`` (m, n) (cumsum of the correction distribution); ``mpfr_scan``'s
+        ``ratio`` (m, n) ``p / q`` and ``w`` (m,) the ratio bound.
     """
 
     scheme: str
     code: int
     B: int
     batched: bool
-    p: np.ndarray
-    q: np.ndarray
-    qcdf: np.ndarray
-    targ: np.ndarray
-    scale: np.ndarray
-    fincdf: np.ndarray
-    ratio: np.ndarray
-    w: np.ndarray
+    arrays: K.Pairs
 
     @property
     def m(self) -> int:
-        return self.p.shape[0]
+        return self.arrays.p.shape[0]
 
     @property
     def n(self) -> int:
-        return self.p.shape[1]
+        return self.arrays.p.shape[1]
 
 
 def check_B(B, scheme: str | None = None) -> int:
@@ -368,20 +356,20 @@ def prepare_pairs(p, q, scheme, B, w=None) -> PreparedPairs:
         fincdf = np.cumsum(fin, axis=1)
     elif scheme == "mpfr_scan":
         ratio, wv = _prepare_scan(p2, q2, B, w)
-    return PreparedPairs(scheme, _CODES[scheme], B, batched, p2, q2, qcdf,
-                         np.ascontiguousarray(targ), scale, np.ascontiguousarray(fincdf), ratio,
-                         wv)
+    return PreparedPairs(scheme, _CODES[scheme], B, batched,
+                         K.Pairs(p2, q2, qcdf, np.ascontiguousarray(targ), scale,
+                                 np.ascontiguousarray(fincdf), ratio, wv))
 
 
 def _run_step(prep: PreparedPairs, i, label, table, use_table):
     """One step of pair ``i`` on a uniform source; returns ``(y, drafts, acc, status)``."""
-    code, B = prep.code, prep.B
-    p, q = prep.p[i], prep.q[i]
+    code, B, a = prep.code, prep.B, prep.arrays
+    p, q = a.p[i], a.q[i]
     drafts = np.empty(B, np.int64)
     status = 0
     if code in (K.SD, K.SPECINFER, K.SPECTR):
-        y, acc = K.seq_step(q, prep.qcdf[i], prep.targ[i], prep.scale[i], prep.fincdf[i], B,
-                            label, table, use_table, drafts)
+        y, acc = K.seq_step(q, a.qcdf[i], a.targ[i], a.scale[i], a.fincdf[i], B, label,
+                            table, use_table, drafts)
     elif code == K.EXP_RACE:
         y, x = K.exp_race_step(p, q, label, table, use_table)
         drafts[0] = x
@@ -392,7 +380,7 @@ def _run_step(prep: PreparedPairs, i, label, table, use_table):
     elif code == K.GLS:
         y, acc = K.gls_step(p, q, B, label, table, use_table, drafts)
     else:
-        y, acc, status = K.mpfr_scan_step(p, prep.ratio[i], prep.qcdf[i], B, prep.w[i], label,
+        y, acc, status = K.mpfr_scan_step(p, a.ratio[i], a.qcdf[i], B, a.w[i], label,
                                           table, use_table, MAX_SCAN, drafts)
     return int(y), drafts, bool(acc), int(status)
 

@@ -431,44 +431,31 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
     if B > 1 and scheme != "mpfr":
         raise ValueError(f"B: scheme {scheme!r} is single-draft (B must be 1)")
 
-    def state_of(ctx):
-        if w is None:
-            return tuple(ctx)
-        return tuple(ctx[max(len(ctx) - w, 0):]) if w > 0 else ()
+    def check_size(n):
+        if _n_states(n, L, w) > MAX_STATES:
+            raise ValueError(
+                f"L: enumerating the draft paths of depth {L} over {n} tokens "
+                f"visits more than {MAX_STATES:.0e} context states (pass the models' "
+                f"context_length, or use a smaller L or vocabulary)"
+            )
+        work = _mpfr_work(n, L, w, B) if scheme == "mpfr" else 0.0
+        if work > MAX_MPFR_WORK:
+            raise ValueError(
+                f"B: the exact MPFR law with B = {B} drafts over {n} tokens "
+                f"at depth L = {L} needs about {work:.3g} work units "
+                f"(n^3 B (B - 1) / 2 per context state), above the limit "
+                f"MAX_MPFR_WORK = {MAX_MPFR_WORK:.0e} (about a minute); use a smaller B, "
+                "L or vocabulary (or pass the models' context_length), or simulate"
+            )
 
-    n_vocab: list[int] = []
+    state_of, pair = block_laws(p_fn, q_fn, w, check_size)
     laws: dict = {}
     memo: dict = {}
 
     def law(ctx, nu):
         key = (state_of(ctx), nu)
         if key not in laws:
-            c = np.array(ctx, dtype=np.int64)
-            p2, q2, batched = as_pair(p_fn(c), q_fn(c), names=("p_fn(context)",
-                                                                "q_fn(context)"))
-            if batched:
-                raise ValueError("p_fn: must return one 1-D distribution per context")
-            p, q = p2[0], q2[0]
-            if not n_vocab:
-                n_vocab.append(p.shape[0])
-                if _n_states(p.shape[0], L, w) > MAX_STATES:
-                    raise ValueError(
-                        f"L: enumerating the draft paths of depth {L} over {p.shape[0]} tokens "
-                        f"visits more than {MAX_STATES:.0e} context states (pass the models' "
-                        f"context_length, or use a smaller L or vocabulary)"
-                    )
-                work = _mpfr_work(p.shape[0], L, w, B) if scheme == "mpfr" else 0.0
-                if work > MAX_MPFR_WORK:
-                    raise ValueError(
-                        f"B: the exact MPFR law with B = {B} drafts over {p.shape[0]} tokens "
-                        f"at depth L = {L} needs about {work:.3g} work units "
-                        f"(n^3 B (B - 1) / 2 per context state), above the limit "
-                        f"MAX_MPFR_WORK = {MAX_MPFR_WORK:.0e} (about a minute); use a smaller B, "
-                        "L or vocabulary (or pass the models' context_length), or simulate"
-                    )
-            elif p.shape[0] != n_vocab[0]:
-                raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to "
-                                 f"{p.shape[0]}")
+            p, q = pair(ctx)
             if scheme == "sd":
                 laws[key] = np.minimum(p, q)[:, None]
             elif scheme == "exp_race":
@@ -492,3 +479,46 @@ def expected_block_tokens(p_fn: Callable, q_fn: Callable, prompt, scheme: str, *
         return memo[key]
 
     return E(h, L, B)
+
+
+def block_laws(p_fn: Callable, q_fn: Callable, w: int | None,
+               check_size: Callable[[int], None]):
+    """Internal API: the validated, memoised model laws of an exact enumeration over draft
+    paths (:func:`expected_block_tokens`, :func:`specbound.theory.blockver_block_tokens`,
+    :func:`specbound.theory.hsd_block_tokens`).
+
+    ``w``: the models' window from :func:`specbound._validation.as_block_inputs` (None: the
+    whole context).  Returns ``(state_of, law)``: ``state_of(ctx)`` the window of a context
+    (a tuple, the memo key) and ``law(ctx) -> (p, q)`` the 1-D target and draft laws after
+    ``ctx`` (a list of token ids), computed once per window.  ``check_size(n)`` is called
+    with the vocabulary size at the first law (it raises ``ValueError`` for an enumeration
+    too large); a callable returning a batch, or a vocabulary size that changes, raises
+    ``ValueError`` naming ``p_fn``.
+    """
+
+    def state_of(ctx):
+        if w is None:
+            return tuple(ctx)
+        return tuple(ctx[max(len(ctx) - w, 0):]) if w > 0 else ()
+
+    laws: dict = {}
+    n_vocab: list[int] = []
+
+    def law(ctx):
+        key = state_of(ctx)
+        if key not in laws:
+            c = np.array(ctx, dtype=np.int64)
+            p2, q2, batched = as_pair(p_fn(c), q_fn(c), names=("p_fn(context)",
+                                                                "q_fn(context)"))
+            if batched:
+                raise ValueError("p_fn: must return one 1-D distribution per context")
+            n = p2.shape[1]
+            if not n_vocab:
+                n_vocab.append(n)
+                check_size(n)
+            elif n != n_vocab[0]:
+                raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to {n}")
+            laws[key] = (p2[0], q2[0])
+        return laws[key]
+
+    return state_of, law

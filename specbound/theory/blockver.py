@@ -34,7 +34,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specbound._validation import as_block_inputs, as_int, as_pair
+from specbound._validation import as_block_inputs, as_int
+from specbound.theory.blocks import block_laws
 
 __all__ = ["blockver_block_tokens"]
 
@@ -83,43 +84,50 @@ def blockver_block_tokens(p_fn: Callable, q_fn: Callable, prompt, *, L: int = 4,
     """
     h, w = as_block_inputs(p_fn, q_fn, prompt, context_length)
     L = as_int(L, "L", min_value=1, max_value=MAX_BLOCKVER_LOOKAHEAD)
-    laws: dict = {}
-    n_vocab: list[int] = []
 
-    def law(ctx):
-        key = tuple(ctx) if w is None else (tuple(ctx[max(len(ctx) - w, 0):]) if w > 0 else ())
-        if key not in laws:
-            c = np.array(ctx, dtype=np.int64)
-            p2, q2, batched = as_pair(p_fn(c), q_fn(c), names=("p_fn(context)",
-                                                                "q_fn(context)"))
-            if batched:
-                raise ValueError("p_fn: must return one 1-D distribution per context")
-            n = p2.shape[1]
-            if not n_vocab:
-                n_vocab.append(n)
-                if n > 1 and (L - 1) * math.log(n) > math.log(MAX_BLOCKVER_PATHS) + 1e-12:
-                    raise ValueError(
-                        f"L: enumerating the draft paths of depth {L} over {n} tokens visits "
-                        f"more than {MAX_BLOCKVER_PATHS:.0e} paths; use a smaller L or "
-                        f"vocabulary, or simulate")
-            elif n != n_vocab[0]:
-                raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to {n}")
-            laws[key] = (p2[0], q2[0])
-        return laws[key]
+    def visit(depth, state, p, q, last):
+        wt, qm = state
+        qc = qm * q
+        wc = np.minimum(wt * p, qc)
+        kids = () if last else ((x, (float(wc[x]), float(qc[x])))
+                                for x in np.flatnonzero(qc > 0.0))
+        return float(wc.sum()), kids
 
+    # the state of a path: (w, Q(path)); every path of positive draft probability
+    return sum_over_draft_paths(p_fn, q_fn, h, w, L, (1.0, 1.0), visit)
+
+
+def sum_over_draft_paths(p_fn: Callable, q_fn: Callable, h: list, w: int | None, L: int,
+                         root, visit: Callable) -> float:
+    """Internal API: ``1 +`` the sum of ``visit``'s terms over the draft paths of depth
+    ``< L`` after the prompt ``h``, level by level (the enumeration of
+    :func:`blockver_block_tokens` and :func:`specbound.theory.hsd_block_tokens`).
+
+    ``visit(depth, state, p, q, last) -> (term, children)``: ``p`` / ``q`` the target's and
+    the draft's laws after the path (:func:`specbound.theory.blocks.block_laws`, memoised by
+    the models' window ``w``), ``state`` the path's (``root`` at the prompt), ``last`` whether
+    ``depth == L - 1``; ``children`` the ``(token, state)`` pairs of the paths one token
+    longer to visit (none at the last level).  The terms are added in the order visited.
+    Raises ``ValueError`` naming ``L`` when ``sum_{d < L} n^d`` paths could exceed
+    :data:`MAX_BLOCKVER_PATHS`.
+    """
+
+    def check_size(n):
+        if n > 1 and (L - 1) * math.log(n) > math.log(MAX_BLOCKVER_PATHS) + 1e-12:
+            raise ValueError(
+                f"L: enumerating the draft paths of depth {L} over {n} tokens visits "
+                f"more than {MAX_BLOCKVER_PATHS:.0e} paths; use a smaller L or "
+                f"vocabulary, or simulate")
+
+    law = block_laws(p_fn, q_fn, w, check_size)[1]
     total = 1.0
-    # level by level: (path, w, Q(path)) of every path of positive draft probability
-    level = [(h, 1.0, 1.0)]
+    level = [(h, root)]
     for depth in range(L):
         nxt = []
-        for path, wt, qm in level:
+        for path, state in level:
             p, q = law(path)
-            qc = qm * q
-            wc = np.minimum(wt * p, qc)
-            total += float(wc.sum())
-            if depth == L - 1:
-                continue
-            for x in np.flatnonzero(qc > 0.0):
-                nxt.append((path + [int(x)], float(wc[x]), float(qc[x])))
+            term, kids = visit(depth, state, p, q, depth == L - 1)
+            total += term
+            nxt.extend((path + [int(x)], kid) for x, kid in kids)
         level = nxt
     return total

@@ -35,7 +35,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specbound._validation import as_block_inputs, as_choice, as_int, as_pair
+from specbound._validation import as_block_inputs, as_choice, as_int
+from specbound.theory.blockver import MAX_BLOCKVER_PATHS, sum_over_draft_paths
 
 __all__ = ["HSD_ACCEPTANCES", "hsd_block_tokens"]
 
@@ -44,8 +45,9 @@ __all__ = ["HSD_ACCEPTANCES", "hsd_block_tokens"]
 HSD_ACCEPTANCES = ("capped", "joint")
 #: largest lookahead of :func:`hsd_block_tokens`
 MAX_HSD_LOOKAHEAD = 64
-#: most draft paths :func:`hsd_block_tokens` enumerates (``sum_{d < L} n^d`` bounds them)
-MAX_HSD_PATHS = 1e6
+#: most draft paths :func:`hsd_block_tokens` enumerates (``sum_{d < L} n^d`` bounds them):
+#: block verification's, whose enumeration it shares
+MAX_HSD_PATHS = MAX_BLOCKVER_PATHS
 
 
 def _step_back(c: float, p: np.ndarray, q: np.ndarray) -> float:
@@ -102,50 +104,21 @@ def hsd_block_tokens(p_fn: Callable, q_fn: Callable, prompt, *, L: int = 4,
     h, w = as_block_inputs(p_fn, q_fn, prompt, context_length)
     L = as_int(L, "L", min_value=1, max_value=MAX_HSD_LOOKAHEAD)
     capped = as_choice(acceptance, "acceptance", HSD_ACCEPTANCES) == "capped"
-    laws: dict = {}
-    n_vocab: list[int] = []
 
-    def law(ctx):
-        key = tuple(ctx) if w is None else (tuple(ctx[max(len(ctx) - w, 0):]) if w > 0 else ())
-        if key not in laws:
-            c = np.array(ctx, dtype=np.int64)
-            p2, q2, batched = as_pair(p_fn(c), q_fn(c), names=("p_fn(context)",
-                                                                "q_fn(context)"))
-            if batched:
-                raise ValueError("p_fn: must return one 1-D distribution per context")
-            n = p2.shape[1]
-            if not n_vocab:
-                n_vocab.append(n)
-                if n > 1 and (L - 1) * math.log(n) > math.log(MAX_HSD_PATHS) + 1e-12:
-                    raise ValueError(
-                        f"L: enumerating the draft paths of depth {L} over {n} tokens visits "
-                        f"more than {MAX_HSD_PATHS:.0e} paths; use a smaller L or "
-                        f"vocabulary, or simulate")
-            elif n != n_vocab[0]:
-                raise ValueError(f"p_fn: vocabulary size changed from {n_vocab[0]} to {n}")
-            laws[key] = (p2[0], q2[0])
-        return laws[key]
+    def visit(depth, state, p, q, last):
+        qm, lr, lm, backs = state
+        backs = backs + (_step_back(math.exp(lr - lm), p, q),) if depth else backs
+        live = q > 0.0
+        with np.errstate(divide="ignore"):
+            lrc = np.where(live & (p > 0.0), lr + np.log(p) - np.log(np.where(live, q, 1.0)),
+                           -np.inf)
+        lmc = np.maximum(lm, lrc)
+        if last:
+            a = np.exp(lrc - lmc) if capped else np.exp(np.minimum(lrc, 0.0))
+            stay = sum(1.0 - math.prod(backs[k:]) for k in range(len(backs)))
+            return qm * float(np.dot(q, L * a + (1.0 - a) * stay)), ()
+        return 0.0, ((x, (qm * float(q[x]), float(lrc[x]), float(lmc[x]), backs))
+                     for x in np.flatnonzero(live))
 
-    total = 1.0
-    # level by level: (path, Q(path), log R, log max(1, R_1..), step-back probabilities)
-    level = [(h, 1.0, 0.0, 0.0, ())]
-    for depth in range(L):
-        nxt = []
-        for path, qm, lr, lm, backs in level:
-            p, q = law(path)
-            backs = backs + (_step_back(math.exp(lr - lm), p, q),) if depth else backs
-            live = q > 0.0
-            with np.errstate(divide="ignore"):
-                lrc = np.where(live & (p > 0.0), lr + np.log(p) - np.log(np.where(live, q, 1.0)),
-                               -np.inf)
-            lmc = np.maximum(lm, lrc)
-            if depth == L - 1:
-                a = np.exp(lrc - lmc) if capped else np.exp(np.minimum(lrc, 0.0))
-                stay = sum(1.0 - math.prod(backs[k:]) for k in range(len(backs)))
-                total += qm * float(np.dot(q, L * a + (1.0 - a) * stay))
-                continue
-            for x in np.flatnonzero(live):
-                nxt.append((path + [int(x)], qm * float(q[x]), float(lrc[x]), float(lmc[x]),
-                            backs))
-        level = nxt
-    return total
+    # the state of a path: (Q(path), log R, log max(1, R_1..), step-back probabilities)
+    return sum_over_draft_paths(p_fn, q_fn, h, w, L, (1.0, 0.0, 0.0, ()), visit)
