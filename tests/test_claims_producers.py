@@ -424,7 +424,7 @@ PRODUCER_TESTS = {
     "liu_sequence_exactness": "tests/test_claims_producers.py::test_a_lossy_block_decoder_"
                               "turns_the_sequence_exactness",
     **dict.fromkeys(("liu_lppl_unbiased", "liu_lppl_mpfr", "liu_anlppt_stable",
-                     "liu_tpr_pseudo", "liu_drift"),
+                     "liu_tpr_pseudo", "liu_drift", "liu_rouge_values"),
                     "tests/test_claims_producers_more.py::test_a_fault_in_a_watermark_study_"
                     "turns_the_verdict"),
     "chk_crosscheck": "tests/test_claims_producers_more.py::test_a_shifted_prediction_turns_"
@@ -434,13 +434,6 @@ PRODUCER_TESTS = {
 #: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
 #: with a producer test leaves it)
 NO_PRODUCER_TEST_YET = {
-    "liu_rouge_values": "synthetic: every counted part is 'not reproduced' on any grid a "
-                        "test can afford (min-pair ROUGE-L of VSpS 0.12, MSE 0.05, "
-                        "MSE-PSEUDO 0.10 over 12 tokens of the package's 2.6-nat model "
-                        "against Table 15's 0.39-0.43, z from -27 to -9), so no fault can "
-                        "turn it; real: a test can afford one summarisation prompt of the "
-                        "embedded model, where every rule reads 'sample too small (n = 1)' "
-                        "whatever the producer does",
     "liu_mpfr_scaling": "its one column of ours (real) needs runs where the prompt-lookup "
                         "draft has drafts accepted: on the embedded model 6 prompts x 32 new "
                         "tokens (5 min on 2 cores) give per-prompt AATPS 1.00-1.23, mostly "
