@@ -283,11 +283,14 @@ def mpfr_ge_gls_real(data):
 
 
 def rule_equal_aatps(pairs, what: str):
-    """AATPS equivalence at every setting (TOST, margin AATPS_MARGIN of the larger)."""
+    """AATPS equivalence at every setting (TOST, margin AATPS_MARGIN of the larger); one
+    family over the settings (a setting outside the margin at the Šidák level turns it,
+    :func:`~paper_figs.claims.rules.equivalence`)."""
+    m = max(1, sum(not p.identical for p in pairs))
     parts = [equivalence(f"{what}={p.key}", p.diff, p.se, AATPS_MARGIN * p.scale, p.df,
                          f"{fmt(p.a)} vs {fmt(p.b)} (Δ = {fmt(p.diff, 3)} ± {fmt(p.se, 2)}, "
                          f"margin ± {fmt(AATPS_MARGIN * p.scale, 2)}, detectable ≥ "
-                         f"{fmt(crit(p.df) * p.se, 2)})") for p in pairs]
+                         f"{fmt(crit(p.df) * p.se, 2)})", family=m) for p in pairs]
     parts = [x if not p.identical else Part(x.label, x.verdict, x.text + " identical outputs",
                                             x.z, False) for x, p in zip(parts, pairs, strict=True)]
     return outcome(parts, sample=_sample(pairs))
@@ -385,10 +388,14 @@ def dominates_paper(numbers):
 
 
 def rule_lppl(pairs, what: str):
-    """LPPL equivalence (TOST, margin LPPL_MARGIN of the reference's LPPL)."""
+    """LPPL equivalence (TOST, margin LPPL_MARGIN of the reference's LPPL) at every setting,
+    one family over the settings: *not reproduced* where some setting lies outside the
+    margin at the Šidák level of the family (:func:`~paper_figs.claims.rules.equivalence`;
+    four L tested apart would read a true sentence *not reproduced* four times as often)."""
     parts = [equivalence(f"{what}={p.key}" if what else str(p.key), p.diff, p.se,
                          LPPL_MARGIN * abs(p.b), p.df,
-                         f"{fmt(p.a)} vs {fmt(p.b)} (margin ± {fmt(LPPL_MARGIN * abs(p.b), 2)})")
+                         f"{fmt(p.a)} vs {fmt(p.b)} (margin ± {fmt(LPPL_MARGIN * abs(p.b), 2)})",
+                         family=len(pairs))
              for p in pairs]
     return outcome(parts, sample=_sample(pairs))
 
@@ -567,7 +574,8 @@ def rule_lppl_range(pairs, what: str, absolute: bool):
     for p in pairs:
         m = 0.013 if absolute else LPPL_MARGIN * abs(p.b)
         parts.append(in_range(f"{what}={p.key}", p.diff, p.se, -m, m, p.df,
-                              f"ΔLPPL {fmt(p.diff, 3)} ± {fmt(p.se, 2)} (range ± {fmt(m, 2)})"))
+                              f"ΔLPPL {fmt(p.diff, 3)} ± {fmt(p.se, 2)} (range ± {fmt(m, 2)})",
+                              family=len(pairs)))
     return outcome(parts)
 
 
@@ -631,11 +639,12 @@ def rule_tpr_match(groups):
     the same tokens by construction (:data:`SAME_TOKENS`), so the sentence holds by
     definition and the rows check the implementation (the claim's verdict is *proved*)."""
     parts = []
+    m = sum(len(pairs) for _, pairs in groups)
     for label, pairs in groups:
         for p in pairs:
             x = equivalence(f"{label}, T={p.key}", p.diff, p.se, TPR_MARGIN, p.df,
                             f"{fmt(p.a, 3)} vs {fmt(p.b, 3)}"
-                            + (" (identical outputs)" if p.identical else ""))
+                            + (" (identical outputs)" if p.identical else ""), family=m)
             parts.append(x)
     return outcome(parts)
 
@@ -715,7 +724,8 @@ def rule_h0(cells):
     for T, k_over_n, n, p0 in cells:
         se = math.sqrt(p0 * (1 - p0) / n)
         parts.append(equivalence(f"T={T}", k_over_n - p0, se, FPR_MARGIN, None,
-                                 f"FPR {fmt(k_over_n, 3)} on {int(n)} distinct sequences"))
+                                 f"FPR {fmt(k_over_n, 3)} on {int(n)} distinct sequences",
+                                 family=len(cells)))
     return outcome(parts, sample=f"{int(cells[0][2])} distinct null sequences")
 
 
@@ -969,9 +979,10 @@ def rule_rouge_values(cells, df=None):
     scorer that compares a text with itself) is a value of 1 against the paper's ~0.4, not
     an identity to be set aside."""
     parts = []
+    m = max(1, sum(not (inv and r == 1 and se == 0) for _, r, se, _, inv in cells))
     for name, r, se, paper, invariant in cells:
         x = equivalence(name, r - paper, se, ROUGE_MARGIN, df,
-                        f"{fmt(r, 3)} ± {fmt(se, 2)} vs paper {paper}")
+                        f"{fmt(r, 3)} ± {fmt(se, 2)} vs paper {paper}", family=m)
         if invariant and r == 1 and se == 0:
             x = Part(x.label, x.verdict, x.text + " (drafter-invariant by construction)",
                      x.z, False)

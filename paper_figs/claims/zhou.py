@@ -67,7 +67,8 @@ def induced_synth(data):
 
 def rule_lenience(points):
     """Eq. 10: Monte Carlo Δ_ℓ against the closed form (TOST, DELTA_MARGIN) per point."""
-    return outcome([equivalence(f"ℓ={fmt(ell, 3)}, TV={fmt(tv, 3)}", mc - d, se, DELTA_MARGIN)
+    return outcome([equivalence(f"ℓ={fmt(ell, 3)}, TV={fmt(tv, 3)}", mc - d, se, DELTA_MARGIN,
+                                family=len(points))
                     for ell, tv, d, mc, se in points])
 
 
