@@ -192,3 +192,56 @@ def test_a_shifted_prediction_turns_the_crosscheck(tmp_path, monkeypatch):
     real_crosscheck.main(tmp_path / "fault", quick=True, **grid)
     bad = _real_verdict(tmp_path / "fault", "chk_crosscheck")
     assert bad.verdict in BAD, bad
+
+
+def _tiny_prompts(s, pair=None):
+    """``per_set`` prompts of twelve words of the tiny tokenizer's vocabulary (ShareGPT's
+    words are unknown to it), one prompt set."""
+    from tests._llm_synth import WORDS
+
+    words = WORDS[2:]
+    return [("sharegpt", i, " ".join(words[(3 * i + j * (i + 1)) % len(words)]
+                                     for j in range(12))) for i in range(s.per_set)]
+
+
+@pytest.mark.slow
+def test_a_lookup_that_needs_b_distinct_continuations_turns_the_scaling(tmp_path, monkeypatch):
+    """``liu_mpfr_scaling``'s real-model column from its producer, ``paper_figs.real_ngram``
+    (the whole study: runs, store, summaries), on a tiny transformers model (2 layers over
+    12 words, random weights with a sharp output head: its text repeats, so the
+    prompt-lookup draft ``ngram:3`` has drafts accepted, AATPS 1.5-2.3 per prompt; the
+    embedded model accepts almost none in an affordable run), 16 prompts × 32 new tokens.
+    Intact the sample cannot separate MPFR B = 2 from VSpS (Δ −0.06 ± 0.08: *not
+    distinguishable*) and B = 4 equals B = 2.  With a lookup that proposes only where it
+    finds B distinct continuations (else an ``ar`` step; at B = 1 nothing changes) MPFR
+    B = 2 loses most of its drafts: Δ −0.6 ± 0.07 against VSpS, *not reproduced*.
+    Deterministic (fixed seeds); about 25 s per run."""
+    _needs_llm()
+    import torch
+
+    from paper_figs import _real_runs, real_ngram
+    from specbound.llm import ngram
+    from tests._llm_synth import tiny_llama, tiny_tokenizer
+
+    torch.set_num_threads(1)
+    model = tmp_path / "tiny"
+    tiny_llama(sharpness=150.0).save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    monkeypatch.setattr(_real_runs, "prompt_texts", _tiny_prompts)
+    grid = {"prompts": 16, "tokens": 32, "target": str(model)}
+    real_ngram.main(tmp_path / "intact", quick=True, **grid)
+    got = _real_verdict(tmp_path / "intact", "liu_mpfr_scaling")
+    assert got.verdict == E.NOT_DISTINGUISHABLE, got
+    assert all("no evidence" not in p.text for p in got.parts), got  # drafts were accepted
+
+    lookup = ngram.NgramIndex.continuations
+
+    def all_or_none(self, length, count=1, cap=None):
+        out = lookup(self, length, count, cap)
+        return out if len(out) == count else []
+
+    monkeypatch.setattr(_real_runs, "_QUICK_MEMO", {})
+    monkeypatch.setattr(ngram.NgramIndex, "continuations", all_or_none)
+    real_ngram.main(tmp_path / "fault", quick=True, **grid)
+    bad = _real_verdict(tmp_path / "fault", "liu_mpfr_scaling")
+    assert bad.verdict in BAD, bad
