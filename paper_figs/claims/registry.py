@@ -30,18 +30,18 @@ NOT_COVERED = (
      "ANLPPT line of INVARIANT where Tables 6–7 print three, so its ANLPPT is not transcribed "
      "there"),
     ("liu", "Table 14", "output quality: LPPL, ROUGE-L against the gold highlights, AATPS",
-     "not transcribed, and no sentence of the paper cites its numbers. What our text of the "
-     "paper lacks: (1) the table's setting: its caption names no target, dataset or L ('gold "
-     "highlights' points to CNN/DailyMail); (2) which single-draft column is which decoder: "
-     "the header lists VSpS, PFR-NOWM, BASIC-UWM, MSE, MWS, MSE-PSEUDO and PFR, but the "
-     "triplet with AATPS 1.00 (BASIC-UWM, the only decoder without drafting) comes fourth, "
-     "so the text's order of the seven triplets is not the header's and six of them cannot "
-     "be assigned; (3) the two multi-draft triplets (B = 4) follow the header INVARIANT, MPFR "
-     "and their LPPLs equal Table 6's B = 4 cells (0.484, 0.474), but their AATPS (3.12, "
-     "3.13) differ from Table 6's (3.109, 3.123) by more than rounding, so they come from "
-     "another run of unstated setting. A reader needs the typeset table (each header above "
-     "its column) and its setting; our side would also need the datasets' reference "
-     "summaries for ROUGE-L against gold"),
+     "not transcribed, and no sentence of the paper cites its numbers. What the paper's "
+     "text, as we read it, lacks: (1) the table's setting: its caption names no target, "
+     "dataset or L ('gold highlights' points to CNN/DailyMail); (2) which single-draft "
+     "column is which decoder: the header lists VSpS, PFR-NOWM, BASIC-UWM, MSE, MWS, MSE-"
+     "PSEUDO and PFR, but the triplet with AATPS 1.00 (BASIC-UWM, the only decoder without "
+     "drafting) comes fourth, so the text's order of the seven triplets is not the header's "
+     "and six of them cannot be assigned; (3) the two multi-draft triplets (B = 4) follow "
+     "the header INVARIANT, MPFR and their LPPLs equal Table 6's B = 4 cells (0.484, 0.474), "
+     "but their AATPS (3.12, 3.13) differ from Table 6's (3.109, 3.123) by more than "
+     "rounding, so they come from another run of unstated setting. A reader needs the "
+     "typeset table (each header above its column) and its setting; our side would also need "
+     "the datasets' reference summaries for ROUGE-L against gold"),
     ("zhou", "Fig. 1", "the gap to truncation sampling grows with task difficulty",
      "no task suite at embedded scale (the embedded model is at floor on the benchmarks)"),
     ("zhou", "Fig. 6", "η-sampling against typical acceptance",
@@ -67,6 +67,7 @@ NOT_COVERED = (
      "order MATH, MBPP+, INCLUDE, BFCL); Table 7's ± spreads are over 3 runs (every accuracy "
      "a multiple of 1/(3N)), read as standard deviations (the paper does not say); DS is "
      "decoding speed in generated tokens per second (App. C; the unit noun is missing from "
-     "our text). Table 9 averaged over each rule's sweep gives Table 3 to the printed "
-     "rounding; zhou_eagle3_gap shows the paper's other EAGLE-3 pair (Table 10) beside its "
-     "verdict. No other sentence cites a cell of them (App. D's lenience sentence: above)"))
+     "the text as we read it). Table 9 averaged over each rule's sweep gives Table 3 to the "
+     "printed rounding; zhou_eagle3_gap shows the paper's other EAGLE-3 "
+     "pair (Table 10) beside its verdict. No other sentence cites a cell of them (App. D's "
+     "lenience sentence: above)"))
