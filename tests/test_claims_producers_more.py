@@ -93,7 +93,7 @@ def runs(tmp_path_factory):
 #: claim: (study, fault, the synthetic column's verdict intact, the grid's parameters)
 CASES = {
     # 16 prompts (the quick grid's 4 leave a t reference on 3 degrees of freedom, whose
-    # 0.135% quantile, 10.2, hides even a wrong law); intact the sample cannot show the
+    # 0.135% quantile, 9.2, hides even a wrong law); intact the sample cannot show the
     # equivalence within ±2.7% (the narrowest it could show is about ±0.5 nats)
     "liu_lppl_mpfr": ("wm_multidraft_scaling", "hot MPFR", E.NOT_DISTINGUISHABLE,
                       {"prompts": 16}),
