@@ -424,31 +424,18 @@ PRODUCER_TESTS = {
     "liu_sequence_exactness": "tests/test_claims_producers.py::test_a_lossy_block_decoder_"
                               "turns_the_sequence_exactness",
     **dict.fromkeys(("liu_lppl_unbiased", "liu_lppl_mpfr", "liu_anlppt_stable",
-                     "liu_tpr_pseudo", "liu_drift"),
+                     "liu_tpr_pseudo", "liu_drift", "liu_rouge_values"),
                     "tests/test_claims_producers_more.py::test_a_fault_in_a_watermark_study_"
                     "turns_the_verdict"),
     "chk_crosscheck": "tests/test_claims_producers_more.py::test_a_shifted_prediction_turns_"
                       "the_crosscheck",
+    "liu_mpfr_scaling": "tests/test_claims_producers_more.py::test_a_lookup_that_needs_b_"
+                        "distinct_continuations_turns_the_scaling",
 }
 
 #: claims whose producer is not yet run with a fault, and why (the list shrinks; a claim
 #: with a producer test leaves it)
-NO_PRODUCER_TEST_YET = {
-    "liu_rouge_values": "synthetic: every counted part is 'not reproduced' on any grid a "
-                        "test can afford (min-pair ROUGE-L of VSpS 0.12, MSE 0.05, "
-                        "MSE-PSEUDO 0.10 over 12 tokens of the package's 2.6-nat model "
-                        "against Table 15's 0.39-0.43, z from -27 to -9), so no fault can "
-                        "turn it; real: a test can afford one summarisation prompt of the "
-                        "embedded model, where every rule reads 'sample too small (n = 1)' "
-                        "whatever the producer does",
-    "liu_mpfr_scaling": "its one column of ours (real) needs runs where the prompt-lookup "
-                        "draft has drafts accepted: on the embedded model 6 prompts x 32 new "
-                        "tokens (5 min on 2 cores) give per-prompt AATPS 1.00-1.23, mostly "
-                        "exactly 1, MPFR B = 2 and B = 4 equal per prompt, so no fault shows "
-                        "a deficit at t on 5 degrees of freedom; a run with nothing accepted "
-                        "reads 'no evidence' (tests/test_claims_ngram.py), flip tests cover "
-                        "the rule",
-}
+NO_PRODUCER_TEST_YET: dict[str, str] = {}
 
 
 #: the real-model columns (``Claim.real``) whose producer runs with a fault in a test above
@@ -456,7 +443,8 @@ NO_PRODUCER_TEST_YET = {
 REAL_PRODUCER_TESTED = {"zhou_thm1", "zhou_prop1", "zhou_truncation_below_sampling", "zhou_eta",
                         "zhou_minp", "zhou_trunc_ceiling", "chk_ceiling_equals_lenience",
                         "liu_pml_bound", "chk_mc_vs_exact", "liu_pml_strict",
-                        "zhou_collab_tradeoff", "zhou_table1_ablation", "chk_crosscheck"}
+                        "zhou_collab_tradeoff", "zhou_table1_ablation", "chk_crosscheck",
+                        "liu_mpfr_scaling"}
 
 #: real-model columns without a producer test yet, and why
 REAL_WITHOUT_PRODUCER_TEST = {
@@ -464,8 +452,8 @@ REAL_WITHOUT_PRODUCER_TEST = {
                      "liu_mpfr_vs_invariant", "liu_mpfr_anlppt", "liu_anlppt_stable",
                      "liu_tpr_match", "liu_tpr_weaker", "liu_h0_floor", "liu_drift",
                      "liu_rouge_variant", "liu_rouge_values", "liu_prop44",
-                     "chk_identical_tokens", "liu_mpfr_scaling"),
-                    "the real watermark, n-gram and cross-check studies decode with the "
+                     "chk_identical_tokens"),
+                    "the real watermark and cross-check studies decode with the "
                     "embedded model (minutes per run on CPU); their synthetic twins are "
                     "tested above"),
     **dict.fromkeys(("liu_pml_ge_lml", "liu_eq4", "liu_mpfr_ge_gls"),

@@ -88,7 +88,7 @@ def identical_real(data):
 def rule_mc_exact(rows_, label: str):
     """Monte Carlo acceptance against the exact formula of the same scheme (TOST,
     MC_MARGIN), per logged context; the parts are summarised per scheme."""
-    parts = [equivalence(f"{label} row {i}", mc - ex, se, MC_MARGIN)
+    parts = [equivalence(f"{label} row {i}", mc - ex, se, MC_MARGIN, family=len(rows_))
              for i, (mc, ex, se) in enumerate(rows_)]
 
     v = combine(p.verdict for p in parts)
@@ -121,7 +121,8 @@ def rule_crosscheck(df):
     (TOST, ±XCHECK_MARGIN of the prediction)."""
     return outcome([equivalence(str(r["decoder"]), float(r["diff"]), float(r["diff_se"]),
                                 XCHECK_MARGIN * float(r["predicted_aatps"]), None,
-                                f"{fmt(r['aatps'])} vs predicted {fmt(r['predicted_aatps'])}")
+                                f"{fmt(r['aatps'])} vs predicted {fmt(r['predicted_aatps'])}",
+                                family=len(df))
                     for _, r in df.iterrows()])
 
 

@@ -131,7 +131,8 @@ def rule_nonidentical(df):
                               f"n = {int(df['n'].min())} draws each")
     if "mc_blocks" in df:
         seb = _se(df["mc_blocks"], df["n"])
-        eq = [equivalence("", float(r["mc_blocks"] - r["bound"]), float(s), MARGIN)
+        eq = [equivalence("", float(r["mc_blocks"] - r["bound"]), float(s), MARGIN,
+                          family=len(df))
               for (_, r), s in zip(df.iterrows(), seb, strict=True)]
         far = max(eq, key=lambda x: abs(x.z) if x.z is not None else 0.0)
         parts.append(Part("the disjoint block events sum to the bound (Eq. 17, exact)",
@@ -249,7 +250,8 @@ def rule_active_set(df, gls=None):
                          text=f"(context, J) cells, J ∈ {Js}; {int(df['steps'].sum())} steps")
     extra = []
     if "pml" in df:
-        eq = [equivalence("", float(r["mc_accept"] - r["pml"]), float(s), MARGIN)
+        eq = [equivalence("", float(r["mc_accept"] - r["pml"]), float(s), MARGIN,
+                          family=len(df))
               for (_, r), s in zip(df.iterrows(), se, strict=True)]
         far = max(eq, key=lambda x: abs(x.z) if x.z is not None else 0.0)
         extra.append(Part("the scheme attains PML(J) (Thm B.1 with J drafts)",

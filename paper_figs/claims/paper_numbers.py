@@ -4,8 +4,12 @@ Each row is one cell of a table of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.2
 1–13, 15): ``key`` (``liu.t<table>.<setting>.<decoder>.<metric>``), ``value``, ``sd`` and
 ``n`` where the table gives a spread (Tables 2–5: std over 1000 prompts; Tables 6–9: std over
 3 seeds), and the ``table`` and ``cell`` it came from.  The claims tables apply the
-same rule to these numbers as to the studies' outputs: the standard error of a cell is
-``sd / √n`` (a printed spread of 0 means below half a unit of the last digit, so half a
+same rule to these numbers as to the studies' outputs.  Zhou et al. (2026), arXiv:2607.26627:
+Tables 1–3 and 5–10 (``zhou.t<table>.<setting>.<method>.<benchmark>.<metric>``; the
+appendix Tables 7–10 hold BE, DS and accuracy of every method and parameter for the four
+model pairs of App. C, Table 7 with spreads over 3 runs, the others one run whose accuracy
+carries the binomial spread over the benchmark's problems).  The standard error of a cell
+is ``sd / √n`` (a printed spread of 0 means below half a unit of the last digit, so half a
 unit is used), with a Student-t reference on ``n − 1`` degrees of freedom when ``n`` is
 below :data:`FEW`; a cell without spread carries its rounding, half a unit of the last
 printed digit, on the normal reference -- and, where the paper prints the same setting

@@ -4,6 +4,7 @@ one comparison into a :class:`~paper_figs.claims.verdicts.Part` (see
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -119,18 +120,28 @@ def ordering(label: str, diff: float, se: float, df: float | None = None,
     return Part(label, v, text or f"Δ = {fmt(diff, 3)} {_se_text(se, df)}", z)
 
 
-def family_crit(m: int) -> float:
+@functools.lru_cache(maxsize=4096)
+def family_crit(m: int, df: float | None = None) -> float:
     """The critical value of each of ``m`` one-sided tests judged together ("no violation
     in any row"), so that the family fails wrongly with probability :data:`ALPHA` (Šidák:
     each test's tail ``1 − (1 − ALPHA)^(1/m)``; :data:`Z` for one test).  Without it, 256
     Monte Carlo checks of a bound that holds with equality (PML = exact MPFR) would fail
-    wrongly about 29% of the time."""
+    wrongly about 29% of the time.  ``df``: the Student-t quantile of the same tail (the
+    reference of :func:`crit`)."""
     m = int(m)
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
     if m == 1:
-        return Z
-    return float(stats.norm.isf(-math.expm1(math.log1p(-ALPHA) / m)))
+        return crit(df)
+    tail = -math.expm1(math.log1p(-ALPHA) / m)
+    if df is None:
+        return float(stats.norm.isf(tail))
+    df = float(df)
+    if math.isnan(df) or df < 1:
+        return math.inf
+    if math.isinf(df):
+        return float(stats.norm.isf(tail))
+    return float(stats.t.isf(tail, df))
 
 
 def bound_family(label: str, diffs, ses, margin: float, calibrated: bool = False,
@@ -196,19 +207,32 @@ def at_least(label: str, diff: float, se: float, margin: float, df: float | None
 
 
 def equivalence(label: str, diff: float, se: float, margin: float, df: float | None = None,
-                text: str = "", min_units: int = MIN_UNITS) -> Part:
-    """"a ≈ b" within ``margin``: two one-sided tests at the 3σ level (TOST)."""
+                text: str = "", min_units: int = MIN_UNITS, family: int = 1) -> Part:
+    """"a ≈ b" within ``margin``: two one-sided tests at the 3σ level (TOST).
+
+    ``family``: the number of equivalence tests of one sentence ("comparable at every L":
+    one test per L, the sentence holds only if every one does).  *Reproduced* needs every
+    member to pass its own TOST at the per-test level: an intersection-union test (Berger
+    1982), whose size is at most ALPHA without any correction.  *Not reproduced* says that
+    some member lies outside the margin: a union of ``family`` tests, each at the Šidák
+    critical value :func:`family_crit` (``family``, ``df``), so that a sentence true at
+    every member reads *not reproduced* with probability at most ALPHA (at the per-test
+    level four L would read it about 4 × 0.135% of the time, 200 L 24%).  A member that
+    lies outside the margin by more than the family-wise width still turns the sentence."""
     if margin <= 0:
         raise ValueError(f"margin must be positive, got {margin}")
+    if int(family) < 1:
+        raise ValueError(f"family must be >= 1, got {family}")
     if (small := _too_small(label, df, min_units, text)) is not None:
         return small
     c = crit(df)
+    cf = family_crit(family, df)
     z = _z(diff, se)
     if math.isnan(z):
         v = NOT_DISTINGUISHABLE
     elif abs(diff) + _w(c, se) < margin:
         v = REPRODUCED
-    elif abs(diff) - _w(c, se) > margin:
+    elif abs(diff) - _w(cf, se) > margin:
         v = NOT_REPRODUCED
     else:
         v = NOT_DISTINGUISHABLE
@@ -217,15 +241,25 @@ def equivalence(label: str, diff: float, se: float, margin: float, df: float | N
         # a rule this sample can never pass: say so rather than let it look undecided
         text += (f" — this sample cannot show equivalence within ± {fmt(margin, 2)} (the "
                  f"narrowest it could show: ± {fmt(_w(c, se), 2)})")
+    elif v == NOT_DISTINGUISHABLE and family > 1 and abs(diff) - _w(c, se) > margin:
+        # outside the margin at the per-test level, not at the family's
+        text += (f" — outside the margin at the per-test level, not at the family-wise "
+                 f"level of {family} tests (critical value {fmt(cf, 3)})")
     return Part(label, v, text, z)
 
 
 def in_range(label: str, value: float, se: float, lo: float, hi: float,
-             df: float | None = None, text: str = "", min_units: int = MIN_UNITS) -> Part:
+             df: float | None = None, text: str = "", min_units: int = MIN_UNITS,
+             family: int = 1) -> Part:
     """"the value lies in [lo, hi]": the 3σ interval inside the range reproduces, outside
-    it does not, straddling an end is not distinguishable."""
+    it does not, straddling an end is not distinguishable.  ``family``: the number of such
+    tests of one sentence ("in the range on every cell"); *outside* then uses the Šidák
+    critical value :func:`family_crit`, *inside* the per-test one (see
+    :func:`equivalence`)."""
     if lo > hi:
         raise ValueError(f"lo must be <= hi, got [{lo}, {hi}]")
+    if int(family) < 1:
+        raise ValueError(f"family must be >= 1, got {family}")
     if (small := _too_small(label, df, min_units, text)) is not None:
         return small
     c = crit(df)
@@ -233,9 +267,10 @@ def in_range(label: str, value: float, se: float, lo: float, hi: float,
         v, z = NOT_DISTINGUISHABLE, math.nan
     else:
         low, high = value - _w(c, se), value + _w(c, se)
+        cf = family_crit(family, df)
         if lo <= low and high <= hi:
             v = REPRODUCED
-        elif high < lo or low > hi:
+        elif value + _w(cf, se) < lo or value - _w(cf, se) > hi:
             v = NOT_REPRODUCED
         else:
             v = NOT_DISTINGUISHABLE

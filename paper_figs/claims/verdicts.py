@@ -21,7 +21,12 @@ quantile of the same one-sided tail, :func:`crit`):
 ``equivalence``
     "comparable", "matches", "nearly identical": TOST at the 3σ level with a stated margin:
     reproduced when ``|a − b| + c·se < margin``; not reproduced when ``|a − b| − c·se >
-    margin``; else not distinguishable.
+    margin``; else not distinguishable.  A sentence that holds "at every L" (B, T_eval,
+    row) is one family of such tests: reproduced when every member passes at ``c`` (an
+    intersection-union test, no correction), not reproduced when some member lies outside
+    the margin at the Šidák critical value of the family (``family_crit(m)``: a union of
+    ``m`` tests, so a sentence true at every member fails wrongly with probability at most
+    the stated tail, not ``m`` times it).  The same holds for ``in_range`` over cells.
 ``in_range``
     a range in the statement ("12–22 points"): reproduced when the 3σ interval of the value
     lies inside the range, not reproduced when it lies outside, else not distinguishable.
