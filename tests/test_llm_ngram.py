@@ -71,7 +71,7 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:4:temperature", "fallback 'temperature' in 'ngram:3:4:temperature' is not known"),
     ("ngram:3:4:bogus", "fallback 'bogus'"),
     ("ngram:3:4:temperature:1.5", r"ngram takes N, N:K or N:K:FALLBACK \(then optionally "
-                                  r":fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
+                                  r":min=M:fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
     ("ngram:3:cost=-1", r"ngram cost \(the verify-cost model\) must be a finite number >= 0, "
                         "got '-1' in 'ngram:3:cost=-1'"),
     ("ngram:3:fixed=inf", "ngram fixed"),
