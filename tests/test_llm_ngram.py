@@ -51,6 +51,10 @@ V = 12
     ("ngram:2:cost=0.3:fixed=1", DraftSpec("ngram", 2, None, None, (1.0, 0.3)),
      "ngram:2:fixed=1:cost=0.3"),
     ("ngram:3:fixed=0.5:cost=0.1", DraftSpec("ngram", 3, None, None), "ngram:3"),  # default
+    ("ngram:3:min=1", DraftSpec("ngram", 3, None, None, None, 1), "ngram:3:min=1"),
+    ("ngram:3:min=3", DraftSpec("ngram", 3, None, None), "ngram:3"),  # min = N: no shorter
+    ("ngram:4:2:ar:cost=0:min= 2", DraftSpec("ngram", 4, None, 2, (0.5, 0.0), 2),
+     "ngram:4:2:min=2:fixed=0.5:cost=0"),
 ])
 def test_parse_valid_specs(text, spec, canonical):
     got = parse_draft(text)
@@ -79,6 +83,18 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:slope=1", "ngram option 'slope' in 'ngram:3:slope=1' is not known"),
     ("ngram:3:cost=1:cost=2", "ngram option 'cost' .* is not known or repeated"),
     ("ngram:cost=0", "ngram N must be an integer, got 'cost=0'"),
+    ("ngram:3:min=0", r"ngram min \(the shortest looked-up suffix\) must be an integer in "
+                      r"\[1, N = 3\], got '0' in 'ngram:3:min=0'"),
+    ("ngram:3:min=4", r"ngram min .* \[1, N = 3\], got '4'"),
+    ("ngram:3:min=-1", "ngram min .* got '-1'"),
+    ("ngram:3:min=1.5", "ngram min .* got '1.5'"),
+    ("ngram:3:min=", "ngram min .* got ''"),
+    ("ngram:3:min=one", "ngram min .* got 'one' in 'ngram:3:min=one'"),
+    ("ngram:3:min=1:min=2", "ngram option 'min' .* is not known or repeated; the options are "
+                            "min=M, fixed=F and cost=S"),
+    ("ngram:0:min=1", "ngram N .* must be >= 1, got 0"),
+    ("ngram:min=1", "ngram N must be an integer, got 'min=1'"),
+    ("ngram:3:min=1:4", "ngram K must be an integer, got 'min=1'"),
 ])
 def test_bad_specs_name_the_draft(text, match):
     with pytest.raises(ValueError, match=f"^draft: .*{match}"):
@@ -122,6 +138,78 @@ def test_index_equals_a_scan(tokens, n, length, count, chunks):
             tokens[:min(i, len(tokens))], n, length, count)
         if i >= len(tokens):
             break
+
+
+@given(st.lists(st.integers(0, 3), max_size=60), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 6), st.integers(1, 3), st.lists(st.integers(1, 7), max_size=12))
+def test_backoff_index_equals_a_scan(tokens, n, n0, length, count, chunks):
+    """With shorter suffixes (``min_n``), the index finds what a scan finds: the longest
+    suffix (``n`` down to ``min_n`` tokens) with an earlier occurrence, its continuations
+    from the most recent occurrence; the matched length is the longest one a scan finds."""
+    n0 = min(n0, n)
+    idx = NgramIndex(n, min_n=n0)
+    i = 0
+    for c in chunks + [len(tokens)]:
+        idx.extend(tokens[i:i + c])
+        i += c
+        seen = tokens[:min(i, len(tokens))]
+        m, conts = idx.match(length, count)
+        assert conts == naive_continuations(seen, n, length, count, n0)
+        longest = next((j for j in range(n, n0 - 1, -1) if naive_continuations(
+            seen, j, 1)), 0)
+        assert m == longest and (m == 0) == (conts == [])
+        if i >= len(tokens):
+            break
+
+
+def test_backoff_finds_the_most_recent_occurrence_of_the_longest_suffix():
+    """Hand-made sequences: the 3-gram wins over a more recent 2-gram, the 2-gram over a
+    more recent 1-gram, the 1-gram when nothing longer occurred; ``min_n = n`` never backs
+    off."""
+    # (7, 8, 9) occurred once, followed by 1; (8, 9) also later, followed by 2; 9 alone
+    # most recently, followed by 3
+    seq = [7, 8, 9, 1, 0, 8, 9, 2, 0, 9, 3, 0, 7, 8, 9]
+    idx = NgramIndex(3, seq, min_n=1)
+    assert idx.match(2) == (3, [(1, 0)])
+    assert NgramIndex(2, seq, min_n=1).match(2) == (2, [(2, 0)])  # the most recent (8, 9)
+    assert NgramIndex(1, seq).match(2) == (1, [(3, 0)])
+    idx.extend([5, 9])  # (5, 9) and (9, 5, 9) never occurred: the 1-gram 9, most recent
+    # first (at 14, two tokens after it: every continuation is cut to two tokens)
+    assert idx.match(4, 3) == (1, [(5, 9), (3, 0), (2, 0)])
+    assert idx.positions([9]) == [2, 6, 9, 14] and idx.positions([8, 9]) == [2, 6, 14]
+    assert NgramIndex(3, seq + [5, 9]).match(4) == (0, [])  # no back-off without min_n
+    assert NgramIndex(3, seq + [5, 9], min_n=2).match(4) == (0, [])
+    idx.extend([4])  # 4 never occurred: no suffix of any length
+    assert idx.match(4) == (0, []) and idx.continuations(4) == []
+    assert NgramIndex(3, [1], min_n=1).match(2) == (0, [])  # shorter than every key
+    assert NgramIndex(3, [1, 1], min_n=1).match(2) == (1, [(1,)])
+
+
+@pytest.mark.parametrize("min_n", [0, 4, -1])
+def test_backoff_index_bad_min_n(min_n):
+    with pytest.raises(ValueError, match="^min_n: must be an integer in \\[1, n = 3\\]"):
+        NgramIndex(3, min_n=min_n)
+
+
+def test_backoff_gate_keeps_one_estimate_per_matched_length():
+    """A proposal from a 1-gram match is scored into the 1-gram estimate only; the 2-gram's
+    stays at the prior (a shorter match is a weaker prediction)."""
+    from specbound.llm.ngram import PRIOR
+
+    d = NgramDrafter(2, None, 10, cost=(0.0, 0.4), min_n=1)
+    assert sorted(d.estimates) == [1, 2] and d.estimate is d.estimates[2]
+    d.reset([5, 1, 2, 6])
+    d.extend([1])  # (6, 1) never occurred; 1 did, followed by 2
+    assert d.index.match(4) == (1, [(2, 6, 1)])
+    assert d.plan(4, 1) >= 1  # the prior clears the break-even of cost (0, 0.4)
+    d.extend([7])  # rejected at once
+    assert d.estimates[1].decisions == 1 and d.estimates[1].accepted == 0
+    assert d.estimates[2].decisions == 0 and d.estimates[2].value == PRIOR
+    d.reset([3, 4, 5, 3, 4])  # a fresh sequence: fresh estimates, a 2-gram match
+    assert d.estimates[1].decisions == 0
+    assert d.plan(4, 1) == 1  # E_1(0.45) / 1.4 > 1 > E_2(0.45) / 1.8
+    d.extend([5, 3])
+    assert d.estimates[2].decisions == 1 and d.estimates[2].accepted == 1
 
 
 def test_index_positions_and_distinct_continuations():
@@ -487,9 +575,9 @@ def test_batch_gate_prices_the_widened_batch(synth):
 class _NgramSynthBackend(SyntheticBackend):
     """The simulator's backend with an n-gram draft (the laws of :class:`PairBackend`'s)."""
 
-    def __init__(self, target, n, k=None, cost=None):
+    def __init__(self, target, n, k=None, cost=None, min_n=None):
         super().__init__(target, target)
-        self.ng = NgramDrafter(n, k, target.vocab_size, cost)
+        self.ng = NgramDrafter(n, k, target.vocab_size, cost, min_n)
 
     def reset(self, prompt):
         super().reset(prompt)
