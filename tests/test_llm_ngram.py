@@ -732,3 +732,66 @@ def test_keyed_drafter_invariance_on_the_embedded_model(llm_pair, embed_ids):
         np.testing.assert_array_equal(a.tokens, ref.tokens)
         assert any(d.shape[1] > 0 for d in a.drafts)  # the lookup drafted
     assert (a.emitted_per_block > 1).any()  # and was accepted (ungated mpfr)
+
+
+#: the last 3 tokens ``g(alpha`` never occurred; the 2-gram ``(alpha`` did, followed by ``,``
+#: (the target gives ``,`` about 0.49 and `` +`` about 0.38 here)
+BACKOFF_TEXT = "def f(alpha, beta):\n    return g(alpha"
+ADAPTIVE_RUNS = 1500
+
+
+@pytest.mark.slow
+def test_adaptive_gate_and_backoff_follow_the_target_on_the_embedded_model(llm_pair):
+    """The gate's decisions depend on the tokens already emitted and still leave the target's
+    law (vsps on the embedded model, the target's laws through ``CachedLM`` as above):
+
+    - ``ngram:2:min=1`` at cost (0, 0.45): the prior (0.45) does not clear the break-even,
+      so the first block is an ``ar`` step whose token is scored against the looked-up ``,``;
+      where it was ``,`` the 2-gram estimate rises above the break-even and the second block
+      drafts the continuation (`` beta``), else it stays an ``ar`` step.  Tested: the first
+      token's law, and the second token's law given each of the two likeliest first tokens
+      (one drafted, one not: the gate adapted);
+    - ``ngram:3:min=1`` at cost (0, 0.3) (drafts at the prior): the 3-gram has no earlier
+      occurrence, the block drafts the 2-gram's continuation; the first token's law.
+
+    Four comparisons, false-failure probability FAILURE_RATE together (Bonferroni)."""
+    ids = np.asarray(llm_pair.tokenizer(BACKOFF_TEXT)["input_ids"], dtype=np.int64)
+    t_lm, _ = G.as_protocol_models(llm_pair)
+    target = sim.CachedLM(t_lm)
+    p = target.next_distribution(ids)
+    probe = NgramIndex(3, ids, min_n=1)
+    m, conts = probe.match(2)
+    assert m == 2 and NgramIndex(3, ids).match(2) == (0, [])  # a back-off match only
+    alpha = bonferroni(4, FAILURE_RATE)
+    runs = {}
+    for spec, n, n0, cost, new in (("ngram:2:min=1", 2, 1, (0.0, 0.45), 2),
+                                   ("ngram:3:min=1", 3, 1, (0.0, 0.3), 1)):
+        out = []
+        for i in range(ADAPTIVE_RUNS):
+            r = sim.speculative_decode(target, target, ids, "vsps", L=3, key=i, seed=i,
+                                       window=4, max_new_tokens=new,
+                                       backend=_NgramSynthBackend(target, n, cost=cost,
+                                                                  min_n=n0))
+            out.append((tuple(int(t) for t in r.generated[:new]),
+                        tuple(d.shape[1] for d in r.drafts)))
+        pair = llm_pair.with_draft(f"{spec}:fixed={cost[0]:g}:cost={cost[1]:g}")
+        g = G.generate(pair, ids, "vsps", L=3, key=0, seed=0, window=4, max_new_tokens=new,
+                       stop_at_eos=False)
+        assert tuple(int(t) for t in g.generated[:new]) == out[0][0]
+        runs[spec] = out
+    first = np.array([o[0][0] for o in runs["ngram:3:min=1"]])
+    assert all(o[1][0] >= 1 for o in runs["ngram:3:min=1"])  # every first block drafted
+    assert_gof(first, p, samples=True, alpha=alpha, label="back-off, first token")
+    out = runs["ngram:2:min=1"]
+    assert all(o[1][0] == 0 for o in out)  # the first block: an ar step at the prior
+    first = np.array([o[0][0] for o in out])
+    assert_gof(first, p, samples=True, alpha=alpha, label="adaptive gate, first token")
+    proposal = conts[0][0]
+    for x in np.argsort(p)[::-1][:2]:
+        given = [o for o in out if o[0][0] == x]
+        assert len(given) > 300
+        # the second block drafted exactly where the first token was the proposal
+        assert all((len(o[1]) > 1 and o[1][1] >= 1) == (x == proposal) for o in given)
+        second = np.array([o[0][1] for o in given])
+        assert_gof(second, target.next_distribution(np.append(ids, x)), samples=True,
+                   alpha=alpha, label=f"adaptive gate, second token after {x}")
