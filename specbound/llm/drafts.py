@@ -26,11 +26,15 @@ draft changes; the target itself is never modified.
     paper, Frantar et al. 2023, arXiv:2210.17323) and stored dequantized: each group takes
     at most :math:`2^{BITS}` distinct values.  Embedding, norms and LM head are shared with
     the target, unquantized (as GPTQ/AWQ leave them).
-``ngram:N``, ``ngram:N:K`` or ``ngram:N:K:ar``, then optionally ``:fixed=F:cost=S`` (F, S >= 0)
+``ngram:N``, ``ngram:N:K`` or ``ngram:N:K:ar``, then optionally ``:min=M`` (1 <= M <= N) and
+``:fixed=F:cost=S`` (F, S >= 0)
     Prompt lookup, no model: the last ``N`` committed tokens (prompt plus text so far) are
     looked up among their earlier occurrences in an index kept up to date token by token
     (:mod:`specbound.llm.ngram`), and the block drafts what followed the most recent one,
-    at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  Its draft law is a
+    at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  With ``min=M``, where the
+    last ``N`` tokens never occurred, the longest shorter suffix (down to ``M`` tokens) that
+    did is looked up instead (transformers' ``max_matching_ngram_size``), with a gate
+    estimate of its own per matched length.  Its draft law is a
     point mass (``q`` one-hot) on the looked-up token; with ``B`` drafts, the continuations
     of the ``B`` most recent occurrences whose continuations differ (the law after a path:
     one equal weight per continuation through it).  An acceptance gate drafts only where it

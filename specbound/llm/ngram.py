@@ -10,6 +10,13 @@ the list of the positions where it ends; appending a token registers one n-gram 
 that ends just before it, which now has a continuation), so the index is kept up to date in
 ``O(N)`` per token, and a lookup reads the list of one key from its end, a bounded number of
 entries (:data:`SCAN`), never the text: the cost per token does not grow with the text.
+With ``min_n = M < N`` (the spec's ``min=M``) it keeps the ``m``-grams of every length ``M
+<= m <= N`` (``N - M + 1`` keys per appended token) and a lookup backs off: the longest
+suffix of the text, ``N`` tokens down to ``M``, that has an earlier occurrence, and the
+continuations of its most recent occurrences (transformers' ``max_matching_ngram_size``
+tries the lengths in the same order).  The gate keeps one acceptance estimate per matched
+length (a 1-gram match predicts worse than a 3-gram one), each scored only by the proposals
+of its own length.
 
 :class:`NgramDrafter` turns a lookup into the draft laws of one block (:meth:`plan`):
 
