@@ -101,6 +101,18 @@ def test_bad_specs_name_the_draft(text, match):
         parse_draft(text)
 
 
+@given(st.text(max_size=12))
+def test_hostile_min_option_is_a_spec_or_a_value_error_naming_it(text):
+    """Any text after ``min=``: a valid spec whose canonical text reads back as itself, or a
+    ``ValueError`` naming the draft spec (never another exception)."""
+    try:
+        spec = parse_draft(f"ngram:3:min={text}")
+    except ValueError as e:
+        assert str(e).startswith("draft: ngram ")
+    else:
+        assert spec.min_n in (None, 1, 2) and parse_draft(str(spec)) == spec
+
+
 def test_bad_spec_fails_before_any_model_loads(monkeypatch):
     from specbound.llm import models
 
