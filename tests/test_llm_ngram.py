@@ -2,7 +2,9 @@
 
 - the spec's grammar and its errors (before any model loads; CLI exit 2);
 - the incrementally kept n-gram index against a scan of the whole sequence (hypothesis), and
-  a lookup that reads a bounded tail of one key's list whatever the text's length;
+  a lookup that reads a bounded tail of one key's list whatever the text's length; the
+  back-off (``min=M``): the most recent occurrence of the longest matching suffix (hypothesis
+  against a scan, hand-made sequences), one gate estimate per matched length;
 - the acceptance gate: the break-even acceptance, the block length it picks (hypothesis
   against a brute force), a gate that closes on rejected proposals, keeps scoring them on
   ``ar`` steps and reopens on a repeating text;
@@ -12,7 +14,9 @@
   (goodness of fit), and the theory's acceptance of a point-mass draft = ``p(drafted token)``;
 - slow tier, the embedded SmolLM2-135M-Instruct: first-token goodness of fit of vsps,
   specinfer B = 2 and mpfr B = 2 with n-gram drafts at a prompt whose lookup succeeds, and
-  keyed drafter invariance against the ``temperature:1.5`` draft.
+  keyed drafter invariance against the ``temperature:1.5`` draft; the adaptive gate (the
+  second token's law where the first token opened the gate and where it did not) and the
+  back-off's first token.
 """
 
 from __future__ import annotations
