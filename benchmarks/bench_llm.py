@@ -53,7 +53,8 @@ Modes (one per invocation):
   request to summarise a text it contains; ``edit``: "fix the typo in this function" built
   from a HumanEval prompt whose answer quotes it) x temperature (``--temps``, default
   0.3,0.7,1.0; top-k 50): ``vsps`` with ``ngram:3`` (the acceptance gate) and with
-  ``ngram:3:fixed=0:cost=0`` (every match drafted) against ``ar`` and (unless
+  ``ngram:3:fixed=0:cost=0`` (every match drafted), or the n-gram drafts of
+  ``--ngram-drafts`` (e.g. ``ngram:3,ngram:3:min=1``), against ``ar`` and (unless
   ``--no-peer``) against transformers' prompt lookup (``generate(do_sample=True,
   prompt_lookup_num_tokens=L, max_matching_ngram_size=3)``, same prompt, same L, same
   processing, no end-of-sequence), rounds as above; per row AATPS, target forwards per
@@ -810,10 +811,12 @@ def _hf_lookup_run(pair, ids, n, seed, L=4):
 
 
 def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM_TYPES,
-              peer=True, free=True):
-    """vsps with ngram:3 (gated and, with ``free``, ungated) against ar and (``peer``)
-    transformers' prompt lookup, prompt type x T."""
+              peer=True, free=True, drafts=None):
+    """vsps with ngram:3 (gated and, with ``free``, ungated; or the n-gram specs of
+    ``drafts``) against ar and (``peer``) transformers' prompt lookup, prompt type x T."""
     texts = _ngram_prompts(types)
+    if drafts is None:
+        drafts = (NGRAM_GATED, NGRAM_FREE) if free else (NGRAM_GATED,)
     out = []
     before = _machine_load()
     print(f"{len(texts)} prompt types x T in {list(temps)} x {n} new tokens, L = {L}, "
@@ -823,7 +826,7 @@ def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM
         for kind, text in texts.items():
             ids = tp.encode_prompt(text)
             rows = [("specbound ar", lambda r, tp=tp, ids=ids: _sb_run(tp, ids, "ar", n, r))]
-            for d in (NGRAM_GATED, NGRAM_FREE) if free else (NGRAM_GATED,):
+            for d in drafts:
                 ng = tp.with_draft(d)
                 _sb_ngram_run(ng, ids, 4, 0, L)  # warm-up
                 rows.append((f"specbound vsps {d}",
@@ -844,10 +847,10 @@ def run_ngram(pair, n, rounds, temps, L=4, out_dir=None, command="", types=NGRAM
                            break_even_acceptance_1=_break_even(c1, 1),
                            measured_cost_slope=(c - 1) / L)
                 out.append(row)
-            if peer:
-                r = _ratios(meas, f"specbound vsps {NGRAM_GATED}", "transformers prompt lookup")
+            for d in drafts if peer else ():
+                r = _ratios(meas, f"specbound vsps {d}", "transformers prompt lookup")
                 out.append({"prompt_type": kind, "temperature": T,
-                            "row": f"vsps {NGRAM_GATED} / transformers prompt lookup",
+                            "row": f"vsps {d} / transformers prompt lookup",
                             "rounds": len(r), "ratio_to": "transformers prompt lookup",
                             "ratio_median": _spread(r)[0], "ratio_min": min(r),
                             "ratio_max": max(r), "ratios": " ".join(f"{x:.3f}" for x in r)})
@@ -952,7 +955,7 @@ def run_ngram_batch(pair, n, rounds, n_prompts, L=4, out_dir=None, command=""):
 
 def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_dir=None,
         drafts=None, every=False, n_prompts=16, ks=(1, 2, 4, 8), Ls=(2, 4), command="",
-        temps=None, types=None, peer=True, free=True):
+        temps=None, types=None, peer=True, free=True, ngram_drafts=None):
     import torch
 
     from specbound.llm import generate, load_pair
@@ -978,7 +981,7 @@ def run(mode="default", quick=False, tokens=None, threads=1, rounds=None, out_di
     if mode == "ngram":
         return run_ngram(pair, n, rounds or (1 if quick else ROUNDS),
                          temps or ((1.0,) if quick else (0.3, 0.7, 1.0)), L, out_dir, command,
-                         types or NGRAM_TYPES, peer, free)
+                         types or NGRAM_TYPES, peer, free, ngram_drafts)
     if mode == "ngram-multi":
         return run_ngram_multi(pair, n, rounds or (1 if quick else ROUNDS),
                                temps or ((1.0,) if quick else (0.3, 1.0)), L, out_dir, command,
@@ -1035,6 +1038,9 @@ def main(argv=None):
                     help="prompt types of the --ngram modes (code,chat,summaries,edit)")
     ap.add_argument("--no-peer", action="store_true",
                     help="--ngram without transformers' prompt lookup rows")
+    ap.add_argument("--ngram-drafts", default=None,
+                    help="comma-separated n-gram drafts of --ngram (default ngram:3 and, "
+                         "unless --no-free, ngram:3:fixed=0:cost=0)")
     ap.add_argument("--no-free", action="store_true",
                     help="--ngram without the ungated ngram:3:fixed=0:cost=0 rows")
     g.add_argument("--memory-child", choices=MEMORY_CASES, help=argparse.SUPPRESS)
@@ -1059,7 +1065,27 @@ def main(argv=None):
         [d for d in a.drafts.split(",") if d], a.all, a.prompts,
         tuple(int(k) for k in a.ks.split(",")), tuple(int(x) for x in a.Ls.split(",")),
         command.strip(), tuple(float(t) for t in a.temps.split(",")) if a.temps else None,
-        tuple(a.types.split(",")) if a.types else None, not a.no_peer, not a.no_free)
+        tuple(a.types.split(",")) if a.types else None, not a.no_peer, not a.no_free,
+        _ngram_drafts(ap, a.ngram_drafts))
+
+
+def _ngram_drafts(ap, text):
+    """The specs of ``--ngram-drafts`` (None: the default), each an n-gram draft (else a
+    usage error naming the option, before any model loads)."""
+    if text is None:
+        return None
+    from specbound.llm.drafts import parse_draft
+
+    out = []
+    for d in (x.strip() for x in text.split(",")):
+        try:
+            spec = parse_draft(d)
+        except ValueError as e:
+            ap.error(f"--ngram-drafts: {e}")
+        if spec.kind != "ngram":
+            ap.error(f"--ngram-drafts: {d!r} is not an ngram draft")
+        out.append(d)
+    return tuple(out)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,13 @@ TINY_CASES = {
     "lossy-lenience": dict(rule="lenience", ell=0.5),
     "vsps-prefix-cache": dict(decoder="vsps", prefix_cache=True),
     "ar-no-eos-stop": dict(decoder="ar", stop_at_eos=False),
+    # prompt-lookup drafts: the default gate, no gate, multi-draft, a gate that drafts, and
+    # the back-off to shorter suffixes (min=1)
+    "vsps-ngram2": dict(decoder="vsps", draft="ngram:2"),
+    "vsps-ngram2-free": dict(decoder="vsps", draft="ngram:2:fixed=0:cost=0"),
+    "mpfr-B2-ngram2-free": dict(decoder="mpfr", B=2, key=7, draft="ngram:2:fixed=0:cost=0"),
+    "vsps-ngram3-cost": dict(decoder="vsps", draft="ngram:3:fixed=0:cost=0.3"),
+    "vsps-ngram3-min1": dict(decoder="vsps", draft="ngram:3:min=1:fixed=0:cost=0.3"),
 }
 
 TINY_PINNED = {
@@ -78,6 +85,10 @@ TINY_PINNED = {
     "pfr-window-none": "6a92f1f96cebe9cd", "vsps-shared": "3ddd27566f189ca1",
     "mpfr-B2-shared": "1dd1d7ae16e9521a", "lossy-lenience": "52ba28312f7a7187",
     "vsps-prefix-cache": "3ddd27566f189ca1", "ar-no-eos-stop": "b1b71760de5f8382",
+    # the first four recorded before the back-off existed (the same values after it)
+    "vsps-ngram2": "b6aec927e312aa5b", "vsps-ngram2-free": "aa597fae6101032a",
+    "mpfr-B2-ngram2-free": "176b0affdb3f074d", "vsps-ngram3-cost": "ca4a1d7892f2169a",
+    "vsps-ngram3-min1": "6c03332dbd4b4284",
 }
 
 EMBEDDED_CASES = {

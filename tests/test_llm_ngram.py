@@ -2,7 +2,9 @@
 
 - the spec's grammar and its errors (before any model loads; CLI exit 2);
 - the incrementally kept n-gram index against a scan of the whole sequence (hypothesis), and
-  a lookup that reads a bounded tail of one key's list whatever the text's length;
+  a lookup that reads a bounded tail of one key's list whatever the text's length; the
+  back-off (``min=M``): the most recent occurrence of the longest matching suffix (hypothesis
+  against a scan, hand-made sequences), one gate estimate per matched length;
 - the acceptance gate: the break-even acceptance, the block length it picks (hypothesis
   against a brute force), a gate that closes on rejected proposals, keeps scoring them on
   ``ar`` steps and reopens on a repeating text;
@@ -12,7 +14,9 @@
   (goodness of fit), and the theory's acceptance of a point-mass draft = ``p(drafted token)``;
 - slow tier, the embedded SmolLM2-135M-Instruct: first-token goodness of fit of vsps,
   specinfer B = 2 and mpfr B = 2 with n-gram drafts at a prompt whose lookup succeeds, and
-  keyed drafter invariance against the ``temperature:1.5`` draft.
+  keyed drafter invariance against the ``temperature:1.5`` draft; the adaptive gate (the
+  second token's law where the first token opened the gate and where it did not) and the
+  back-off's first token.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ V = 12
     ("ngram:2:cost=0.3:fixed=1", DraftSpec("ngram", 2, None, None, (1.0, 0.3)),
      "ngram:2:fixed=1:cost=0.3"),
     ("ngram:3:fixed=0.5:cost=0.1", DraftSpec("ngram", 3, None, None), "ngram:3"),  # default
+    ("ngram:3:min=1", DraftSpec("ngram", 3, None, None, None, 1), "ngram:3:min=1"),
+    ("ngram:3:min=3", DraftSpec("ngram", 3, None, None), "ngram:3"),  # min = N: no shorter
+    ("ngram:4:2:ar:cost=0:min= 2", DraftSpec("ngram", 4, None, 2, (0.5, 0.0), 2),
+     "ngram:4:2:min=2:fixed=0.5:cost=0"),
 ])
 def test_parse_valid_specs(text, spec, canonical):
     got = parse_draft(text)
@@ -71,7 +79,7 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:4:temperature", "fallback 'temperature' in 'ngram:3:4:temperature' is not known"),
     ("ngram:3:4:bogus", "fallback 'bogus'"),
     ("ngram:3:4:temperature:1.5", r"ngram takes N, N:K or N:K:FALLBACK \(then optionally "
-                                  r":fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
+                                  r":min=M:fixed=F:cost=S\), got 'ngram:3:4:temperature:1.5'"),
     ("ngram:3:cost=-1", r"ngram cost \(the verify-cost model\) must be a finite number >= 0, "
                         "got '-1' in 'ngram:3:cost=-1'"),
     ("ngram:3:fixed=inf", "ngram fixed"),
@@ -79,10 +87,34 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:slope=1", "ngram option 'slope' in 'ngram:3:slope=1' is not known"),
     ("ngram:3:cost=1:cost=2", "ngram option 'cost' .* is not known or repeated"),
     ("ngram:cost=0", "ngram N must be an integer, got 'cost=0'"),
+    ("ngram:3:min=0", r"ngram min \(the shortest looked-up suffix\) must be an integer in "
+                      r"\[1, N = 3\], got '0' in 'ngram:3:min=0'"),
+    ("ngram:3:min=4", r"ngram min .* \[1, N = 3\], got '4'"),
+    ("ngram:3:min=-1", "ngram min .* got '-1'"),
+    ("ngram:3:min=1.5", "ngram min .* got '1.5'"),
+    ("ngram:3:min=", "ngram min .* got ''"),
+    ("ngram:3:min=one", "ngram min .* got 'one' in 'ngram:3:min=one'"),
+    ("ngram:3:min=1:min=2", "ngram option 'min' .* is not known or repeated; the options are "
+                            "min=M, fixed=F and cost=S"),
+    ("ngram:0:min=1", "ngram N .* must be >= 1, got 0"),
+    ("ngram:min=1", "ngram N must be an integer, got 'min=1'"),
+    ("ngram:3:min=1:4", "ngram K must be an integer, got 'min=1'"),
 ])
 def test_bad_specs_name_the_draft(text, match):
     with pytest.raises(ValueError, match=f"^draft: .*{match}"):
         parse_draft(text)
+
+
+@given(st.text(max_size=12))
+def test_hostile_min_option_is_a_spec_or_a_value_error_naming_it(text):
+    """Any text after ``min=``: a valid spec whose canonical text reads back as itself, or a
+    ``ValueError`` naming the draft spec (never another exception)."""
+    try:
+        spec = parse_draft(f"ngram:3:min={text}")
+    except ValueError as e:
+        assert str(e).startswith("draft: ngram ")
+    else:
+        assert spec.min_n in (None, 1, 2) and parse_draft(str(spec)) == spec
 
 
 def test_bad_spec_fails_before_any_model_loads(monkeypatch):
@@ -122,6 +154,78 @@ def test_index_equals_a_scan(tokens, n, length, count, chunks):
             tokens[:min(i, len(tokens))], n, length, count)
         if i >= len(tokens):
             break
+
+
+@given(st.lists(st.integers(0, 3), max_size=60), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 6), st.integers(1, 3), st.lists(st.integers(1, 7), max_size=12))
+def test_backoff_index_equals_a_scan(tokens, n, n0, length, count, chunks):
+    """With shorter suffixes (``min_n``), the index finds what a scan finds: the longest
+    suffix (``n`` down to ``min_n`` tokens) with an earlier occurrence, its continuations
+    from the most recent occurrence; the matched length is the longest one a scan finds."""
+    n0 = min(n0, n)
+    idx = NgramIndex(n, min_n=n0)
+    i = 0
+    for c in chunks + [len(tokens)]:
+        idx.extend(tokens[i:i + c])
+        i += c
+        seen = tokens[:min(i, len(tokens))]
+        m, conts = idx.match(length, count)
+        assert conts == naive_continuations(seen, n, length, count, n0)
+        longest = next((j for j in range(n, n0 - 1, -1) if naive_continuations(
+            seen, j, 1)), 0)
+        assert m == longest and (m == 0) == (conts == [])
+        if i >= len(tokens):
+            break
+
+
+def test_backoff_finds_the_most_recent_occurrence_of_the_longest_suffix():
+    """Hand-made sequences: the 3-gram wins over a more recent 2-gram, the 2-gram over a
+    more recent 1-gram, the 1-gram when nothing longer occurred; ``min_n = n`` never backs
+    off."""
+    # (7, 8, 9) occurred once, followed by 1; (8, 9) also later, followed by 2; 9 alone
+    # most recently, followed by 3
+    seq = [7, 8, 9, 1, 0, 8, 9, 2, 0, 9, 3, 0, 7, 8, 9]
+    idx = NgramIndex(3, seq, min_n=1)
+    assert idx.match(2) == (3, [(1, 0)])
+    assert NgramIndex(2, seq, min_n=1).match(2) == (2, [(2, 0)])  # the most recent (8, 9)
+    assert NgramIndex(1, seq).match(2) == (1, [(3, 0)])
+    idx.extend([5, 9])  # (5, 9) and (9, 5, 9) never occurred: the 1-gram 9, most recent
+    # first (at 14, two tokens after it: every continuation is cut to two tokens)
+    assert idx.match(4, 3) == (1, [(5, 9), (3, 0), (2, 0)])
+    assert idx.positions([9]) == [2, 6, 9, 14] and idx.positions([8, 9]) == [2, 6, 14]
+    assert NgramIndex(3, seq + [5, 9]).match(4) == (0, [])  # no back-off without min_n
+    assert NgramIndex(3, seq + [5, 9], min_n=2).match(4) == (0, [])
+    idx.extend([4])  # 4 never occurred: no suffix of any length
+    assert idx.match(4) == (0, []) and idx.continuations(4) == []
+    assert NgramIndex(3, [1], min_n=1).match(2) == (0, [])  # shorter than every key
+    assert NgramIndex(3, [1, 1], min_n=1).match(2) == (1, [(1,)])
+
+
+@pytest.mark.parametrize("min_n", [0, 4, -1])
+def test_backoff_index_bad_min_n(min_n):
+    with pytest.raises(ValueError, match="^min_n: must be an integer in \\[1, n = 3\\]"):
+        NgramIndex(3, min_n=min_n)
+
+
+def test_backoff_gate_keeps_one_estimate_per_matched_length():
+    """A proposal from a 1-gram match is scored into the 1-gram estimate only; the 2-gram's
+    stays at the prior (a shorter match is a weaker prediction)."""
+    from specbound.llm.ngram import PRIOR
+
+    d = NgramDrafter(2, None, 10, cost=(0.0, 0.4), min_n=1)
+    assert sorted(d.estimates) == [1, 2] and d.estimate is d.estimates[2]
+    d.reset([5, 1, 2, 6])
+    d.extend([1])  # (6, 1) never occurred; 1 did, followed by 2
+    assert d.index.match(4) == (1, [(2, 6, 1)])
+    assert d.plan(4, 1) >= 1  # the prior clears the break-even of cost (0, 0.4)
+    d.extend([7])  # rejected at once
+    assert d.estimates[1].decisions == 1 and d.estimates[1].accepted == 0
+    assert d.estimates[2].decisions == 0 and d.estimates[2].value == PRIOR
+    d.reset([3, 4, 5, 3, 4])  # a fresh sequence: fresh estimates, a 2-gram match
+    assert d.estimates[1].decisions == 0
+    assert d.plan(4, 1) == 1  # E_1(0.45) / 1.4 > 1 > E_2(0.45) / 1.8
+    d.extend([5, 3])
+    assert d.estimates[2].decisions == 1 and d.estimates[2].accepted == 1
 
 
 def test_index_positions_and_distinct_continuations():
@@ -487,9 +591,9 @@ def test_batch_gate_prices_the_widened_batch(synth):
 class _NgramSynthBackend(SyntheticBackend):
     """The simulator's backend with an n-gram draft (the laws of :class:`PairBackend`'s)."""
 
-    def __init__(self, target, n, k=None, cost=None):
+    def __init__(self, target, n, k=None, cost=None, min_n=None):
         super().__init__(target, target)
-        self.ng = NgramDrafter(n, k, target.vocab_size, cost)
+        self.ng = NgramDrafter(n, k, target.vocab_size, cost, min_n)
 
     def reset(self, prompt):
         super().reset(prompt)
@@ -644,3 +748,66 @@ def test_keyed_drafter_invariance_on_the_embedded_model(llm_pair, embed_ids):
         np.testing.assert_array_equal(a.tokens, ref.tokens)
         assert any(d.shape[1] > 0 for d in a.drafts)  # the lookup drafted
     assert (a.emitted_per_block > 1).any()  # and was accepted (ungated mpfr)
+
+
+#: the last 3 tokens ``g(alpha`` never occurred; the 2-gram ``(alpha`` did, followed by ``,``
+#: (the target gives ``,`` about 0.49 and `` +`` about 0.38 here)
+BACKOFF_TEXT = "def f(alpha, beta):\n    return g(alpha"
+ADAPTIVE_RUNS = 1500
+
+
+@pytest.mark.slow
+def test_adaptive_gate_and_backoff_follow_the_target_on_the_embedded_model(llm_pair):
+    """The gate's decisions depend on the tokens already emitted and still leave the target's
+    law (vsps on the embedded model, the target's laws through ``CachedLM`` as above):
+
+    - ``ngram:2:min=1`` at cost (0, 0.45): the prior (0.45) does not clear the break-even,
+      so the first block is an ``ar`` step whose token is scored against the looked-up ``,``;
+      where it was ``,`` the 2-gram estimate rises above the break-even and the second block
+      drafts the continuation (`` beta``), else it stays an ``ar`` step.  Tested: the first
+      token's law, and the second token's law given each of the two likeliest first tokens
+      (one drafted, one not: the gate adapted);
+    - ``ngram:3:min=1`` at cost (0, 0.3) (drafts at the prior): the 3-gram has no earlier
+      occurrence, the block drafts the 2-gram's continuation; the first token's law.
+
+    Four comparisons, false-failure probability FAILURE_RATE together (Bonferroni)."""
+    ids = np.asarray(llm_pair.tokenizer(BACKOFF_TEXT)["input_ids"], dtype=np.int64)
+    t_lm, _ = G.as_protocol_models(llm_pair)
+    target = sim.CachedLM(t_lm)
+    p = target.next_distribution(ids)
+    probe = NgramIndex(3, ids, min_n=1)
+    m, conts = probe.match(2)
+    assert m == 2 and NgramIndex(3, ids).match(2) == (0, [])  # a back-off match only
+    alpha = bonferroni(4, FAILURE_RATE)
+    runs = {}
+    for spec, n, n0, cost, new in (("ngram:2:min=1", 2, 1, (0.0, 0.45), 2),
+                                   ("ngram:3:min=1", 3, 1, (0.0, 0.3), 1)):
+        out = []
+        for i in range(ADAPTIVE_RUNS):
+            r = sim.speculative_decode(target, target, ids, "vsps", L=3, key=i, seed=i,
+                                       window=4, max_new_tokens=new,
+                                       backend=_NgramSynthBackend(target, n, cost=cost,
+                                                                  min_n=n0))
+            out.append((tuple(int(t) for t in r.generated[:new]),
+                        tuple(d.shape[1] for d in r.drafts)))
+        pair = llm_pair.with_draft(f"{spec}:fixed={cost[0]:g}:cost={cost[1]:g}")
+        g = G.generate(pair, ids, "vsps", L=3, key=0, seed=0, window=4, max_new_tokens=new,
+                       stop_at_eos=False)
+        assert tuple(int(t) for t in g.generated[:new]) == out[0][0]
+        runs[spec] = out
+    first = np.array([o[0][0] for o in runs["ngram:3:min=1"]])
+    assert all(o[1][0] >= 1 for o in runs["ngram:3:min=1"])  # every first block drafted
+    assert_gof(first, p, samples=True, alpha=alpha, label="back-off, first token")
+    out = runs["ngram:2:min=1"]
+    assert all(o[1][0] == 0 for o in out)  # the first block: an ar step at the prior
+    first = np.array([o[0][0] for o in out])
+    assert_gof(first, p, samples=True, alpha=alpha, label="adaptive gate, first token")
+    proposal = conts[0][0]
+    for x in np.argsort(p)[::-1][:2]:
+        given = [o for o in out if o[0][0] == x]
+        assert len(given) > 300
+        # the second block drafted exactly where the first token was the proposal
+        assert all((len(o[1]) > 1 and o[1][1] >= 1) == (x == proposal) for o in given)
+        second = np.array([o[0][1] for o in given])
+        assert_gof(second, target.next_distribution(np.append(ids, x)), samples=True,
+                   alpha=alpha, label=f"adaptive gate, second token after {x}")

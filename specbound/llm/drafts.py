@@ -26,11 +26,15 @@ draft changes; the target itself is never modified.
     paper, Frantar et al. 2023, arXiv:2210.17323) and stored dequantized: each group takes
     at most :math:`2^{BITS}` distinct values.  Embedding, norms and LM head are shared with
     the target, unquantized (as GPTQ/AWQ leave them).
-``ngram:N``, ``ngram:N:K`` or ``ngram:N:K:ar``, then optionally ``:fixed=F:cost=S`` (F, S >= 0)
+``ngram:N``, ``ngram:N:K`` or ``ngram:N:K:ar``, then optionally ``:min=M`` (1 <= M <= N) and
+``:fixed=F:cost=S`` (F, S >= 0)
     Prompt lookup, no model: the last ``N`` committed tokens (prompt plus text so far) are
     looked up among their earlier occurrences in an index kept up to date token by token
     (:mod:`specbound.llm.ngram`), and the block drafts what followed the most recent one,
-    at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  Its draft law is a
+    at most ``K`` tokens (and at most ``L``; ``K`` absent: ``L``).  With ``min=M``, where the
+    last ``N`` tokens never occurred, the longest shorter suffix (down to ``M`` tokens) that
+    did is looked up instead (transformers' ``max_matching_ngram_size``), with a gate
+    estimate of its own per matched length.  Its draft law is a
     point mass (``q`` one-hot) on the looked-up token; with ``B`` drafts, the continuations
     of the ``B`` most recent occurrences whose continuations differ (the law after a path:
     one equal weight per continuation through it).  An acceptance gate drafts only where it
@@ -102,7 +106,7 @@ DRAFT_DESCRIPTIONS = MappingProxyType({
              "Qwen2.5-7B-Instruct)",
 })
 _USAGE = ("draft: must be 'temperature:T', 'early_exit:K', 'quantized:BITS[:GROUP]', "
-          "'ngram:N[:K[:ar]][:fixed=F][:cost=S]' or 'model:ID_OR_PATH'")
+          "'ngram:N[:K[:ar]][:min=M][:fixed=F][:cost=S]' or 'model:ID_OR_PATH'")
 
 
 def _float_text(t: float) -> str:
@@ -133,6 +137,10 @@ class DraftSpec:
     verify_cost : tuple of two floats, or None
         ``(F, S)`` of ``ngram:...:fixed=F:cost=S``: the acceptance gate's verify-cost model
         (None: the default, :data:`specbound.llm.ngram.DEFAULT_COST`; ``(0, 0)``: no gate).
+    min_n : int or None
+        ``M`` of ``ngram:N...:min=M`` (``1 <= M < N``): without an earlier occurrence of the
+        last ``N`` tokens, the longest shorter suffix, down to ``M`` tokens, is looked up
+        (None: ``N`` only).
     """
 
     kind: str
@@ -140,6 +148,7 @@ class DraftSpec:
     group_size: int | None = None
     proposals: int | None = None
     verify_cost: tuple | None = None
+    min_n: int | None = None
 
     def __str__(self) -> str:
         if self.kind == "temperature":
@@ -148,6 +157,8 @@ class DraftSpec:
             return f"quantized:{self.value}:{self.group_size}"
         if self.kind == "ngram":
             k = "" if self.proposals is None else f":{self.proposals}"
+            if self.min_n is not None:
+                k += f":min={self.min_n}"
             c = ""
             if self.verify_cost is not None:
                 f, s = self.verify_cost
@@ -176,13 +187,17 @@ def _parse_ngram(rest: str) -> DraftSpec:
     parts = rest.split(":")
     model = dict(zip(("fixed", "cost"), DEFAULT_COST, strict=True))
     seen: set = set()
+    min_text = None
     while len(parts) > 1 and "=" in parts[-1]:
         name, _, text = parts.pop().strip().partition("=")
         name = name.strip()
-        if name not in model or name in seen:
+        if name not in (*model, "min") or name in seen:
             raise ValueError(f"draft: ngram option {name!r} in 'ngram:{rest}' is not known or "
-                             "repeated; the options are fixed=F and cost=S")
+                             "repeated; the options are min=M, fixed=F and cost=S")
         seen.add(name)
+        if name == "min":
+            min_text = text.strip()
+            continue
         try:
             value = float(text)
         except ValueError:
@@ -195,7 +210,7 @@ def _parse_ngram(rest: str) -> DraftSpec:
     cost = None if cost == tuple(DEFAULT_COST) else cost
     if len(parts) > 3:
         raise ValueError(f"draft: ngram takes N, N:K or N:K:FALLBACK (then optionally "
-                         f":fixed=F:cost=S), got 'ngram:{rest}'")
+                         f":min=M:fixed=F:cost=S), got 'ngram:{rest}'")
     n = _int(parts[0].strip(), "ngram N")
     if n < 1:
         raise ValueError(f"draft: ngram N (the looked-up n-gram's length) must be >= 1, got "
@@ -212,7 +227,17 @@ def _parse_ngram(rest: str) -> DraftSpec:
             f"only fallback is {list(NGRAM_FALLBACKS)} (no occurrence: an ar step from the "
             "target's law; a drafted fallback would cost draft forwards where nothing is "
             "looked up)")
-    return DraftSpec("ngram", n, None, k, cost)
+    min_n = None
+    if min_text is not None:
+        try:
+            min_n = int(min_text)
+        except ValueError:
+            min_n = 0
+        if not 1 <= min_n <= n:
+            raise ValueError(f"draft: ngram min (the shortest looked-up suffix) must be an "
+                             f"integer in [1, N = {n}], got {min_text!r} in 'ngram:{rest}'")
+        min_n = None if min_n == n else min_n
+    return DraftSpec("ngram", n, None, k, cost, min_n)
 
 
 def parse_draft(draft) -> DraftSpec:

@@ -402,7 +402,7 @@ class PairBackend:
             from specbound.llm.ngram import NgramDrafter
 
             self.ngram = NgramDrafter(spec.value, spec.proposals, pair.vocab_size,
-                                      spec.verify_cost)
+                                      spec.verify_cost, getattr(spec, "min_n", None))
         self.target_seconds = 0.0
         self.draft_seconds = 0.0
         self.n_target_forwards = 0

@@ -10,6 +10,13 @@ the list of the positions where it ends; appending a token registers one n-gram 
 that ends just before it, which now has a continuation), so the index is kept up to date in
 ``O(N)`` per token, and a lookup reads the list of one key from its end, a bounded number of
 entries (:data:`SCAN`), never the text: the cost per token does not grow with the text.
+With ``min_n = M < N`` (the spec's ``min=M``) it keeps the ``m``-grams of every length ``M
+<= m <= N`` (``N - M + 1`` keys per appended token) and a lookup backs off: the longest
+suffix of the text, ``N`` tokens down to ``M``, that has an earlier occurrence, and the
+continuations of its most recent occurrences (transformers' ``max_matching_ngram_size``
+tries the lengths in the same order).  The gate keeps one acceptance estimate per matched
+length (a 1-gram match predicts worse than a 3-gram one), each scored only by the proposals
+of its own length.
 
 :class:`NgramDrafter` turns a lookup into the draft laws of one block (:meth:`plan`):
 
@@ -206,14 +213,20 @@ class AcceptanceEstimate:
 
 
 class NgramIndex:
-    """Where every ``n``-gram of a growing token sequence ends (those with a continuation).
+    """Where every ``m``-gram of a growing token sequence ends (those with a continuation),
+    for every length ``m`` from ``min_n`` to ``n``.
 
-    ``positions(key)`` lists the end positions ``i`` (``tokens[i - n + 1 : i + 1] == key``,
-    ``i < len(tokens) - 1``) in increasing order.  :meth:`extend` costs ``O(n)`` per token.
+    ``positions(key)`` lists the end positions ``i`` (``tokens[i - m + 1 : i + 1] == key``,
+    ``i < len(tokens) - 1``) in increasing order, for a key of any indexed length ``m``.
+    :meth:`extend` costs ``O(n (n - min_n + 1))`` per token (one key per length), whatever
+    the length of the text.
     """
 
-    def __init__(self, n: int, tokens: Sequence[int] = ()):
+    def __init__(self, n: int, tokens: Sequence[int] = (), min_n: int | None = None):
         self.n = int(n)
+        self.min_n = self.n if min_n is None else int(min_n)
+        if not 1 <= self.min_n <= self.n:
+            raise ValueError(f"min_n: must be an integer in [1, n = {self.n}], got {min_n!r}")
         self.tokens: list[int] = []
         self._ends: dict[tuple, list[int]] = {}
         self.extend(tokens)
@@ -222,91 +235,116 @@ class NgramIndex:
         return len(self.tokens)
 
     def extend(self, tokens) -> None:
-        """Append tokens; each registers the n-gram that ends just before it."""
-        n, seq, ends = self.n, self.tokens, self._ends
+        """Append tokens; each registers the ``m``-grams (``min_n <= m <= n``) that end just
+        before it."""
+        n0, n, seq, ends = self.min_n, self.n, self.tokens, self._ends
         for t in tokens:
             seq.append(int(t))
-            i = len(seq) - 2  # the n-gram ending at i now has a continuation
-            if i >= n - 1:
-                ends.setdefault(tuple(seq[i - n + 1:i + 1]), []).append(i)
+            i = len(seq) - 2  # the m-grams ending at i now have a continuation
+            for m in range(n0, min(n, i + 1) + 1):
+                ends.setdefault(tuple(seq[i - m + 1:i + 1]), []).append(i)
 
     def positions(self, key) -> list[int]:
         """End positions of ``key`` with a continuation, increasing (a copy)."""
         return list(self._ends.get(tuple(int(t) for t in key), ()))
 
-    def continuations(self, length: int, count: int = 1, cap: int | None = None):
-        """Up to ``count`` distinct continuations of the last ``n`` tokens, most recent
-        occurrence first.
+    def match(self, length: int, count: int = 1, cap: int | None = None):
+        """``(m, continuations)``: the longest suffix of the tokens, ``m`` tokens long
+        (``n`` down to ``min_n``), that has an earlier occurrence, and up to ``count``
+        distinct continuations of it, most recent occurrence first; ``(0, [])`` when no
+        suffix of an indexed length has one.
 
-        The most recent occurrence's continuation has ``m = min(cap, tokens after it)``
+        The most recent occurrence's continuation has ``c = min(cap, tokens after it)``
         tokens (``cap``: ``length``); the others are the next most recent occurrences
-        followed by at least ``m`` tokens whose first ``m`` tokens differ from those already
-        taken.  Returns a list of tuples of one length ``m`` (``[]`` without an occurrence).
-        """
-        n, seq = self.n, self.tokens
-        if len(seq) < n:
-            return []
-        lst = self._ends.get(tuple(seq[-n:]))
-        if not lst:
-            return []
-        m = min(int(length), len(seq) - 1 - lst[-1])
+        followed by at least ``c`` tokens whose first ``c`` tokens differ from those already
+        taken (among the :data:`SCAN` ``* count`` most recent occurrences)."""
+        seq = self.tokens
+        for m in range(min(self.n, len(seq)), self.min_n - 1, -1):
+            lst = self._ends.get(tuple(seq[-m:]))
+            if lst:
+                return m, self._distinct(lst, int(length), count)
+        return 0, []
+
+    def _distinct(self, lst, length, count):
+        seq = self.tokens
+        c = min(length, len(seq) - 1 - lst[-1])
         out: list[tuple] = []
         seen: set = set()
         for i in reversed(lst[max(len(lst) - SCAN * max(count, 1), 0):]):
-            if len(seq) - 1 - i < m:
+            if len(seq) - 1 - i < c:
                 continue
-            c = tuple(seq[i + 1:i + 1 + m])
-            if c not in seen:
-                seen.add(c)
-                out.append(c)
+            cont = tuple(seq[i + 1:i + 1 + c])
+            if cont not in seen:
+                seen.add(cont)
+                out.append(cont)
                 if len(out) == count:
                     break
         return out
 
+    def continuations(self, length: int, count: int = 1, cap: int | None = None):
+        """Up to ``count`` distinct continuations of the longest matching suffix
+        (:meth:`match`), most recent occurrence first: a list of tuples of one length
+        (``[]`` without an occurrence)."""
+        return self.match(length, count, cap)[1]
 
-def naive_continuations(tokens, n: int, length: int, count: int = 1):
-    """:meth:`NgramIndex.continuations` by scanning the whole sequence (the tests'
-    reference; no :data:`SCAN` bound when the occurrences are few)."""
+
+def naive_continuations(tokens, n: int, length: int, count: int = 1,
+                        min_n: int | None = None):
+    """:meth:`NgramIndex.continuations` by scanning the whole sequence, the suffix lengths
+    ``n`` down to ``min_n`` in turn (the tests' reference; no :data:`SCAN` bound when the
+    occurrences are few)."""
     seq = [int(t) for t in tokens]
-    if len(seq) < n:
-        return []
-    key = seq[-n:]
-    occ = [i for i in range(n - 1, len(seq) - 1) if seq[i - n + 1:i + 1] == key]
-    if not occ:
-        return []
-    m = min(int(length), len(seq) - 1 - occ[-1])
-    out: list[tuple] = []
-    for i in reversed(occ[max(len(occ) - SCAN * max(count, 1), 0):]):
-        c = tuple(seq[i + 1:i + 1 + m])
-        if len(seq) - 1 - i >= m and c not in out:
-            out.append(c)
-            if len(out) == count:
-                break
-    return out
+    for m in range(n, (n if min_n is None else min_n) - 1, -1):
+        if len(seq) < m:
+            continue
+        key = seq[-m:]
+        occ = [i for i in range(m - 1, len(seq) - 1) if seq[i - m + 1:i + 1] == key]
+        if not occ:
+            continue
+        c = min(int(length), len(seq) - 1 - occ[-1])
+        out: list[tuple] = []
+        for i in reversed(occ[max(len(occ) - SCAN * max(count, 1), 0):]):
+            cont = tuple(seq[i + 1:i + 1 + c])
+            if len(seq) - 1 - i >= c and cont not in out:
+                out.append(cont)
+                if len(out) == count:
+                    break
+        return out
+    return []
 
 
 class NgramDrafter:
     """The draft laws of an ``ngram:N[:K]`` draft, block by block (module docstring).
 
     ``cost``: the gate's verify-cost model ``(f, s)`` (None: :data:`DEFAULT_COST`;
-    ``(0, 0)``: no gate).
+    ``(0, 0)``: no gate).  ``min_n``: the shortest suffix looked up when the last ``n``
+    tokens have no earlier occurrence (None: ``n``, no shorter one); the gate keeps one
+    acceptance estimate per matched length (:attr:`estimates`; :attr:`estimate` is the
+    ``n``-gram's), since a shorter match is a weaker prediction.
     """
 
-    def __init__(self, n: int, k: int | None, vocab_size: int, cost=None):
-        self.index = NgramIndex(n)
+    def __init__(self, n: int, k: int | None, vocab_size: int, cost=None,
+                 min_n: int | None = None):
+        self.index = NgramIndex(n, min_n=min_n)
         self.k = k
         self.vocab_size = int(vocab_size)
         self.cost = DEFAULT_COST if cost is None else (float(cost[0]), float(cost[1]))
-        self.estimate = AcceptanceEstimate()
+        self._new_estimates()
         self._trie: dict[tuple, dict[int, int]] = {}
         self._conts: list[tuple] = []  # the planned block's continuations, most recent first
         #: what the block now planned proposes: the trie of its drafts (drafted block) or
         #: the one proposed token an ``ar`` step is scored against; None: no proposal
         self._scored: tuple | None = None
 
+    def _new_estimates(self) -> None:
+        #: one running acceptance estimate per matched suffix length
+        self.estimates = {m: AcceptanceEstimate()
+                          for m in range(self.index.min_n, self.index.n + 1)}
+        self.estimate = self.estimates[self.index.n]
+
     def reset(self, tokens) -> None:
-        self.index = NgramIndex(self.index.n, tokens)
-        self.estimate = AcceptanceEstimate()
+        self.index = NgramIndex(self.index.n, tokens, self.index.min_n)
+        self._new_estimates()
         self._trie = {}
         self._conts = []
         self._scored = None
@@ -316,11 +354,12 @@ class NgramDrafter:
         them."""
         tokens = [int(t) for t in tokens]
         if self._scored is not None and tokens:
-            trie, ell = self._scored
+            trie, ell, m = self._scored
+            estimate = self.estimates[m]
             path: tuple = ()
             for s in range(min(ell, len(tokens))):
                 ok = tokens[s] in trie.get(path, ())
-                self.estimate.add(ok)
+                estimate.add(ok)
                 if not ok:
                     break
                 path = path + (tokens[s],)
@@ -343,7 +382,7 @@ class NgramDrafter:
         sequences: :func:`best_length`); returns the block's length (0: no occurrence, or
         drafting does not pay: an ``ar`` step)."""
         cap = ell if self.k is None else min(ell, self.k)
-        conts = self.index.continuations(cap, B) if cap > 0 else []
+        m, conts = self.index.match(cap, B) if cap > 0 else (0, [])
         self._trie = {}
         self._conts = []
         self._scored = None
@@ -351,15 +390,15 @@ class NgramDrafter:
             return 0
         # the verification's rows: the distinct leaves, one per distinct continuation (draft
         # b >= m repeats draft b mod m), not B
-        k = best_length(self.estimate.value, len(conts[0]), self.cost, len(conts), rows)
+        k = best_length(self.estimates[m].value, len(conts[0]), self.cost, len(conts), rows)
         if k == 0:  # no draft; the ar step's token is scored against the first proposal
-            self._scored = ({(): {conts[0][0]: 1}}, 1)
+            self._scored = ({(): {conts[0][0]: 1}}, 1, m)
             return 0
         if k < len(conts[0]):
-            conts = self.index.continuations(k, B)
+            conts = self.index.match(k, B)[1]
         self._trie = self._make_trie(conts)
         self._conts = conts
-        self._scored = (self._trie, k)
+        self._scored = (self._trie, k, m)
         return k
 
     def laws_each(self, paths) -> np.ndarray:
