@@ -223,6 +223,7 @@ while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/1
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -281,10 +282,10 @@ MAX_NEW_TOKENS = 100_000
 #: :func:`~specbound.sim.speculative_decode_batch` and the lossy decoders refuse the call
 #: before decoding; the environment variable ``SPECBOUND_MAX_WORK`` overrides it (a positive
 #: number, or ``inf`` for no limit).  Measured on a busy 2-core machine: 2 to 35 ns a unit
-#: (vocabularies 2 to 50,000, every block kind), so the limit is a run of roughly half an
-#: hour to several hours; the largest call of the package's studies (the watermark
-#: studies' batch: 1,000 prompts x 128 tokens, B = 8, L = 4, vocabulary 1,000) is 5.0e9.
-MAX_DECODE_WORK = 10**12
+#: (vocabularies 2 to 50,000, every block kind), so the limit is a run of a few minutes to
+#: an hour; the largest call of the package's studies (the watermark studies' batch: 1,000
+#: prompts x 128 tokens, B = 8, L = 4, vocabulary 1,000) is 5.0e9, 20 times below it.
+MAX_DECODE_WORK = 10**11
 #: the environment variable that overrides :data:`MAX_DECODE_WORK`
 MAX_WORK_ENV = "SPECBOUND_MAX_WORK"
 #: the per-law cost of a decoder step besides the vocabulary scan, in vocabulary entries
@@ -456,12 +457,13 @@ def check_decode_cost(target, args: _compiled.RunArgs, prompts=(), *, batch: boo
         blocks = N if args.max_blocks is None else min(N, args.max_blocks)
         laws, _ = _block_laws(kind, ell, B)
         many = f"{len(prompts)} prompts x " if batch else ""
+        source = (f"from {MAX_WORK_ENV}" if os.environ.get(MAX_WORK_ENV, "").strip()
+                  else "specbound.sim.decode.MAX_DECODE_WORK")
         raise ValueError(
             f"{names}: the call's estimated work is {work:.3g} model-law entries ({many}"
             f"up to {blocks} blocks x {laws} laws a block x (vocabulary {V} + "
-            f"{LAW_OVERHEAD})), above the limit {limit:.3g} "
-            f"(specbound.sim.decode.MAX_DECODE_WORK; set the environment variable "
-            f"{MAX_WORK_ENV} to raise it)")
+            f"{LAW_OVERHEAD})), above the limit {limit:.3g} ({source}; set the environment "
+            f"variable {MAX_WORK_ENV} to raise it)")
     longest = max(int(p.size) for p in prompts)
     need = decode_memory(V, kind, L, B, N, args.max_blocks, longest, store_drafts)
     check_memory(names, need, what=f"a block's laws and the run's records, vocabulary {V}",
