@@ -961,6 +961,8 @@ def _check_prompt_size(args) -> None:
     refused before anything else (standard input is read up to the same limit)."""
     if args.prompt != "-":
         _check_size(len(args.prompt.encode("utf-8")), args.max_bytes, "prompt")
+        if not args.prompt.strip():
+            _fail("prompt", "must not be empty (only whitespace)")
 
 
 def _generate_run(args: argparse.Namespace) -> int:
@@ -984,8 +986,8 @@ def _generate_run(args: argparse.Namespace) -> int:
     # a prompt is read up to --max-bytes (an endless stream is not read to its end)
     prompt = (_read_stdin("prompt (standard input)", args.max_bytes)
               if args.prompt == "-" else args.prompt)
-    if not prompt:
-        _fail("prompt", "must not be empty")
+    if not prompt.strip():
+        _fail("prompt", "must not be empty" + (" (only whitespace)" if prompt else ""))
     _check_generate_memory(args, meta, draft, len(prompt))
 
     from specbound import llm
@@ -1062,8 +1064,8 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", default="embedded", type=model_source,
                    help="'embedded' (default) or a Hugging Face model id / folder")
     p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_TEXT_BYTES,
-                   metavar="N", help=f"refuse a text longer than N bytes (default "
-                                     f"{MAX_TEXT_BYTES}, 16 MiB)")
+                   metavar="N", help=f"refuse a text (or a prompt) longer than N bytes "
+                                     f"(default {MAX_TEXT_BYTES}, 16 MiB)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--prompt", default=None, type=_nonempty_text, metavar="TEXT",
                    help="the prompt the text was generated from: its tokens go in front of "
@@ -1110,6 +1112,8 @@ def scored_note(n_tokens: int, n_scored: int, unscored_head: int, window: int,
 
 
 def _detect_run(args: argparse.Namespace) -> int:
+    if args.prompt is not None:  # as the text and --prompt-file: at most --max-bytes
+        _check_size(len(args.prompt.encode("utf-8")), args.max_bytes, "--prompt")
     if args.file == "-":
         text = _strip_newline(_read_stdin("file (standard input)", args.max_bytes))
     else:

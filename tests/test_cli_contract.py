@@ -140,6 +140,7 @@ BAD = [
      "prompt: longer than --max-bytes (5 bytes)"),
     (["generate", "hi", "--key", "1", "--max-bytes", "0"], "--max-bytes"),
     (["generate", "hi", "--key", "1", "--max-bytes", "x"], "--max-bytes"),
+    (["generate", " \n\t ", "--key", "1"], "prompt: must not be empty"),
     # detect
     (["detect"], "--key"),
     (["detect", "--key", ""], "--key"),
@@ -150,6 +151,8 @@ BAD = [
     (["detect", "--key", "1", "/"], "file"),
     (["detect", "--key", "1", "/dev/urandom"], "file"),  # longer than --max-bytes
     (["detect", "--key", "1", "--max-bytes", "0"], "--max-bytes"),
+    (["detect", "--key", "1", "--max-bytes", "4", "--prompt", "hello", str(ROOT / "README.md")],
+     "--prompt: longer than --max-bytes (4 bytes)"),
     # models
     (["models", "--prompts", "0"], "--prompts"),
     (["models", "--measure", "--prompts", "100000"], "--prompts"),
