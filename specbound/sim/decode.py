@@ -411,19 +411,29 @@ def decode_work(vocab_size: int, kind: str, L: int, B: int, max_new_tokens: int,
     kind ``token``) times ``vocab_size + LAW_OVERHEAD`` entries (:data:`LAW_OVERHEAD`: the
     per-law cost besides the vocabulary scan).  Calibrated against measured run times
     (:data:`MAX_DECODE_WORK`); a run that accepts drafts takes fewer blocks than the
-    bound."""
+    bound.  Each block adds the token references of its draft paths (``B * ell * (ell +
+    1) / 2``: the reference loop keeps every path prefix as a tuple), which dominate at
+    ``B = L = 1024`` with a small vocabulary."""
     N = int(max_new_tokens)
     ell = min(int(L), N)
     blocks = N if max_blocks is None else min(N, int(max_blocks))
     laws, _ = _block_laws(kind, ell, int(B))
-    return int(prompts) * blocks * laws * (int(vocab_size) + LAW_OVERHEAD)
+    return int(prompts) * blocks * (laws * (int(vocab_size) + LAW_OVERHEAD)
+                                    + _path_entries(kind, ell, int(B)))
+
+
+def _path_entries(kind: str, ell: int, B: int) -> int:
+    """Token references of a block's draft paths in the reference loop (``B`` paths of
+    lengths 1 to ``ell``, each a tuple): a block of ``B = L = 1024`` holds 5.4e8 (4 GiB)."""
+    return 0 if kind == "token" else B * ell * (ell + 1) // 2
 
 
 def decode_memory(vocab_size: int, kind: str, L: int, B: int, max_new_tokens: int,
                   max_blocks: int | None = None, prompt_length: int = 0,
                   store_drafts: bool = True) -> int:
     """An upper bound (bytes) of what one run holds at once: the laws of a block the
-    reference loop keeps (float64 rows of ``vocab_size``) and the run's records (int64:
+    reference loop keeps (float64 rows of ``vocab_size``) and its draft paths (tuples of
+    token references), and the run's records (int64:
     the tokens, per block the emitted and accepted counts, per decision its multiplicity,
     outcome, position and pivot, and with ``store_drafts`` the ``B * ell`` drafts of every
     block)."""
@@ -431,7 +441,9 @@ def decode_memory(vocab_size: int, kind: str, L: int, B: int, max_new_tokens: in
     ell = min(int(L), N)
     blocks = N if max_blocks is None else min(N, int(max_blocks))
     _, held = _block_laws(kind, ell, int(B))
-    records = int(prompt_length) + N + 2 * blocks + 4 * N
+    # the draft paths of a block as tuples (a reference each, 64 bytes a tuple)
+    paths = _path_entries(kind, ell, int(B)) + (0 if kind == "token" else 8 * int(B) * ell)
+    records = int(prompt_length) + N + 2 * blocks + 4 * N + paths
     if store_drafts:
         records += blocks * int(B) * ell
     return 8 * (held * int(vocab_size) + records)
@@ -461,9 +473,10 @@ def check_decode_cost(target, args: _compiled.RunArgs, prompts=(), *, batch: boo
                   else "specbound.sim.decode.MAX_DECODE_WORK")
         raise ValueError(
             f"{names}: the call's estimated work is {work:.3g} model-law entries ({many}"
-            f"up to {blocks} blocks x {laws} laws a block x (vocabulary {V} + "
-            f"{LAW_OVERHEAD})), above the limit {limit:.3g} ({source}; set the environment "
-            f"variable {MAX_WORK_ENV} to raise it)")
+            f"up to {blocks} blocks x ({laws} laws a block x (vocabulary {V} + "
+            f"{LAW_OVERHEAD}) + {_path_entries(kind, ell, B)} draft-path tokens)), above the "
+            f"limit {limit:.3g} ({source}; set the environment variable {MAX_WORK_ENV} to "
+            f"raise it)")
     longest = max(int(p.size) for p in prompts)
     need = decode_memory(V, kind, L, B, N, args.max_blocks, longest, store_drafts)
     check_memory(names, need, what=f"a block's laws and the run's records, vocabulary {V}",
