@@ -19,6 +19,9 @@ The decoders are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Alg
 
 Contract (tested by ``tests/test_cli_contract.py``):
 
+- a ``generate`` prompt (on the command line or from standard input) longer than
+  ``--max-bytes`` (default :data:`MAX_PROMPT_BYTES`, 1 MiB) is refused before anything else,
+  as is a ``detect`` text or prompt longer than its ``--max-bytes`` (16 MiB);
 - every flag is validated before any model or tokenizer is loaded, and a ``generate`` run
   whose estimated memory (:func:`generate_memory`, from the target's config) exceeds the
   available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``, as is
