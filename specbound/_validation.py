@@ -15,7 +15,10 @@ One rule for every layer:
   refuse values that would wrap around in ``int64``;
 * **sizes are bounded**: :func:`check_alloc` refuses an allocation above
   :data:`MAX_ARRAY_BYTES` up front, naming the argument and the memory it would need,
-  instead of a ``MemoryError`` deep inside NumPy.
+  instead of a ``MemoryError`` deep inside NumPy; :func:`check_memory` refuses a run whose
+  estimated memory exceeds the memory available;
+* **limits can be raised explicitly**: :func:`limit_from_env` reads a limit's override
+  from an environment variable (e.g. ``SPECBOUND_MAX_WORK`` for the decoders' work cap).
 
 Probability vectors and their sum tolerance
 -------------------------------------------
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -92,6 +96,53 @@ def check_alloc(name: str, n_items, itemsize: int = 8, *, what: str | None = Non
             f"{desc}; the limit is {_human_bytes(MAX_ARRAY_BYTES)} "
             "(specbound._validation.MAX_ARRAY_BYTES)"
         )
+
+
+def system_available_memory() -> int | None:
+    """Bytes of system memory a run may still use: Linux's ``MemAvailable`` (else the
+    available physical pages; None where neither is known)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def check_memory(name: str, need: int, *, what: str, hint: str = "") -> None:
+    """Refuse up front a run whose estimated memory ``need`` (bytes, an upper bound of
+    what it holds at once) exceeds the system's available memory
+    (:func:`system_available_memory`; :data:`MAX_ARRAY_BYTES` where unknown), naming
+    ``name`` and stating the estimate, ``what`` it is made of and the memory available."""
+    free = system_available_memory()
+    limit = MAX_ARRAY_BYTES if free is None else free
+    need = int(need)
+    if need > limit:
+        where = "the limit" if free is None else "available"
+        raise ValueError(f"{name}: the run would need about {_human_bytes(need)} of memory "
+                         f"({what}), more than the {_human_bytes(limit)} {where}"
+                         + (f"; {hint}" if hint else ""))
+
+
+def limit_from_env(var: str, default: float) -> float:
+    """A numeric limit with an override from the environment variable ``var``: unset or
+    empty gives ``default``; otherwise a positive number (``1e13``, ``5000000``) or ``inf``
+    (no limit).  ``ValueError`` naming ``var`` for anything else."""
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return float(default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # NaN, zero and negative values
+        raise ValueError(f"{var}: must be a positive number or 'inf', got {text[:80]!r}")
+    return value
 
 
 def _refuse_kind(arr: np.ndarray, name: str, what: str) -> None:

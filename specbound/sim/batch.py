@@ -19,7 +19,12 @@ import pandas as pd
 from specbound._validation import as_bool, as_rng, check_alloc, split_seeds
 from specbound.results import ConfidenceInterval, Estimate, ResultBatch
 from specbound.sim import _compiled as _C
-from specbound.sim.decode import decode_run_args, speculative_decode, validate_prompt
+from specbound.sim.decode import (
+    check_decode_cost,
+    decode_run_args,
+    speculative_decode,
+    validate_prompt,
+)
 from specbound.sim.models import PromptSet
 from specbound.sim.results import DecodeResult, WatermarkConfig
 
@@ -260,6 +265,7 @@ def speculative_decode_batch(target, draft, prompts, decoder, *, L=4, B=1, key=N
         proposal=proposal)
     arrs = [validate_prompt(r, target.vocab_size, f"prompts[{i}]") for i, r in enumerate(rows)]
     check_batch_size(arrs, args.N, args.B * args.L if store else 0)
+    check_decode_cost(target, args, arrs, batch=True, store_drafts=store)
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
     results = _C.decode_prompts(

@@ -223,12 +223,21 @@ while ``generated < max_new_tokens``, so the last block may be shorter (Alg. 9/1
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specbound._validation import INT64_MAX, as_choice, as_int, as_rng, asarray_named
+from specbound._validation import (
+    INT64_MAX,
+    as_choice,
+    as_int,
+    as_rng,
+    asarray_named,
+    check_memory,
+    limit_from_env,
+)
 from specbound.sim import _compiled
 from specbound.sim import _compiled_blockver as _BV
 from specbound.sim import _compiled_hsd as _HS
@@ -270,6 +279,20 @@ __all__ = ["DECODERS", "DECODER_SCHEME", "KEYED_DECODERS", "MULTI_DRAFT_DECODERS
 MAX_DRAFTS = 1024
 #: largest ``max_new_tokens`` of :func:`speculative_decode`
 MAX_NEW_TOKENS = 100_000
+#: largest estimated work of one decoding call on the package's models
+#: (:func:`decode_work`: model-law entries), above which :func:`speculative_decode`,
+#: :func:`~specbound.sim.speculative_decode_batch` and the lossy decoders refuse the call
+#: before decoding; the environment variable ``SPECBOUND_MAX_WORK`` overrides it (a positive
+#: number, or ``inf`` for no limit).  Measured on a busy 2-core machine: 2 to 35 ns a unit
+#: (vocabularies 2 to 50,000, every block kind), so the limit is a run of a few minutes to
+#: an hour; the largest call of the package's studies (the watermark studies' batch: 1,000
+#: prompts x 128 tokens, B = 8, L = 4, vocabulary 1,000) is 5.0e9, 20 times below it.
+MAX_DECODE_WORK = 10**11
+#: the environment variable that overrides :data:`MAX_DECODE_WORK`
+MAX_WORK_ENV = "SPECBOUND_MAX_WORK"
+#: the per-law cost of a decoder step besides the vocabulary scan, in vocabulary entries
+#: (measured: 100 to 560 ns a law at vocabulary 2, about 10 to 40 entries' time)
+LAW_OVERHEAD = 64
 #: handling of repeated context windows by the keyed decoders (``repeats=``): ``"reuse"`` the
 #: keyed clocks, ``"mask"`` them with unkeyed position clocks, ``"skip"`` the watermark
 #: (vanilla speculative sampling with unkeyed coins; not scored by the detector)
@@ -370,6 +393,102 @@ def decode_run_args(target, draft, decoder, *, L, B, key, max_new_tokens, window
         max_blocks = as_int(max_blocks, "max_blocks", min_value=1, max_value=INT64_MAX)
     return target, draft, _compiled.RunArgs(spec, L, B, N, digest, w, max_blocks, repeats,
                                             reweight, unkeyed, residual, proposal)
+
+
+def _block_laws(kind: str, ell: int, B: int) -> tuple[int, int]:
+    """``(laws, held)`` of one block of ``ell`` positions of block kind ``kind``: the model
+    laws it evaluates at most (the drafts' ``B * ell`` and the target's ``ell + 1``; one
+    for a token step) and those it holds at once at most (the reference loop: a depth of
+    the tree, or every draft law of a block for the list decoders)."""
+    if kind == "token":
+        return 1, 1
+    laws = B * ell + ell + 1
+    if kind in ("gls", "specinfer"):
+        return laws, laws
+    if kind == "tree":
+        return laws, B + ell + 1
+    return laws, 2 * ell + 1
+
+
+def decode_work(vocab_size: int, kind: str, L: int, B: int, max_new_tokens: int,
+                max_blocks: int | None = None, prompts: int = 1) -> int:
+    """An upper bound of the work of a decoding call, in model-law entries: ``prompts``
+    times at most ``min(max_new_tokens, max_blocks)`` blocks (each emits at least one
+    token) times the laws of a block of ``ell = min(L, max_new_tokens)`` positions
+    (``B * ell`` draft laws and ``ell + 1`` target laws; one law a token for the block
+    kind ``token``) times ``vocab_size + LAW_OVERHEAD`` entries (:data:`LAW_OVERHEAD`: the
+    per-law cost besides the vocabulary scan).  Calibrated against measured run times
+    (:data:`MAX_DECODE_WORK`); a run that accepts drafts takes fewer blocks than the
+    bound.  Each block adds the token references of its draft paths (``B * ell * (ell +
+    1) / 2``: the reference loop keeps every path prefix as a tuple), which dominate at
+    ``B = L = 1024`` with a small vocabulary."""
+    N = int(max_new_tokens)
+    ell = min(int(L), N)
+    blocks = N if max_blocks is None else min(N, int(max_blocks))
+    laws, _ = _block_laws(kind, ell, int(B))
+    return int(prompts) * blocks * (laws * (int(vocab_size) + LAW_OVERHEAD)
+                                    + _path_entries(kind, ell, int(B)))
+
+
+def _path_entries(kind: str, ell: int, B: int) -> int:
+    """Token references of a block's draft paths in the reference loop (``B`` paths of
+    lengths 1 to ``ell``, each a tuple): a block of ``B = L = 1024`` holds 5.4e8 (4 GiB)."""
+    return 0 if kind == "token" else B * ell * (ell + 1) // 2
+
+
+def decode_memory(vocab_size: int, kind: str, L: int, B: int, max_new_tokens: int,
+                  max_blocks: int | None = None, prompt_length: int = 0,
+                  store_drafts: bool = True) -> int:
+    """An upper bound (bytes) of what one run holds at once: the laws of a block the
+    reference loop keeps (float64 rows of ``vocab_size``) and its draft paths (tuples of
+    token references), and the run's records (int64:
+    the tokens, per block the emitted and accepted counts, per decision its multiplicity,
+    outcome, position and pivot, and with ``store_drafts`` the ``B * ell`` drafts of every
+    block)."""
+    N = int(max_new_tokens)
+    ell = min(int(L), N)
+    blocks = N if max_blocks is None else min(N, int(max_blocks))
+    _, held = _block_laws(kind, ell, int(B))
+    # the draft paths of a block as tuples (a reference each, 64 bytes a tuple)
+    paths = _path_entries(kind, ell, int(B)) + (0 if kind == "token" else 8 * int(B) * ell)
+    records = int(prompt_length) + N + 2 * blocks + 4 * N + paths
+    if store_drafts:
+        records += blocks * int(B) * ell
+    return 8 * (held * int(vocab_size) + records)
+
+
+def check_decode_cost(target, args: _compiled.RunArgs, prompts=(), *, batch: bool = False,
+                      store_drafts: bool = True) -> None:
+    """Refuse up front a call whose estimated work (:func:`decode_work`) exceeds
+    :data:`MAX_DECODE_WORK` (or ``SPECBOUND_MAX_WORK``), or whose estimated memory
+    (:func:`decode_memory`) exceeds the memory available, with a ``ValueError`` naming
+    the arguments that drive the estimate (``max_new_tokens``, ``B``, ``L``, and
+    ``prompts`` for a batch) and stating it.  ``prompts``: the checked prompts of the call."""
+    prompts = list(prompts) or [np.zeros(0, np.int64)]
+    spec, L, B, N = args.spec, args.L, args.B, args.N
+    kind = spec.block_for(args.reweight)
+    V = int(target.vocab_size)
+    names = ", ".join((["prompts"] if batch else []) + ["max_new_tokens"]
+                      + (["B"] if B > 1 else []) + ([] if kind == "token" else ["L"]))
+    work = decode_work(V, kind, L, B, N, args.max_blocks, len(prompts))
+    limit = limit_from_env(MAX_WORK_ENV, MAX_DECODE_WORK)
+    if work > limit:
+        ell = min(L, N)
+        blocks = N if args.max_blocks is None else min(N, args.max_blocks)
+        laws, _ = _block_laws(kind, ell, B)
+        many = f"{len(prompts)} prompts x " if batch else ""
+        source = (f"from {MAX_WORK_ENV}" if os.environ.get(MAX_WORK_ENV, "").strip()
+                  else "specbound.sim.decode.MAX_DECODE_WORK")
+        raise ValueError(
+            f"{names}: the call's estimated work is {work:.3g} model-law entries ({many}"
+            f"up to {blocks} blocks x ({laws} laws a block x (vocabulary {V} + "
+            f"{LAW_OVERHEAD}) + {_path_entries(kind, ell, B)} draft-path tokens)), above the "
+            f"limit {limit:.3g} ({source}; set the environment variable {MAX_WORK_ENV} to "
+            f"raise it)")
+    longest = max(int(p.size) for p in prompts)
+    need = decode_memory(V, kind, L, B, N, args.max_blocks, longest, store_drafts)
+    check_memory(names, need, what=f"a block's laws and the run's records, vocabulary {V}",
+                 hint=f"use smaller {names}")
 
 
 # ------------------------------------------------------------------------- the backend
@@ -1388,6 +1507,8 @@ def speculative_decode(target, draft, prompt, decoder, *, L=4, B=1, key=None,
         window=window, repeats=repeats, reweight=reweight, unkeyed=unkeyed, residual=residual,
         max_blocks=max_blocks, proposal=proposal)
     prompt = validate_prompt(prompt, target.vocab_size)
+    if backend is None:  # the package's models: the call's work and memory bounded up front
+        check_decode_cost(target, args, [prompt])
     rng = as_rng(seed)
     if backend is None:  # the compiled loop (same results) where it covers the run; else BlockRun
         res = _compiled.decode_single(target, draft, prompt, rng, args)

@@ -62,6 +62,7 @@ from specbound.sim.decode import (
     DecodeResult,
     SyntheticBackend,
     WatermarkConfig,
+    check_decode_cost,
     validate_decode_args,
 )
 from specbound.sim.decoders import DECODER_SPECS
@@ -238,6 +239,8 @@ def lossy_decode(target, draft, prompt, rule, *, L=4, max_new_tokens=64, seed=0,
     """
     target, draft, prompt, rule, L, N = _validated(target, draft, prompt, rule, L,
                                                    max_new_tokens)
+    if backend is None:  # the call's work and memory bounded up front (as the decoders')
+        check_decode_cost(target, _C.RunArgs(_VSPS, L, 1, N), [prompt])
     rng = as_rng(seed)
     consts = _constants(rule, params, int(target.vocab_size))
     if backend is None:
@@ -294,6 +297,7 @@ def lossy_decode_batch(target, draft, prompts, rule, *, L=4, max_new_tokens=64, 
     target, draft, _, rule, L, N = _validated(target, draft, rows[0], rule, L, max_new_tokens)
     arrs = [_validated(target, draft, r, rule, L, N)[2] for r in rows]
     check_batch_size(arrs, N, L if store else 0)
+    check_decode_cost(target, _C.RunArgs(_VSPS, L, 1, N), arrs, batch=True, store_drafts=store)
     consts = _constants(rule, params, int(target.vocab_size))
     rngs = [as_rng(s, f"seed[{i}]") for i, s in enumerate(seeds)]
     states = [_C.pcg_state(g) for g in rngs]
