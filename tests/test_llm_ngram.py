@@ -68,9 +68,11 @@ def test_parse_valid_specs(text, spec, canonical):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("ngram:0", "ngram N .* must be >= 1, got 0 in 'ngram:0'"),
-    ("ngram:-1", "ngram N .* must be >= 1, got -1"),
-    ("ngram:3:0", "ngram K .* must be >= 1, got 0 in 'ngram:3:0'"),
+    ("ngram:0", "ngram N .* must be >= 1 and <= 1024, got 0 in 'ngram:0'"),
+    ("ngram:-1", "ngram N .* must be >= 1 and <= 1024, got -1"),
+    ("ngram:3:0", "ngram K .* must be >= 1 and <= 1024, got 0 in 'ngram:3:0'"),
+    ("ngram:10000000000", "ngram N .* <= 1024, got 10000000000"),
+    ("ngram:3:1025", "ngram K .* <= 1024, got 1025"),
     ("ngram:3:-2", "ngram K"),
     ("ngram:2.5", "ngram N must be an integer, got '2.5'"),
     ("ngram:three", "ngram N must be an integer"),
@@ -96,7 +98,7 @@ def test_parse_valid_specs(text, spec, canonical):
     ("ngram:3:min=one", "ngram min .* got 'one' in 'ngram:3:min=one'"),
     ("ngram:3:min=1:min=2", "ngram option 'min' .* is not known or repeated; the options are "
                             "min=M, fixed=F and cost=S"),
-    ("ngram:0:min=1", "ngram N .* must be >= 1, got 0"),
+    ("ngram:0:min=1", "ngram N .* must be >= 1 and <= 1024, got 0"),
     ("ngram:min=1", "ngram N must be an integer, got 'min=1'"),
     ("ngram:3:min=1:4", "ngram K must be an integer, got 'min=1'"),
 ])

@@ -179,6 +179,11 @@ def _int(text: str, what: str) -> int:
         raise ValueError(f"draft: {what} must be an integer, got {text!r}") from None
 
 
+#: largest n-gram length N and proposals per block K of an ``ngram:`` draft (every new token
+#: updates N index keys of up to N tokens each; a block drafts at most the decoder's L <= 1024)
+MAX_NGRAM = 1024
+
+
 def _parse_ngram(rest: str) -> DraftSpec:
     """``N``, ``N:K`` or ``N:K:FALLBACK`` (FALLBACK: ``ar`` only), each optionally followed by
     ``:fixed=F`` and / or ``:cost=S`` (the gate's verify-cost model, finite numbers >= 0)."""
@@ -212,15 +217,15 @@ def _parse_ngram(rest: str) -> DraftSpec:
         raise ValueError(f"draft: ngram takes N, N:K or N:K:FALLBACK (then optionally "
                          f":min=M:fixed=F:cost=S), got 'ngram:{rest}'")
     n = _int(parts[0].strip(), "ngram N")
-    if n < 1:
-        raise ValueError(f"draft: ngram N (the looked-up n-gram's length) must be >= 1, got "
-                         f"{n} in 'ngram:{rest}'")
+    if not 1 <= n <= MAX_NGRAM:
+        raise ValueError(f"draft: ngram N (the looked-up n-gram's length) must be >= 1 and "
+                         f"<= {MAX_NGRAM}, got {n} in 'ngram:{rest}'")
     k = None
     if len(parts) >= 2:
         k = _int(parts[1].strip(), "ngram K")
-        if k < 1:
-            raise ValueError(f"draft: ngram K (drafted tokens per block) must be >= 1, got "
-                             f"{k} in 'ngram:{rest}'")
+        if not 1 <= k <= MAX_NGRAM:
+            raise ValueError(f"draft: ngram K (drafted tokens per block) must be >= 1 and "
+                             f"<= {MAX_NGRAM}, got {k} in 'ngram:{rest}'")
     if len(parts) == 3 and parts[2].strip() not in NGRAM_FALLBACKS:
         raise ValueError(
             f"draft: ngram fallback {parts[2].strip()!r} in 'ngram:{rest}' is not known; the "
