@@ -483,3 +483,19 @@ def test_first_token_follows_the_target_on_the_batched_path(llm_pair, decoder, B
     assert batch.n_target_forwards == 1 and pc.hits >= 2 * FIRST_TOKEN_ROWS
     first = np.array([r.generated[0] for r in batch])
     assert_gof(first, p, samples=True, alpha=FIVE_SIGMA_RATE, label=decoder)
+
+
+def test_mpfr_on_a_public_proposal_batches_as_generate(synth):
+    """``mpfr`` with ``proposal="uniform"`` (Liu et al. 2026, arXiv:2609.21858, Alg. 5 on a
+    public process: the Python block loop) on the real-model path: every row of
+    ``generate_batch`` is ``generate``'s run with that row's seed, and the public process
+    gives other tokens than the default race on the same key and seed."""
+    _, _, pair = synth
+    seeds = [5, 6, 7, 8, 9]
+    kw = dict(L=3, B=3, key=7, window=2, stop_at_eos=False, proposal="uniform")
+    batch = generate_batch(pair, PROMPTS, "mpfr", max_new_tokens=30, seed=seeds, **kw)
+    for i, (prompt, res) in enumerate(zip(PROMPTS, batch.results(), strict=True)):
+        _same(res, G.generate(pair, prompt, "mpfr", max_new_tokens=30, seed=seeds[i], **kw))
+    race = G.generate(pair, PROMPTS[0], "mpfr", max_new_tokens=30, seed=seeds[0],
+                      **{**kw, "proposal": "race"})
+    assert list(race.tokens) != list(batch.results()[0].tokens)
