@@ -264,7 +264,7 @@ from specbound.sim.prf import (
     prf_uniform_numpy,
 )
 from specbound.sim.results import DecodeResult, WatermarkConfig
-from specbound.sim.samplers import MAX_SCAN, public_plan
+from specbound.sim.samplers import public_plan, public_scan
 from specbound.theory.blocks import expected_block_tokens as _theory_block_tokens
 from specbound.theory.blockver import blockver_block_tokens as _blockver_block_tokens
 from specbound.theory.hsd import hsd_block_tokens as _hsd_block_tokens
@@ -993,13 +993,8 @@ class BlockRun:
         """Alg. 5 on the public process of ``label`` (marks uniform on the vocabulary) for
         the law ``w``: the ``k`` smallest scores into ``out[:k]``; returns the scores."""
         mult, q0cdf, wb = public_plan(np.asarray(w, dtype=np.float64), self._uniform(len(w)))
-        heap = _K.mpfr_heap(k)
-        n, status = _K.mpfr_public_select(mult, q0cdf, k, wb, _U64(label), np.empty((1, 1)),
-                                          False, MAX_SCAN, out, heap)
-        if status != 0:  # pragma: no cover - about B V max(w) points are expected
-            raise RuntimeError(f"proposal: the public process did not stop within {MAX_SCAN} "
-                               f"points")
-        self.n_points += int(n)
+        n, heap = public_scan(label, mult, q0cdf, k, wb, out)
+        self.n_points += n
         return heap[0]
 
     def _uniform(self, n):

@@ -530,6 +530,19 @@ def public_plan(p, q0, w=None, name="p"):
     return mult, np.cumsum(q0), wv
 
 
+def public_scan(label, mult, q0cdf, k, w, out):
+    """Internal: Alg. 5 on the keyed public process of ``label`` (point ``i`` reads
+    ``prf_uniform(label, i, col)``) for the plan ``(mult, q0cdf, w)`` of :func:`public_plan`:
+    the marks of the ``k`` smallest scores into ``out[:k]``; returns ``(n_points, heap)``,
+    ``heap`` the kernel's score heap (``heap[0][0]``: the smallest score when ``k = 1``)."""
+    heap = K.mpfr_heap(k)
+    n, status = K.mpfr_public_select(mult, q0cdf, k, w, np.uint64(label), np.empty((1, 1)),
+                                     False, MAX_SCAN, out, heap)
+    if status != 0:  # pragma: no cover - about k / w points are expected, far below MAX_SCAN
+        raise RuntimeError(f"mpfr_public: the scan did not stop within {MAX_SCAN} points")
+    return int(n), heap
+
+
 def mpfr_public(p, B=1, *, proposal=None, w=None, key=None, context=(), window=None,
                 seed=None, uniforms=None) -> PublicSample:
     """``B`` samples of ``p`` by MPFR on a *public* proposal process (Alg. 5).
@@ -587,14 +600,10 @@ def mpfr_public(p, B=1, *, proposal=None, w=None, key=None, context=(), window=N
     if (key is not None) + (uniforms is not None) + (seed is not None) > 1:
         raise ValueError("key: give at most one of key, uniforms and seed")
     out = np.empty(B, np.int64)
-    heap = K.mpfr_heap(B)
     if key is not None:
-        label = context_label(key, context, window)
-        n, status = K.mpfr_public_select(mult, q0cdf, B, wv, label, np.empty((1, 1)), False,
-                                         MAX_SCAN, out, heap)
-        if status != 0:  # pragma: no cover - probability exp(-1000) after the up-front check
-            raise RuntimeError(f"mpfr_public: the scan did not stop within {MAX_SCAN} points")
-        return PublicSample(out, int(n))
+        n, _ = public_scan(context_label(key, context, window), mult, q0cdf, B, wv, out)
+        return PublicSample(out, n)
+    heap = K.mpfr_heap(B)
     if uniforms is not None:
         table = np.ascontiguousarray(np.asarray(uniforms, dtype=np.float64))
         if (table.ndim != 2 or table.shape[1] < 2 or table.shape[0] < 1
