@@ -234,14 +234,14 @@ def test_a_lookup_that_needs_b_distinct_continuations_turns_the_scaling(tmp_path
     assert got.verdict == E.NOT_DISTINGUISHABLE, got
     assert all("no evidence" not in p.text for p in got.parts), got  # drafts were accepted
 
-    lookup = ngram.NgramIndex.continuations
+    lookup = ngram.NgramIndex.match  # the drafter's lookup
 
-    def all_or_none(self, length, count=1, cap=None):
-        out = lookup(self, length, count, cap)
-        return out if len(out) == count else []
+    def all_or_none(self, length, count=1):
+        m, out = lookup(self, length, count)
+        return (m, out) if len(out) == count else (0, [])
 
     monkeypatch.setattr(_real_runs, "_QUICK_MEMO", {})
-    monkeypatch.setattr(ngram.NgramIndex, "continuations", all_or_none)
+    monkeypatch.setattr(ngram.NgramIndex, "match", all_or_none)
     real_ngram.main(tmp_path / "fault", quick=True, **grid)
     bad = _real_verdict(tmp_path / "fault", "liu_mpfr_scaling")
     assert bad.verdict in BAD, bad
