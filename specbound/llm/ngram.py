@@ -248,14 +248,14 @@ class NgramIndex:
         """End positions of ``key`` with a continuation, increasing (a copy)."""
         return list(self._ends.get(tuple(int(t) for t in key), ()))
 
-    def match(self, length: int, count: int = 1, cap: int | None = None):
+    def match(self, length: int, count: int = 1):
         """``(m, continuations)``: the longest suffix of the tokens, ``m`` tokens long
         (``n`` down to ``min_n``), that has an earlier occurrence, and up to ``count``
         distinct continuations of it, most recent occurrence first; ``(0, [])`` when no
         suffix of an indexed length has one.
 
-        The most recent occurrence's continuation has ``c = min(cap, tokens after it)``
-        tokens (``cap``: ``length``); the others are the next most recent occurrences
+        The most recent occurrence's continuation has ``c = min(length, tokens after it)``
+        tokens; the others are the next most recent occurrences
         followed by at least ``c`` tokens whose first ``c`` tokens differ from those already
         taken (among the :data:`SCAN` ``* count`` most recent occurrences)."""
         seq = self.tokens
@@ -281,11 +281,11 @@ class NgramIndex:
                     break
         return out
 
-    def continuations(self, length: int, count: int = 1, cap: int | None = None):
+    def continuations(self, length: int, count: int = 1):
         """Up to ``count`` distinct continuations of the longest matching suffix
         (:meth:`match`), most recent occurrence first: a list of tuples of one length
         (``[]`` without an occurrence)."""
-        return self.match(length, count, cap)[1]
+        return self.match(length, count)[1]
 
 
 def naive_continuations(tokens, n: int, length: int, count: int = 1,
